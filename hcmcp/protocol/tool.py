@@ -1,0 +1,156 @@
+"""A tool = name, texts, params Struct, result Struct, annotations -> the tools/list entry.
+
+Types are the schema: ``inputSchema`` and ``outputSchema`` are generated from the
+msgspec Structs (flattened: ``type: object`` at the root, no ``$ref``), and the same
+Struct decodes ``arguments``, so validation, schema and docs cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+
+@dataclass(frozen=True)
+class Annotations:
+    read_only: bool
+    destructive: bool
+    idempotent: bool
+    open_world: bool = True
+
+    def as_dict(self, title: str) -> dict[str, Any]:
+        return {
+            "title": title,
+            "readOnlyHint": self.read_only,
+            "destructiveHint": self.destructive,
+            "idempotentHint": self.idempotent,
+            "openWorldHint": self.open_world,
+        }
+
+
+class ToolError(Exception):
+    """Raised by a handler: becomes an ``isError`` result whose text is ``message``.
+
+    ``details`` (a JSON object) travels in ``structuredContent`` as
+    ``{"error": message, **details}`` so a client can act on it without parsing prose.
+    """
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+# A handler takes the request context (see protocol.server.RequestContext) and the
+# decoded params Struct, and returns an instance of the tool's result Struct.
+Handler = Callable[[Any, Any], Awaitable[msgspec.Struct]]
+
+
+@dataclass
+class Tool:
+    name: str
+    title: str
+    description: str
+    params: type[msgspec.Struct]
+    result: type[msgspec.Struct]
+    annotations: Annotations
+    handler: Handler
+    tags: frozenset[str] = field(default_factory=frozenset)   # free labels for catalogs ("essential")
+
+    def descriptor(self) -> dict[str, Any]:
+        """The ``Tool`` object of a tools/list result (revision-neutral; see revisions.shape_tool)."""
+        return {
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "inputSchema": flat_schema(self.params),
+            "outputSchema": flat_schema(self.result),
+            "annotations": self.annotations.as_dict(self.title),
+        }
+
+    def decode_arguments(self, arguments: dict[str, Any]) -> msgspec.Struct:
+        """Arguments -> params Struct; raises ToolError naming the field and the fix."""
+        try:
+            return msgspec.convert(arguments, self.params, strict=True)
+        except msgspec.ValidationError as exc:
+            raise ToolError(argument_error_text(self, str(exc)), field=_field_of(str(exc))) from None
+
+
+def _field_of(error: str) -> str | None:
+    # msgspec says "... - at `$.limit`" or "Object contains unknown field `x` - at `$`".
+    if "unknown field `" in error:
+        return error.split("unknown field `", 1)[1].split("`", 1)[0]
+    if "at `$." in error:
+        return error.rsplit("at `$.", 1)[1].rstrip("`").split("[", 1)[0].split(".", 1)[0]
+    if "missing required field `" in error:
+        return error.split("missing required field `", 1)[1].split("`", 1)[0]
+    return None
+
+
+def argument_error_text(tool: Tool, error: str) -> str:
+    name = _field_of(error)
+    props = flat_schema(tool.params).get("properties", {})
+    if "unknown field" in error:
+        valid = ", ".join(sorted(props)) or "none"
+        return (f"Invalid arguments for {tool.name}: unknown field '{name}'. "
+                f"Remove it; the fields this tool takes are: {valid}.")
+    expected = ""
+    if name in props:
+        expected = f" Expected: {_describe(props[name])}."
+    where = f"field '{name}'" if name else "the arguments"
+    return f"Invalid arguments for {tool.name}: {where}: {error.split(' - at ', 1)[0]}.{expected}"
+
+
+def _describe(prop: dict[str, Any]) -> str:
+    parts = []
+    if "enum" in prop:
+        parts.append("one of " + ", ".join(repr(v) for v in prop["enum"]))
+    elif "anyOf" in prop:
+        parts.append(" or ".join(_describe(p) for p in prop["anyOf"]))
+    elif "type" in prop:
+        t = prop["type"]
+        if t == "array" and "items" in prop:
+            parts.append(f"an array of {_describe(prop['items'])}")
+        else:
+            parts.append(t if isinstance(t, str) else " or ".join(t))
+    if "minimum" in prop or "maximum" in prop:
+        parts.append(f"from {prop.get('minimum', '-inf')} to {prop.get('maximum', 'inf')}")
+    if "maxLength" in prop:
+        parts.append(f"at most {prop['maxLength']} characters")
+    if "maxItems" in prop:
+        parts.append(f"at most {prop['maxItems']} items")
+    return ", ".join(parts) or "a valid value"
+
+
+_schema_cache: dict[type, dict[str, Any]] = {}
+
+
+def flat_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
+    """The JSON schema of ``struct`` with every ``$ref`` inlined and ``$defs`` removed."""
+    cached = _schema_cache.get(struct)
+    if cached is not None:
+        return cached
+    raw = msgspec.json.schema(struct)
+    defs = raw.get("$defs", {})
+
+    def inline(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                target = defs[node["$ref"].rsplit("/", 1)[1]]
+                merged = {**inline(target), **{k: inline(v) for k, v in node.items() if k != "$ref"}}
+                return merged
+            return {k: inline(v) for k, v in node.items() if k != "$defs"}
+        if isinstance(node, list):
+            return [inline(v) for v in node]
+        return node
+
+    schema = inline(raw)
+    schema.pop("title", None)
+    schema["type"] = "object"
+    if struct.__struct_config__.forbid_unknown_fields:
+        schema["additionalProperties"] = False
+    _schema_cache[struct] = schema
+    return schema
