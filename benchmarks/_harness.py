@@ -1,0 +1,480 @@
+"""What every benchmark needs: a stdio MCP client on pipes, timing, RSS, the simulator, tables.
+
+The client is hand-written JSON-RPC lines on purpose: no SDK sits between the stopwatch and
+the server, so hcmcp and the SDK peers are timed through exactly the same code.
+Everything here is bounded: each wait has a deadline, every process it starts is killed
+when its `with` block ends (and at exit, should a block be skipped).
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import math
+import os
+import queue
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator
+
+REPO = Path(__file__).resolve().parent.parent
+PYTHON = sys.executable
+PROTOCOL_VERSION = "2025-11-25"
+CLIENT_INFO = {"name": "hcmcp-benchmarks", "version": "0"}
+
+_live: set[subprocess.Popen] = set()
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    for proc in list(_live):
+        _stop(proc, grace=0.5)
+
+
+def _stop(proc: subprocess.Popen, grace: float = 3.0) -> None:
+    """Close stdin (a stdio server's cue to exit), then terminate, then kill."""
+    for stream in (proc.stdin,):
+        try:
+            if stream:
+                stream.close()
+        except OSError:
+            pass
+    for action in (None, proc.terminate, proc.kill):
+        if action:
+            action()
+        try:
+            proc.wait(timeout=grace)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    _live.discard(proc)
+
+
+def spawn(argv: list[str], env: dict[str, str] | None = None, **kwargs: Any) -> subprocess.Popen:
+    proc = subprocess.Popen(argv, env=env, cwd=REPO, **kwargs)
+    _live.add(proc)
+    return proc
+
+
+def server_env(url: str = "http://127.0.0.1:9", api_key: str = "hcw_" + "b" * 28) -> dict[str, str]:
+    """The environment every server gets: hcmcp's variables, which the peers read too.
+
+    The default URL is the loopback discard port: start-up needs no instance, and nothing
+    may ever be pointed off this machine.
+    """
+    env = dict(os.environ)
+    env.update(HEALTHCHECKS_URL=url, HEALTHCHECKS_API_KEY=api_key, PYTHONUNBUFFERED="1")
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env
+
+
+# --------------------------------------------------------------------------- the client
+
+
+class ServerGone(RuntimeError):
+    """The server exited, closed stdout, or missed a deadline."""
+
+
+@dataclass
+class Reply:
+    message: dict[str, Any]
+    at: float  # perf_counter when the line was read
+    sent_at: float = 0.0  # perf_counter just before the request was written, where known
+
+    @property
+    def elapsed(self) -> float:
+        return self.at - self.sent_at
+
+    @property
+    def is_error(self) -> bool:
+        result = self.message.get("result") or {}
+        return "error" in self.message or bool(result.get("isError"))
+
+    def error_text(self) -> str:
+        if "error" in self.message:
+            return str(self.message["error"].get("message"))
+        content = (self.message.get("result") or {}).get("content") or [{}]
+        return str(content[0].get("text", ""))[:300]
+
+
+class StdioServer:
+    """One stdio MCP server process and the client end of its pipes.
+
+    `started_at` is taken just before the process is created, so every time measured
+    from it includes interpreter start-up, imports and the server's own set-up.
+    """
+
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None):
+        self.argv = argv
+        self._stderr = tempfile.TemporaryFile()
+        self.started_at = time.perf_counter()
+        self.proc = spawn(argv, env=env or server_env(), stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0)
+        self._replies: queue.Queue[Reply | None] = queue.Queue()
+        self._next_id = 0
+        self._write_lock = threading.Lock()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def __enter__(self) -> StdioServer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        _stop(self.proc)
+        self._stderr.close()
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def stderr_tail(self, size: int = 600) -> str:
+        try:
+            self._stderr.seek(0, os.SEEK_END)
+            end = self._stderr.tell()
+            self._stderr.seek(max(0, end - size))
+            return self._stderr.read().decode(errors="replace").strip()
+        except (OSError, ValueError):
+            return ""
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            at = time.perf_counter()
+            try:
+                message = json.loads(line)
+            except ValueError:
+                continue  # a stray print on stdout is the server's bug, not a reply
+            if isinstance(message, dict) and "method" in message and "id" in message:
+                self._answer_server_request(message)
+            elif isinstance(message, dict) and "id" in message:
+                self._replies.put(Reply(message, at))
+        self._replies.put(None)
+
+    def _answer_server_request(self, message: dict[str, Any]) -> None:
+        # We declare no client capabilities; ping is the only request owed an answer.
+        if message["method"] == "ping":
+            self.send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
+        else:
+            self.send({"jsonrpc": "2.0", "id": message["id"],
+                       "error": {"code": -32601, "message": "the benchmark client offers nothing"}})
+
+    def send(self, message: dict[str, Any]) -> None:
+        data = json.dumps(message, separators=(",", ":")).encode() + b"\n"
+        with self._write_lock:
+            try:
+                assert self.proc.stdin is not None
+                self.proc.stdin.write(data)
+            except (BrokenPipeError, OSError) as exc:
+                raise ServerGone(self._gone_text("its stdin closed")) from exc
+
+    def new_id(self) -> int:
+        self._next_id += 1
+        return self._next_id
+
+    def send_request(self, method: str, params: dict[str, Any] | None = None) -> int:
+        request_id = self.new_id()
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        return request_id
+
+    def next_reply(self, timeout: float) -> Reply:
+        try:
+            reply = self._replies.get(timeout=timeout)
+        except queue.Empty:
+            raise ServerGone(self._gone_text(f"no reply within {timeout:g} s")) from None
+        if reply is None:
+            self._replies.put(None)  # keep later waiters from blocking
+            raise ServerGone(self._gone_text("it closed stdout"))
+        return reply
+
+    def wait_for(self, request_id: int, timeout: float) -> Reply:
+        deadline = time.perf_counter() + timeout
+        while True:
+            reply = self.next_reply(max(0.001, deadline - time.perf_counter()))
+            if reply.message.get("id") == request_id:
+                return reply
+
+    def request(self, method: str, params: dict[str, Any] | None = None, timeout: float = 30.0) -> Reply:
+        sent_at = time.perf_counter()
+        reply = self.wait_for(self.send_request(method, params), timeout)
+        reply.sent_at = sent_at
+        return reply
+
+    def initialize(self, timeout: float = 30.0) -> Reply:
+        reply = self.request("initialize", {"protocolVersion": PROTOCOL_VERSION, "capabilities": {},
+                                            "clientInfo": CLIENT_INFO}, timeout)
+        if "result" not in reply.message:
+            raise ServerGone(f"initialize was refused: {reply.message.get('error')}")
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return reply
+
+    def call_tool(self, name: str, arguments: dict[str, Any] | None = None, timeout: float = 30.0) -> Reply:
+        return self.request("tools/call", {"name": name, "arguments": arguments or {}}, timeout)
+
+    def _gone_text(self, what: str) -> str:
+        code = self.proc.poll()
+        state = f"exited with {code}" if code is not None else "still running"
+        tail = self.stderr_tail()
+        return f"{Path(self.argv[-1]).name}: {what} ({state})" + (f"; stderr ends: {tail}" if tail else "")
+
+    def memory(self) -> dict[str, int]:
+        return read_memory(self.pid)
+
+
+def read_memory(pid: int) -> dict[str, int]:
+    """VmRSS (now) and VmHWM (peak) of a process, in KiB, from /proc/<pid>/status."""
+    values: dict[str, int] = {}
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            key, _, rest = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                values[key] = int(rest.split()[0])
+    return values
+
+
+# --------------------------------------------------------------------------- numbers
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
+def percentile(values: list[float], pct: float) -> float:
+    """Nearest-rank percentile: a value that was actually measured, never interpolated."""
+    ordered = sorted(values)
+    rank = max(1, math.ceil(pct / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def ms(seconds: float | None) -> str:
+    return "—" if seconds is None else f"{seconds * 1000:.1f} ms"
+
+
+def mib(kib: int | float | None) -> str:
+    return "—" if kib is None else f"{kib / 1024:.1f} MiB"
+
+
+def one_line(text: str, limit: int = 160) -> str:
+    """A failure fit for a table cell: whitespace folded, the start and end kept."""
+    text = " ".join(str(text).split()).replace("|", "/")
+    return text if len(text) <= limit else text[: limit // 2 - 2] + " … " + text[-(limit // 2 - 2):]
+
+
+def failed(text: str) -> str:
+    """A table cell for something that failed; the whole story goes to stderr."""
+    print(f"[benchmark] failed: {text}", file=sys.stderr, flush=True)
+    return "failed: " + one_line(text)
+
+
+def ratio(numerator: float | None, denominator: float | None) -> str:
+    if not numerator or not denominator:
+        return "—"
+    return f"{numerator / denominator:.1f}×"
+
+
+# --------------------------------------------------------------------------- tables
+
+
+@dataclass
+class Table:
+    """A Markdown table, so a run's output can be pasted into RESULTS.md as it is."""
+
+    title: str
+    headers: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, *cells: object) -> None:
+        self.rows.append([str(cell) for cell in cells])
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+    def render(self) -> str:
+        widths = [max(len(h), *(len(r[i]) for r in self.rows)) if self.rows else len(h)
+                  for i, h in enumerate(self.headers)]
+
+        def line(cells: list[str]) -> str:
+            return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
+
+        out = [f"### {self.title}", "", line(self.headers),
+               "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+        out += [line(row + [""] * (len(widths) - len(row))) for row in self.rows]
+        if self.notes:
+            out.append("")
+            out += [f"- {note}" for note in self.notes]
+        return "\n".join(out) + "\n"
+
+    def print(self) -> None:
+        print(self.render(), flush=True)
+
+
+# --------------------------------------------------------------------------- the simulator
+
+
+@dataclass
+class Simulator:
+    url: str
+    keys: dict[str, str]
+    proc: subprocess.Popen
+    stderr_file: Any
+
+    @property
+    def rw_key(self) -> str:
+        for name, value in self.keys.items():
+            if "rw" in name.lower() or "write" in name.lower():
+                return value
+        return next(iter(self.keys.values()))
+
+    def stderr_text(self) -> str:
+        self.stderr_file.seek(0)
+        return self.stderr_file.read().decode(errors="replace")
+
+
+_KEY_LINE = re.compile(r"^\s*([A-Za-z_][\w ]*?)\s*[:=]\s*(\S+)\s*$")
+
+
+@contextmanager
+def simulator(seed: str = "demo", flood: int | None = None, timeout: float = 20.0) -> Iterator[Simulator]:
+    """A simulated Healthchecks instance on 127.0.0.1, for as long as the block runs.
+
+    It prints its URL as the first stdout line, then its keys (`name: value` or
+    `name=value` lines) until a blank line or EOF.
+    """
+    argv = [PYTHON, "-m", "hcmcp.healthchecks.simulator", "--port", "0", "--seed", seed]
+    if flood is not None:
+        argv += ["--flood", str(flood)]
+    stderr_file = tempfile.TemporaryFile()
+    proc = spawn(argv, stdout=subprocess.PIPE, stderr=stderr_file, stdin=subprocess.DEVNULL, text=True)
+    try:
+        lines: queue.Queue[str | None] = queue.Queue()
+
+        def pump() -> None:
+            assert proc.stdout is not None
+            for text in proc.stdout:
+                lines.put(text)
+            lines.put(None)
+
+        threading.Thread(target=pump, daemon=True).start()
+        url, keys = _read_banner(lines, time.perf_counter() + timeout)
+        if not url:
+            stderr_file.seek(0)
+            tail = stderr_file.read().decode(errors="replace")[-600:]
+            raise RuntimeError(f"the simulator printed no URL (exit {proc.poll()}): {tail.strip()}")
+        yield Simulator(url, keys, proc, stderr_file)
+    finally:
+        _stop(proc)
+        stderr_file.close()
+
+
+def _read_banner(lines: queue.Queue[str | None], deadline: float) -> tuple[str, dict[str, str]]:
+    url, keys = "", {}
+    while True:
+        # The URL may take a moment; keys follow at once, so wait briefly for each of them.
+        wait = deadline - time.perf_counter() if not url else 0.5
+        try:
+            text = lines.get(timeout=max(0.001, wait))
+        except queue.Empty:
+            return url, keys
+        if text is None:
+            return url, keys
+        text = text.strip()
+        if not url:
+            if text.startswith("http://127.0.0.1:"):
+                url = text.split()[0]
+            continue
+        if not text:
+            return url, keys
+        match = _KEY_LINE.match(text)
+        if match:
+            keys[match.group(1)] = match.group(2)
+        else:
+            return url, keys
+
+
+# --------------------------------------------------------------------------- command lines
+
+
+def common_arguments(parser: Any, default_runs: int = 15) -> None:
+    parser.add_argument("--quick", action="store_true", help="few runs, small inputs: a check that it works")
+    parser.add_argument("--runs", type=int, help=f"repetitions (default {default_runs}, --quick 3)")
+    parser.add_argument("--no-install", action="store_true",
+                        help="never create a venv; peers whose venv is missing are reported as such")
+    parser.add_argument("--servers", default="hcmcp,mcpserver,fastmcp1",
+                        help="comma-separated subset of hcmcp,mcpserver,fastmcp1")
+
+
+def runs_from(args: Any, default_runs: int = 15) -> int:
+    return args.runs or (3 if args.quick else default_runs)
+
+
+# --------------------------------------------------------------------------- call loops
+
+
+@dataclass
+class CallStats:
+    latencies: list[float]   # seconds, one per call, send -> reply
+    elapsed: float           # first send -> last reply
+    errors: int
+    first_error: str = ""
+
+    @property
+    def per_second(self) -> float:
+        return len(self.latencies) / self.elapsed if self.elapsed else 0.0
+
+
+def calls_in_flight(server: StdioServer, tool: str, arguments: dict[str, Any], total: int,
+                    in_flight: int = 1, timeout: float = 60.0) -> CallStats:
+    """`total` tools/call requests, keeping `in_flight` of them outstanding at all times.
+
+    in_flight=1 is the sequential case. The whole loop has one deadline, so a server that
+    stalls ends the benchmark instead of hanging it.
+    """
+    params = {"name": tool, "arguments": arguments}
+    sent_at: dict[int, float] = {}
+    latencies: list[float] = []
+    errors, first_error = 0, ""
+    deadline = time.perf_counter() + timeout
+    started = time.perf_counter()
+    issued = 0
+    while issued < min(in_flight, total):
+        request_id = server.send_request("tools/call", params)
+        sent_at[request_id] = time.perf_counter()
+        issued += 1
+    while sent_at:
+        reply = server.next_reply(max(0.001, deadline - time.perf_counter()))
+        began = sent_at.pop(reply.message.get("id"), None)
+        if began is None:
+            continue
+        latencies.append(reply.at - began)
+        if reply.is_error:
+            errors += 1
+            first_error = first_error or reply.error_text()
+        if issued < total:
+            request_id = server.send_request("tools/call", params)
+            sent_at[request_id] = time.perf_counter()
+            issued += 1
+    return CallStats(latencies, time.perf_counter() - started, errors, first_error)
+
+
+def http_get_json(url: str, api_key: str, timeout: float = 10.0) -> Any:
+    """A direct GET on the simulator (loopback only), to learn ids without any MCP server."""
+    import urllib.request
+
+    if not url.startswith("http://127.0.0.1:"):
+        raise ValueError(f"refusing to fetch {url!r}: the benchmarks only talk to 127.0.0.1")
+    request = urllib.request.Request(url, headers={"X-Api-Key": api_key})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return json.loads(response.read())
