@@ -97,11 +97,12 @@ def argument_error_text(tool: Tool, error: str) -> str:
         valid = ", ".join(sorted(props)) or "none"
         return (f"Invalid arguments for {tool.name}: unknown field '{name}'. "
                 f"Remove it; the fields this tool takes are: {valid}.")
+    problem = error.split(" - at ", 1)[0]
     expected = ""
-    if name in props:
+    if name in props and not problem.startswith("Expected"):
         expected = f" Expected: {_describe(props[name])}."
     where = f"field '{name}'" if name else "the arguments"
-    return f"Invalid arguments for {tool.name}: {where}: {error.split(' - at ', 1)[0]}.{expected}"
+    return f"Invalid arguments for {tool.name}: {where}: {problem}.{expected}"
 
 
 def _describe(prop: dict[str, Any]) -> str:
@@ -140,7 +141,7 @@ def flat_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
         if isinstance(node, dict):
             if "$ref" in node:
                 target = defs[node["$ref"].rsplit("/", 1)[1]]
-                merged = {**inline(target), **{k: inline(v) for k, v in node.items() if k != "$ref"}}
+                merged = {**inline(target), **{k: inline(v) for k, v in node.items() if k not in ("$ref", "$defs")}}
                 return merged
             return {k: inline(v) for k, v in node.items() if k != "$defs"}
         if isinstance(node, list):
@@ -149,6 +150,7 @@ def flat_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
 
     schema = inline(raw)
     schema.pop("title", None)
+    schema.pop("$defs", None)
     schema["type"] = "object"
     if struct.__struct_config__.forbid_unknown_fields:
         schema["additionalProperties"] = False

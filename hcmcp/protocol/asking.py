@@ -1,0 +1,113 @@
+"""ctx.elicit(): ask the person at the client, in whichever way this request's revision allows.
+
+2025 era: push ``elicitation/create`` to the client and wait for its answer (bounded).
+2026 era: there is no server->client channel, so the call returns ``input_required``
+with the question and a sealed ``requestState``; the client retries carrying the
+answer, and this same call then returns it. The tool never knows which happened.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from .jsonrpc import INVALID_PARAMS, RpcError
+from .seal import SealBroken
+
+if TYPE_CHECKING:
+    from .server import RequestContext
+
+# Why a question cannot be asked on this request (RequestContext.why_no_dialog).
+OPERATOR_DISABLED = "operator"          # ELICITATION=false on this server
+CLIENT_CANNOT = "client"                # the client did not declare form elicitation
+TRANSPORT_CANNOT = "transport"          # a stateless transport: no way to reach the client mid-call
+
+STALE_NOTE = ("An earlier answer to this question could not be used: its state had expired, "
+              "did not match this request, or came from a server that has since restarted "
+              "(the likeliest cause). Please answer again.\n\n")
+
+
+@dataclass
+class Answer:
+    """What came back. ``action``: accept, decline, cancel, error (the client answered with an
+    error), malformed (an answer we could not read), or timeout (no answer in time)."""
+
+    action: str
+    content: dict[str, Any] | None = None
+    detail: str = ""
+
+
+class InputRequired(Exception):
+    """Raised inside a 2026 tools/call: the server turns it into an ``input_required`` result."""
+
+    def __init__(self, input_requests: dict[str, Any], request_state: str) -> None:
+        super().__init__("input required")
+        self.input_requests = input_requests
+        self.request_state = request_state
+
+
+def read_answer(raw: Any) -> Answer:
+    """An ElicitResult object -> Answer (anything else is ``malformed``)."""
+    if not isinstance(raw, dict) or raw.get("action") not in ("accept", "decline", "cancel"):
+        return Answer("malformed", detail="the client's answer was not an ElicitResult with accept, decline or cancel")
+    content = raw.get("content")
+    if content is not None and not isinstance(content, dict):
+        return Answer("malformed", detail="the client's answer carried content that is not an object")
+    return Answer(raw["action"], content)
+
+
+async def elicit(ctx: RequestContext, *, key: str, message: str, requested_schema: dict[str, Any],
+                 fingerprint: str, bad_state: str = "ask_again") -> Answer:
+    """Ask once; returns the Answer. Under 2026 this raises InputRequired until the answer is here.
+
+    ``fingerprint`` binds the question to its target: a 2026 answer sealed for another
+    fingerprint is never returned. ``bad_state``: "ask_again" treats a seal that does not
+    open as no answer (a fresh question, with a note), "error" answers -32602 instead.
+    """
+    if ctx.why_no_dialog is not None:
+        raise RuntimeError("elicit() called on a request that cannot show a dialog; check ctx.why_no_dialog first")
+    params = {"mode": "form", "message": message, "requestedSchema": requested_schema}
+    if ctx.modern:
+        return _modern_answer(ctx, key, params, fingerprint, bad_state)
+    return await _legacy_answer(ctx, params)
+
+
+def _modern_answer(ctx: RequestContext, key: str, params: dict[str, Any], fingerprint: str,
+                   bad_state: str) -> Answer:
+    seal = ctx.server.seal
+    tool = ctx.tool_name or ctx.method
+    state = ctx.request_state
+    if state is None:
+        raise InputRequired({key: {"method": "elicitation/create", "params": params}},
+                            seal.seal(tool, fingerprint))
+    try:
+        seal.open(state, tool, fingerprint)
+    except SealBroken as broken:
+        if bad_state == "error":
+            raise RpcError(INVALID_PARAMS, f"Invalid params: requestState could not be verified ({broken.reason})") from None
+        fresh = dict(params, message=STALE_NOTE + params["message"])
+        raise InputRequired({key: {"method": "elicitation/create", "params": fresh}},
+                            seal.seal(tool, fingerprint)) from None
+    responses = ctx.input_responses or {}
+    if key not in responses:
+        # Unknown keys are ignored; a missing answer means: ask again.
+        raise InputRequired({key: {"method": "elicitation/create", "params": params}},
+                            seal.seal(tool, fingerprint))
+    answer = read_answer(responses[key])
+    # One answer executes once: the state is spent whatever the tool then does.
+    seal.spend(state)
+    return answer
+
+
+async def _legacy_answer(ctx: RequestContext, params: dict[str, Any]) -> Answer:
+    with anyio.move_on_after(ctx.server.elicitation_timeout) as scope:
+        reply = await ctx.request_client("elicitation/create", params)
+    if scope.cancelled_caught:
+        return Answer("timeout", detail=f"no answer within {ctx.server.elicitation_timeout:g} seconds")
+    if "error" in reply:
+        error = reply["error"]
+        text = error.get("message") if isinstance(error, dict) else None
+        return Answer("error", detail=f"the client answered with an error: {text or error!r}")
+    return read_answer(reply.get("result"))

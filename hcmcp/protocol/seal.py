@@ -1,0 +1,125 @@
+"""HMAC-sealed ``requestState``: a versioned payload only this server (or a replica sharing its key) can mint.
+
+Format: ``v1.<base64url(JSON payload)>.<base64url(HMAC-SHA256(key, "v1." + payload))>``.
+The payload binds the tool name and a fingerprint of the target, and carries an
+expiry and a nonce. Verification is constant-time; a nonce is accepted once per process.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+VERSION = "v1"
+DEFAULT_LIFETIME = 600.0   # seconds a person has to answer before the question must be asked again
+
+
+class SealBroken(Exception):
+    """The state did not open: its ``reason`` is one of malformed, forged, expired, other-target, replayed."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+class Seal:
+    def __init__(self, key: bytes | None = None, *, clock: Callable[[], float] = time.time,
+                 lifetime: float = DEFAULT_LIFETIME) -> None:
+        # A random key per process unless one is configured (HEALTHCHECKS_STATE_KEY), so that
+        # replicas and a restarted server can open each other's seals.
+        self._key = key if key is not None else secrets.token_bytes(32)
+        self._clock = clock
+        self.lifetime = lifetime
+        self._spent: dict[str, float] = {}   # nonce -> expiry, for single use within this process
+
+    def _tag(self, signed: bytes) -> bytes:
+        return hmac.new(self._key, signed, hashlib.sha256).digest()
+
+    def seal(self, tool: str, fingerprint: str, state: dict[str, Any] | None = None) -> str:
+        payload = {"v": 1, "t": tool, "f": fingerprint, "exp": int(self._clock() + self.lifetime),
+                   "n": secrets.token_hex(12)}
+        if state:
+            payload["s"] = state
+        body = _b64(orjson.dumps(payload))
+        signed = f"{VERSION}.{body}".encode("ascii")
+        return f"{VERSION}.{body}.{_b64(self._tag(signed))}"
+
+    def open(self, token: Any, tool: str, fingerprint: str, *, spend: bool = False) -> dict[str, Any]:
+        """The payload, or SealBroken. ``spend`` marks the nonce used (call it once the action ran)."""
+        if not isinstance(token, str) or token.count(".") != 2:
+            raise SealBroken("malformed")
+        version, body, tag = token.split(".")
+        if version != VERSION:
+            raise SealBroken("malformed")
+        try:
+            given = _unb64(tag)
+        except (ValueError, TypeError):
+            raise SealBroken("malformed") from None
+        if not hmac.compare_digest(given, self._tag(f"{version}.{body}".encode("ascii"))):
+            raise SealBroken("forged")
+        try:
+            payload = orjson.loads(_unb64(body))
+        except (ValueError, TypeError, orjson.JSONDecodeError):
+            raise SealBroken("malformed") from None
+        now = self._clock()
+        if not isinstance(payload, dict) or payload.get("v") != 1:
+            raise SealBroken("malformed")
+        if not isinstance(payload.get("exp"), int) or payload["exp"] < now:
+            raise SealBroken("expired")
+        if payload.get("t") != tool or not hmac.compare_digest(str(payload.get("f")), fingerprint):
+            raise SealBroken("other-target")
+        nonce = str(payload.get("n"))
+        self._forget_expired(now)
+        if nonce in self._spent:
+            raise SealBroken("replayed")
+        if spend:
+            self._spent[nonce] = payload["exp"]
+        return payload
+
+    def spend(self, token: str) -> None:
+        """Mark an already opened state as used."""
+        try:
+            payload = orjson.loads(_unb64(token.split(".")[1]))
+            self._spent[str(payload["n"])] = payload["exp"]
+        except (ValueError, KeyError, IndexError, TypeError, orjson.JSONDecodeError):
+            pass
+
+    def _forget_expired(self, now: float) -> None:
+        if len(self._spent) > 1024:
+            self._spent = {n: exp for n, exp in self._spent.items() if exp >= now}
+
+
+def parse_state_key(text: str) -> bytes:
+    """HEALTHCHECKS_STATE_KEY: at least 32 bytes, given as hex or base64. ValueError says what is wrong."""
+    raw = text.strip()
+    key: bytes | None = None
+    if raw and all(c in "0123456789abcdefABCDEF" for c in raw) and len(raw) % 2 == 0:
+        key = bytes.fromhex(raw)
+    else:
+        try:
+            key = base64.b64decode(raw + "=" * (-len(raw) % 4), altchars=b"-_" if ("-" in raw or "_" in raw) else None,
+                                   validate=True)
+        except (ValueError, TypeError):
+            key = None
+    if key is None:
+        raise ValueError("HEALTHCHECKS_STATE_KEY must be hex or base64 text; generate one with: "
+                         "python -c \"import secrets; print(secrets.token_hex(32))\"")
+    if len(key) < 32:
+        raise ValueError(f"HEALTHCHECKS_STATE_KEY decodes to {len(key)} bytes; it needs at least 32. "
+                         "Generate one with: python -c \"import secrets; print(secrets.token_hex(32))\"")
+    return key

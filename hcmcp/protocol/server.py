@@ -1,0 +1,324 @@
+"""The MCP server core: the method table, the request context, the lifecycle, tools/list and tools/call.
+
+Transports hand it decoded messages and write what it returns; it never touches I/O.
+A 2025-era ``Session`` is the state of one stdio process or one HTTP session; a
+2026-era request gets a fresh, throw-away one (nothing is remembered between them).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import msgspec
+import orjson
+
+from . import revisions
+from .asking import CLIENT_CANNOT, OPERATOR_DISABLED, TRANSPORT_CANNOT, InputRequired
+from .jsonrpc import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Id, Message, RpcError,
+                      error_message, request_message, result_message)
+from .seal import Seal
+from .tool import Tool, ToolError
+
+log = logging.getLogger("hcmcp.protocol")
+
+# Sends one message to the client before the response (2025 era); None where impossible.
+Push = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class _Waiter:
+    __slots__ = ("event", "reply")
+
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+        self.reply: dict[str, Any] | None = None
+
+
+@dataclass
+class Session:
+    """What a 2025-era connection remembers: the negotiated revision, the client's capabilities,
+    the requests in flight (to cancel them) and our own requests awaiting the client's answer."""
+
+    revision: str | None = None
+    client_capabilities: dict[str, Any] = field(default_factory=dict)
+    client_info: dict[str, Any] = field(default_factory=dict)
+    initialized: bool = False
+    stateless: bool = False                 # an HTTP mode with no way to reach the client mid-call
+    inflight: dict[Id, anyio.CancelScope] = field(default_factory=dict)
+    waiting: dict[Id, _Waiter] = field(default_factory=dict)
+    _next_id: int = 0
+
+    def next_request_id(self) -> str:
+        self._next_id += 1
+        return f"hcmcp-{self._next_id}"
+
+
+@dataclass
+class RequestContext:
+    server: McpServer
+    session: Session
+    id: Id
+    method: str
+    params: dict[str, Any]
+    revision: str
+    modern: bool
+    client_capabilities: dict[str, Any]
+    push: Push | None
+    tool_name: str | None = None
+
+    @property
+    def input_responses(self) -> dict[str, Any] | None:
+        value = self.params.get("inputResponses")
+        return value if isinstance(value, dict) else None
+
+    @property
+    def request_state(self) -> str | None:
+        value = self.params.get("requestState")
+        return value if isinstance(value, str) else None
+
+    @property
+    def why_no_dialog(self) -> str | None:
+        """None when a dialog can be shown on this request, else who prevents it (see asking)."""
+        if not self.server.elicitation_enabled:
+            return OPERATOR_DISABLED
+        if not revisions.declares_form_elicitation(self.client_capabilities):
+            return CLIENT_CANNOT
+        if not self.modern and (self.push is None or self.session.stateless):
+            return TRANSPORT_CANNOT
+        return None
+
+    async def elicit(self, **kwargs: Any):   # -> asking.Answer
+        from .asking import elicit
+        return await elicit(self, **kwargs)
+
+    async def request_client(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """2025 era: send a request to the client and wait for its response message."""
+        if self.push is None:
+            raise RuntimeError("this transport cannot send requests to the client")
+        request_id = self.session.next_request_id()
+        waiter = _Waiter()
+        self.session.waiting[request_id] = waiter
+        try:
+            await self.push(request_message(request_id, method, params))
+            await waiter.event.wait()
+            return waiter.reply or {}
+        finally:
+            self.session.waiting.pop(request_id, None)
+
+
+@dataclass
+class ServerIdentity:
+    name: str
+    version: str
+    title: str | None = None
+    description: str | None = None
+    instructions: str | None = None
+
+    def implementation(self) -> dict[str, Any]:
+        info: dict[str, Any] = {"name": self.name, "version": self.version}
+        if self.title:
+            info["title"] = self.title
+        if self.description:
+            info["description"] = self.description
+        return info
+
+
+class McpServer:
+    def __init__(self, identity: ServerIdentity, tools: list[Tool], *, elicitation_enabled: bool = True,
+                 elicitation_timeout: float = 120.0, seal: Seal | None = None,
+                 tools_private: bool = True) -> None:
+        self.identity = identity
+        self.tools = {tool.name: tool for tool in tools}
+        self.elicitation_enabled = elicitation_enabled
+        self.elicitation_timeout = elicitation_timeout
+        self.seal = seal or Seal()
+        self.tools_private = tools_private
+        self._server_info = identity.implementation()
+        self._tools_list: dict[str, orjson.Fragment] = {}   # revision -> the encoded result, built once
+        self.methods: dict[str, Callable[[RequestContext], Awaitable[dict[str, Any]]]] = {
+            "ping": self._ping,
+            "tools/list": self._tools_list_method,
+            "tools/call": self._tools_call,
+        }
+
+    # -- the entry points used by transports ---------------------------------------------------
+
+    async def handle(self, message: Message, session: Session, push: Push | None = None) -> dict[str, Any] | None:
+        """One decoded message -> the response message to write, or None (notification, response, cancelled)."""
+        if message.is_response:
+            self._route_response(message, session)
+            return None
+        if message.is_notification:
+            self._notification(message, session)
+            return None
+        try:
+            return await self._request(message, session, push)
+        except RpcError as error:
+            return error_message(message.id, error)
+
+    def capabilities(self, revision: str) -> dict[str, Any]:
+        return {"tools": {"listChanged": False}}
+
+    # -- requests ----------------------------------------------------------------------------
+
+    async def _request(self, message: Message, session: Session, push: Push | None) -> dict[str, Any] | None:
+        method = message.method
+        params = message.params
+        if params is msgspec.UNSET or params is None:
+            params = {}
+        elif not isinstance(params, dict):
+            raise RpcError(INVALID_PARAMS, f"Invalid params: params of {method} must be an object, "
+                                           f"not {type(params).__name__}", id=message.id)
+        envelope = revisions.modern_envelope(params)
+        if envelope is not None:
+            revision, capabilities = envelope
+            if method in revisions.LEGACY_ONLY_METHODS:
+                raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method} does not exist in {revision}")
+            session = Session(revision=revision, client_capabilities=capabilities)
+            ctx = RequestContext(self, session, message.id, method, params, revision, True, capabilities, None)
+            if method == "server/discover":
+                return result_message(message.id, self._discover(revision))
+            handler = self.methods.get(method)
+        else:
+            if method == "initialize":
+                return result_message(message.id, self._initialize(params, session))
+            if method == "server/discover":
+                raise RpcError(INVALID_PARAMS, "Invalid params: server/discover needs "
+                                               f"_meta['{revisions.META_VERSION}'] (a 2026-07-28 request); "
+                                               "2025-era clients send initialize instead")
+            if session.revision is None and method != "ping":
+                raise RpcError(INVALID_REQUEST, f"Invalid Request: {method} before initialize; send initialize "
+                                                "first (or a 2026-07-28 request with _meta)")
+            revision = session.revision or revisions.LATEST_LEGACY
+            ctx = RequestContext(self, session, message.id, method, params, revision, False,
+                                 session.client_capabilities, push)
+            handler = self.methods.get(method)
+        if handler is None:
+            raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
+        scope = anyio.CancelScope()
+        session.inflight[message.id] = scope
+        try:
+            with scope:
+                result = await handler(ctx)
+        finally:
+            session.inflight.pop(message.id, None)
+        if scope.cancelled_caught:
+            return None    # cancelled by notifications/cancelled: nothing more is sent for it
+        return result_message(message.id, result)
+
+    def _initialize(self, params: dict[str, Any], session: Session) -> dict[str, Any]:
+        if session.revision is not None:
+            raise RpcError(INVALID_REQUEST, "Invalid Request: initialize was already received on this connection")
+        capabilities = params.get("capabilities", {})
+        if not isinstance(capabilities, dict):
+            raise RpcError(INVALID_PARAMS, "Invalid params: initialize capabilities must be an object")
+        session.revision = revisions.negotiate(params.get("protocolVersion"))
+        session.client_capabilities = capabilities
+        info = params.get("clientInfo")
+        session.client_info = info if isinstance(info, dict) else {}
+        result: dict[str, Any] = {
+            "protocolVersion": session.revision,
+            "capabilities": self.capabilities(session.revision),
+            "serverInfo": self._server_info,
+        }
+        if self.identity.instructions:
+            result["instructions"] = self.identity.instructions
+        return result
+
+    def _discover(self, revision: str) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "supportedVersions": list(revisions.SUPPORTED),
+            "capabilities": self.capabilities(revision),
+        }
+        if self.identity.instructions:
+            result["instructions"] = self.identity.instructions
+        result = revisions.cacheable(result, revision, private=False)
+        return revisions.shape_result(result, revision, self._server_info)
+
+    async def _ping(self, ctx: RequestContext) -> dict[str, Any]:
+        return {}
+
+    async def _tools_list_method(self, ctx: RequestContext) -> Any:
+        cursor = ctx.params.get("cursor")
+        if cursor is not None:
+            raise RpcError(INVALID_PARAMS, "Invalid params: unknown cursor; tools/list has a single page, "
+                                           "call it without cursor")
+        cached = self._tools_list.get(ctx.revision)
+        if cached is None:
+            tools = [revisions.shape_tool(tool.descriptor(), ctx.revision) for tool in self.tools.values()]
+            result = revisions.cacheable({"tools": tools}, ctx.revision, private=self.tools_private)
+            result = revisions.shape_result(result, ctx.revision, self._server_info)
+            cached = self._tools_list[ctx.revision] = orjson.Fragment(orjson.dumps(result))
+        return cached
+
+    async def _tools_call(self, ctx: RequestContext) -> dict[str, Any]:
+        name = ctx.params.get("name")
+        if not isinstance(name, str):
+            raise RpcError(INVALID_PARAMS, 'Invalid params: tools/call needs "name", the tool name as a string')
+        tool = self.tools.get(name)
+        if tool is None:
+            raise RpcError(INVALID_PARAMS, f"Unknown tool: {name}. Available tools: {', '.join(self.tools)}")
+        arguments = ctx.params.get("arguments", {})
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise RpcError(INVALID_PARAMS, f'Invalid params: "arguments" of tools/call must be an object, '
+                                           f"not {type(arguments).__name__}")
+        ctx.tool_name = name
+        started = time.perf_counter()
+        result_type = "complete"
+        try:
+            params = tool.decode_arguments(arguments)
+            value = await tool.handler(ctx, params)
+            result = tool_result(msgspec.to_builtins(value))
+        except ToolError as error:
+            result = error_result(error)
+        except InputRequired as needed:
+            result = {"inputRequests": needed.input_requests, "requestState": needed.request_state}
+            result_type = "input_required"
+        except RpcError:
+            raise
+        except anyio.get_cancelled_exc_class():
+            raise
+        except Exception:
+            log.exception("tool %s failed", name)
+            raise RpcError(INTERNAL_ERROR, f"Internal error: the tool {name} failed unexpectedly; "
+                                           "the server log has the details") from None
+        log.debug("tools/call %s %.1f ms", name, (time.perf_counter() - started) * 1000)
+        result = revisions.shape_call_result(result, ctx.revision)
+        return revisions.shape_result(result, ctx.revision, self._server_info, result_type)
+
+    # -- notifications and responses ---------------------------------------------------------
+
+    def _notification(self, message: Message, session: Session) -> None:
+        params = message.params if isinstance(message.params, dict) else {}
+        if message.method == "notifications/initialized":
+            session.initialized = True
+        elif message.method == "notifications/cancelled":
+            scope = session.inflight.get(params.get("requestId"))   # unknown or finished ids are ignored
+            if scope is not None:
+                scope.cancel()
+        else:
+            log.debug("ignored notification %s", message.method)
+
+    def _route_response(self, message: Message, session: Session) -> None:
+        waiter = session.waiting.get(message.id)   # an id we never asked for changes nothing
+        if waiter is None:
+            log.info("ignored a response to unknown request id %r", message.id)
+            return
+        waiter.reply = {"result": message.result} if message.result is not msgspec.UNSET else {"error": message.error}
+        waiter.event.set()
+
+
+def tool_result(structured: dict[str, Any]) -> dict[str, Any]:
+    return {"content": [{"type": "text", "text": orjson.dumps(structured).decode()}],
+            "structuredContent": structured}
+
+
+def error_result(error: ToolError) -> dict[str, Any]:
+    structured = {"error": error.message, **error.details}
+    return {"content": [{"type": "text", "text": error.message}], "structuredContent": structured, "isError": True}

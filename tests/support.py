@@ -1,0 +1,185 @@
+"""What the end-to-end tests share: a real stdio client for a spawned server, and the official schemas."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import subprocess
+import sys
+import threading
+import time
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = ROOT.parent / "shared"
+SCHEMAS = SHARED / "spec" / "mcp-schema"
+RECORDINGS = SHARED / "healthchecks-recordings"
+
+# The result definition each method's answer must satisfy, per the official schema.
+RESULT_OF = {
+    "initialize": "InitializeResult",
+    "ping": "EmptyResult",
+    "tools/list": "ListToolsResult",
+    "tools/call": "CallToolResult",
+    "server/discover": "DiscoverResult",
+}
+
+
+@lru_cache(maxsize=None)
+def _schema(revision: str) -> dict[str, Any]:
+    return json.loads((SCHEMAS / f"{revision}.schema.json").read_text())
+
+
+def validate_definition(revision: str, definition: str, value: Any) -> None:
+    schema = _schema(revision)
+    key = "$defs" if "$defs" in schema else "definitions"
+    target = {"$ref": f"#/{key}/{definition}", key: schema[key]}
+    if "$schema" in schema:
+        target["$schema"] = schema["$schema"]
+    jsonschema.validate(value, target)
+
+
+def validate_server_message(revision: str, message: dict[str, Any], method: str | None = None) -> None:
+    """Validate one message the server wrote: the envelope, then the result by the method it answers.
+
+    The one deliberate departure: JSON-RPC 2.0 requires ``"id": null`` on an error whose request id
+    could not be read (a parse error); MCP's schema only allows omitting it. The issue asks for null.
+    """
+    if "error" in message and message.get("id", 0) is None:
+        message = {k: v for k, v in message.items() if k != "id"}
+    validate_definition(revision, "JSONRPCMessage", message)
+    if "result" in message and method in RESULT_OF:
+        definition = RESULT_OF[method]
+        result = message["result"]
+        if method == "tools/call" and result.get("resultType") == "input_required":
+            definition = "InputRequiredResult"
+        if revision == "2024-11-05" and definition == "EmptyResult":
+            definition = "Result"
+        validate_definition(revision, definition, result)
+    if "method" in message and message["method"] == "elicitation/create":
+        validate_definition(revision, "ElicitRequest", message)
+
+
+class StdioPeer:
+    """Spawns a server over stdio and talks JSON-RPC lines to it, validating everything it writes."""
+
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None, revision: str = "2025-11-25") -> None:
+        full_env = {k: v for k, v in os.environ.items() if not k.startswith(("HEALTHCHECKS_", "ELICITATION"))}
+        full_env.update(env or {})
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     env=full_env, cwd=ROOT)
+        self.revision = revision
+        self.lines: queue.Queue[bytes | None] = queue.Queue()
+        self.sent_methods: dict[Any, str] = {}
+        self.received: list[dict[str, Any]] = []
+        threading.Thread(target=self._pump, daemon=True).start()
+        self._next = 0
+
+    def _pump(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.put(line)
+        self.lines.put(None)
+
+    def send_raw(self, data: bytes) -> None:
+        self.proc.stdin.write(data if data.endswith(b"\n") else data + b"\n")
+        self.proc.stdin.flush()
+
+    def send(self, message: dict[str, Any]) -> None:
+        if "method" in message and "id" in message:
+            self.sent_methods[message["id"]] = message["method"]
+        self.send_raw(json.dumps(message).encode())
+
+    def request(self, method: str, params: dict[str, Any] | None = None, id: Any = None) -> dict[str, Any]:
+        if id is None:
+            self._next += 1
+            id = self._next
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        return self.read_response(id)
+
+    def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+
+    def read(self, timeout: float = 10.0) -> dict[str, Any]:
+        try:
+            line = self.lines.get(timeout=timeout)
+        except queue.Empty:
+            raise AssertionError(f"no message from the server within {timeout} s") from None
+        if line is None:
+            raise AssertionError("the server closed stdout; stderr: " + self.stderr_text())
+        assert line.endswith(b"\n") and b"\n" not in line[:-1], line
+        message = json.loads(line)
+        method = self.sent_methods.get(message.get("id")) if "method" not in message else None
+        validate_server_message(self.revision_of(message, method), message, method)
+        self.received.append(message)
+        return message
+
+    def revision_of(self, message: dict[str, Any], method: str | None) -> str:
+        result = message.get("result")
+        if isinstance(result, dict) and "resultType" in result:
+            return "2026-07-28"
+        return self.revision
+
+    def read_response(self, id: Any, timeout: float = 10.0) -> dict[str, Any]:
+        while True:
+            message = self.read(timeout)
+            if message.get("id") == id and "method" not in message:
+                return message
+            raise AssertionError(f"expected the response to {id!r}, got {message}")
+
+    def initialize(self, capabilities: dict[str, Any] | None = None, version: str | None = None) -> dict[str, Any]:
+        response = self.request("initialize", {"protocolVersion": version or self.revision,
+                                               "capabilities": capabilities or {},
+                                               "clientInfo": {"name": "hcmcp-tests", "version": "1"}})
+        self.notify("notifications/initialized")
+        return response
+
+    def no_output(self, seconds: float = 0.3) -> bool:
+        try:
+            line = self.lines.get(timeout=seconds)
+        except queue.Empty:
+            return True
+        self.lines.put(line)
+        return False
+
+    def close(self, timeout: float = 5.0) -> int:
+        if self.proc.stdin and not self.proc.stdin.closed:
+            self.proc.stdin.close()
+        try:
+            return self.proc.wait(timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+
+    def stderr_text(self) -> str:
+        if self.proc.poll() is None:
+            return "(still running)"
+        return self.proc.stderr.read().decode(errors="replace")
+
+    def __enter__(self) -> StdioPeer:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.proc.poll() is None:
+            self.close()
+
+
+def modern_meta(capabilities: dict[str, Any] | None = None, version: str = "2026-07-28") -> dict[str, Any]:
+    return {"io.modelcontextprotocol/protocolVersion": version,
+            "io.modelcontextprotocol/clientCapabilities": capabilities or {},
+            "io.modelcontextprotocol/clientInfo": {"name": "hcmcp-tests", "version": "1"}}
+
+
+PY = sys.executable
+FIXTURE = [PY, "-m", "conformance.fixture_server"]
+HCMCP = [PY, "-m", "hcmcp"]
