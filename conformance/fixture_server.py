@@ -99,5 +99,16 @@ def fixture_server(**kwargs) -> McpServer:
     return McpServer(identity, fixture_tools(), **kwargs)
 
 
+def main(argv: list[str]) -> None:
+    """``python -m conformance.fixture_server [--http HOST:PORT [--stateless]]`` (stdio by default)."""
+    if "--http" in argv:
+        from hcmcp.protocol.streamable_http import serve_http
+        bind = argv[argv.index("--http") + 1]
+        anyio.run(lambda: serve_http(fixture_server(elicitation_timeout=5.0), bind, stateless="--stateless" in argv))
+    else:
+        run_stdio(fixture_server())
+
+
 if __name__ == "__main__":
-    run_stdio(fixture_server())
+    import sys
+    main(sys.argv[1:])

@@ -185,7 +185,7 @@ class McpServer:
             handler = self.methods.get(method)
         else:
             if method == "initialize":
-                return result_message(message.id, self._initialize(params, session))
+                return result_message(message.id, self.initialize(params, session))
             if method == "server/discover":
                 raise RpcError(INVALID_PARAMS, "Invalid params: server/discover needs "
                                                f"_meta['{revisions.META_VERSION}'] (a 2026-07-28 request); "
@@ -210,7 +210,7 @@ class McpServer:
             return None    # cancelled by notifications/cancelled: nothing more is sent for it
         return result_message(message.id, result)
 
-    def _initialize(self, params: dict[str, Any], session: Session) -> dict[str, Any]:
+    def initialize(self, params: dict[str, Any], session: Session) -> dict[str, Any]:
         if session.revision is not None:
             raise RpcError(INVALID_REQUEST, "Invalid Request: initialize was already received on this connection")
         capabilities = params.get("capabilities", {})

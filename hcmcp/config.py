@@ -1,0 +1,119 @@
+"""Every environment variable hcmcp reads, read once at start and parsed strictly.
+
+A value that cannot be parsed stops the server (ConfigError, exit code 1) with a
+message naming the variable and the valid values: a typo that fell back to a default
+would leave the operator believing something that is not true.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+DEFAULT_URL = "https://healthchecks.io"
+
+
+class ConfigError(Exception):
+    """A setting that cannot be used; the message says which and how to fix it."""
+
+
+@dataclass(frozen=True)
+class Config:
+    api_key: str | None
+    site_root: str                      # scheme://host[:port][/prefix], no trailing slash, no /api/vN
+    read_only: bool
+    allow_tools: tuple[str, ...] | None
+    deny_tools: tuple[str, ...] | None
+    elicitation: bool
+    elicitation_timeout: float
+    state_key: bytes | None
+    request_timeout: float
+    http_token: str | None
+    http_allowed_origins: tuple[str, ...]
+
+    def __repr__(self) -> str:   # never show the key or the tokens, not even in a traceback
+        return (f"Config(site_root={self.site_root!r}, api_key={'set' if self.api_key else 'unset'}, "
+                f"read_only={self.read_only}, elicitation={self.elicitation})")
+
+
+def parse_bool(name: str, raw: str | None, default: bool) -> bool:
+    if raw is None:
+        return default
+    if raw == "true":
+        return True
+    if raw == "false":
+        return False
+    raise ConfigError(f"{name}={raw!r} is not a valid value: use exactly true or false "
+                      f"(the default is {'true' if default else 'false'})")
+
+
+def parse_site_root(raw: str | None) -> str:
+    if raw is None or raw.strip() == "":
+        return DEFAULT_URL
+    url = raw.strip()
+    match = re.fullmatch(r"(?i)([a-z][a-z0-9+.-]*)://([^/?#]*)([^?#]*)", url)
+    if not match:
+        raise ConfigError(f"HEALTHCHECKS_URL is not a URL: give the site root, e.g. {DEFAULT_URL} "
+                          "or http://127.0.0.1:8000 (no query string or fragment)")
+    scheme, authority, path = match.group(1).lower(), match.group(2), match.group(3)
+    if scheme not in ("http", "https"):
+        raise ConfigError(f"HEALTHCHECKS_URL uses the scheme {scheme!r}: only http and https are supported")
+    if "@" in authority:
+        raise ConfigError("HEALTHCHECKS_URL contains credentials (user:password@); remove them — "
+                          "the API key goes in HEALTHCHECKS_API_KEY")
+    if not authority or authority.startswith(":"):
+        raise ConfigError("HEALTHCHECKS_URL has no host name: give the site root, e.g. " + DEFAULT_URL)
+    path = re.sub(r"/api/v\d+/?$", "", path.rstrip("/")).rstrip("/")
+    return f"{scheme}://{authority.lower()}{path}"
+
+
+def parse_list(name: str, raw: str | None) -> tuple[str, ...] | None:
+    if raw is None:
+        return None
+    items = tuple(item.strip() for item in raw.split(",") if item.strip())
+    if not items:
+        raise ConfigError(f"{name} is set but names no tool; unset it, or list tool names separated by commas")
+    return items
+
+
+def parse_seconds(name: str, raw: str | None, default: float) -> float:
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not (0 < value <= 3600):
+        raise ConfigError(f"{name}={raw!r} is not a valid number of seconds: use a number above 0 and at most 3600")
+    return value
+
+
+def load(env: Mapping[str, str]) -> Config:
+    state_key = None
+    if env.get("HEALTHCHECKS_STATE_KEY") is not None:
+        from .protocol.seal import parse_state_key
+        try:
+            state_key = parse_state_key(env["HEALTHCHECKS_STATE_KEY"])
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    api_key = env.get("HEALTHCHECKS_API_KEY", "").strip() or None
+    token = env.get("HEALTHCHECKS_HTTP_TOKEN")
+    if token is not None and len(token.strip()) < 16:
+        raise ConfigError("HEALTHCHECKS_HTTP_TOKEN must be at least 16 characters; generate one with: "
+                          "python -c \"import secrets; print(secrets.token_urlsafe(32))\"")
+    origins = parse_list("HEALTHCHECKS_HTTP_ALLOWED_ORIGINS", env.get("HEALTHCHECKS_HTTP_ALLOWED_ORIGINS")) or ()
+    return Config(
+        api_key=api_key,
+        site_root=parse_site_root(env.get("HEALTHCHECKS_URL")),
+        read_only=parse_bool("HEALTHCHECKS_READ_ONLY", env.get("HEALTHCHECKS_READ_ONLY"), False),
+        allow_tools=parse_list("HEALTHCHECKS_ALLOW_TOOLS", env.get("HEALTHCHECKS_ALLOW_TOOLS")),
+        deny_tools=parse_list("HEALTHCHECKS_DENY_TOOLS", env.get("HEALTHCHECKS_DENY_TOOLS")),
+        elicitation=parse_bool("ELICITATION", env.get("ELICITATION"), True),
+        elicitation_timeout=parse_seconds("HEALTHCHECKS_ELICITATION_TIMEOUT",
+                                          env.get("HEALTHCHECKS_ELICITATION_TIMEOUT"), 120.0),
+        state_key=state_key,
+        request_timeout=parse_seconds("HEALTHCHECKS_TIMEOUT", env.get("HEALTHCHECKS_TIMEOUT"), 15.0),
+        http_token=token.strip() if token is not None else None,
+        http_allowed_origins=tuple(o.rstrip("/") for o in origins),
+    )

@@ -1,0 +1,45 @@
+"""Which tools load: HEALTHCHECKS_ALLOW_TOOLS / HEALTHCHECKS_DENY_TOOLS / essential / read-only."""
+
+from __future__ import annotations
+
+from ..config import Config, ConfigError
+from ..healthchecks.api import HealthchecksApi
+from ..protocol.tool import Tool
+
+ESSENTIAL = "essential"
+
+
+def all_tools(api: HealthchecksApi) -> tuple[list[Tool], list[Tool]]:
+    """(read tools, write tools), in the order tools/list shows them."""
+    from .read import read_tools
+    from .write import write_tools
+    return read_tools(api), write_tools(api)
+
+
+def _matches(entry: str, tool: Tool) -> bool:
+    if entry == ESSENTIAL:
+        return ESSENTIAL in tool.tags
+    if entry.endswith("*"):
+        return tool.name.startswith(entry[:-1])
+    return tool.name == entry
+
+
+def select(read: list[Tool], write: list[Tool], config: Config) -> list[Tool]:
+    everything = read + write
+    names = ", ".join(tool.name for tool in everything)
+    for variable, entries in (("HEALTHCHECKS_ALLOW_TOOLS", config.allow_tools),
+                              ("HEALTHCHECKS_DENY_TOOLS", config.deny_tools)):
+        for entry in entries or ():
+            if not any(_matches(entry, tool) for tool in everything):
+                raise ConfigError(f"{variable}: {entry!r} matches no tool. Valid entries are tool names, "
+                                  f"a prefix ending in * (e.g. list_*), or {ESSENTIAL}. Tools: {names}")
+    chosen = read if config.read_only else everything
+    if config.allow_tools is not None:
+        chosen = [t for t in chosen if any(_matches(e, t) for e in config.allow_tools)]
+    if config.deny_tools is not None:
+        chosen = [t for t in chosen if not any(_matches(e, t) for e in config.deny_tools)]
+    if not chosen:
+        why = " (HEALTHCHECKS_READ_ONLY=true removes the write tools)" if config.read_only else ""
+        raise ConfigError(f"The tool selection leaves no tool to serve{why}. Adjust HEALTHCHECKS_ALLOW_TOOLS / "
+                          f"HEALTHCHECKS_DENY_TOOLS; tools: {names}")
+    return chosen
