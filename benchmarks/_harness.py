@@ -272,10 +272,25 @@ def one_line(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit // 2 - 2] + " … " + text[-(limit // 2 - 2):]
 
 
+_failures = 0
+
+
 def failed(text: str) -> str:
     """A table cell for something that failed; the whole story goes to stderr."""
+    global _failures
+    _failures += 1
     print(f"[benchmark] failed: {text}", file=sys.stderr, flush=True)
     return "failed: " + one_line(text)
+
+
+def exit_status() -> int:
+    """1 once any cell said `failed:`, so a run that broke does not look green."""
+    return 1 if _failures else 0
+
+
+def not_run(reason: str) -> str:
+    """A table cell for something that was not attempted, and why (not a failure)."""
+    return "not run: " + one_line(reason)
 
 
 def ratio(numerator: float | None, denominator: float | None) -> str:
@@ -343,6 +358,10 @@ class Simulator:
         return self.stderr_file.read().decode(errors="replace")
 
 
+class SimulatorFailed(RuntimeError):
+    """The simulated instance did not come up."""
+
+
 _KEY_LINE = re.compile(r"^\s*([A-Za-z_][\w ]*?)\s*[:=]\s*(\S+)\s*$")
 
 
@@ -372,7 +391,7 @@ def simulator(seed: str = "demo", flood: int | None = None, timeout: float = 20.
         if not url:
             stderr_file.seek(0)
             tail = stderr_file.read().decode(errors="replace")[-600:]
-            raise RuntimeError(f"the simulator printed no URL (exit {proc.poll()}): {tail.strip()}")
+            raise SimulatorFailed(f"the simulator printed no URL (exit {proc.poll()}): {tail.strip()}")
         yield Simulator(url, keys, proc, stderr_file)
     finally:
         _stop(proc)
@@ -478,3 +497,73 @@ def http_get_json(url: str, api_key: str, timeout: float = 10.0) -> Any:
     request = urllib.request.Request(url, headers={"X-Api-Key": api_key})
     with urllib.request.urlopen(request, timeout=timeout) as response:
         return json.loads(response.read())
+
+
+# --------------------------------------------------------------------------- byte counting
+
+
+class CountingRelay:
+    """A TCP relay on 127.0.0.1 that counts the bytes flowing from the upstream to clients.
+
+    Put between a server and the simulator, it tells how much of a flood actually reached
+    the server's socket before the server hung up; the simulator itself cannot be asked.
+    """
+
+    def __init__(self, upstream_url: str):
+        import socket
+
+        host_port = upstream_url.removeprefix("http://").split("/")[0]
+        host, _, port = host_port.rpartition(":")
+        if host != "127.0.0.1":
+            raise ValueError(f"refusing to relay to {host!r}: the benchmarks only talk to 127.0.0.1")
+        self._upstream = (host, int(port))
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self._lock = threading.Lock()
+        self._downstream_bytes = 0
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def downstream_bytes(self) -> int:
+        with self._lock:
+            return self._downstream_bytes
+
+    def __enter__(self) -> CountingRelay:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._closed = True
+        self._listener.close()
+
+    def _accept(self) -> None:
+        import socket
+
+        while not self._closed:
+            try:
+                client, _ = self._listener.accept()
+                upstream = socket.create_connection(self._upstream, timeout=10)
+                upstream.settimeout(None)
+            except OSError:
+                return
+            threading.Thread(target=self._pump, args=(client, upstream, False), daemon=True).start()
+            threading.Thread(target=self._pump, args=(upstream, client, True), daemon=True).start()
+
+    def _pump(self, source: Any, sink: Any, count: bool) -> None:
+        import socket
+
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+                if count:
+                    with self._lock:
+                        self._downstream_bytes += len(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (source, sink):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                sock.close()

@@ -11,12 +11,13 @@ Also lists the ten heaviest imports of `python -X importtime -m hcmcp`.
 from __future__ import annotations
 
 import argparse
+import sys
 import subprocess
 import time
 
 from benchmarks._harness import (
-    PYTHON, ServerGone, Table, common_arguments, failed, median, ms, percentile, ratio, runs_from,
-    server_env, spawn,
+    PYTHON, ServerGone, Table, common_arguments, exit_status, failed, median, ms, not_run,
+    percentile, ratio, runs_from, server_env, spawn,
 )
 from benchmarks._servers import ServerSpec, selected
 
@@ -72,7 +73,7 @@ def import_profile(top: int = 10) -> tuple[list[tuple[int, int, str]], int, str]
     return sorted(rows, reverse=True)[:top], total, ""
 
 
-def main(argv: list[str] | None = None) -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     common_arguments(parser)
     args = parser.parse_args(argv)
@@ -85,7 +86,7 @@ def main(argv: list[str] | None = None) -> None:
     init_times: dict[str, list[float]] = {s.key: [] for s in specs}
     list_times: dict[str, list[float]] = {s.key: [] for s in specs}
     tool_counts: dict[str, int] = {}
-    failures: dict[str, str] = {s.key: s.unavailable for s in specs if s.argv is None}
+    failures: dict[str, str] = {}
 
     for round_number in range(runs + 1):  # round 0 is the warm-up and is thrown away
         for name, command in floors.items():
@@ -93,7 +94,7 @@ def main(argv: list[str] | None = None) -> None:
             if round_number:
                 floor_times[name].append(elapsed)
         for spec in specs:
-            if spec.key in failures:
+            if spec.argv is None or spec.key in failures:
                 continue
             try:
                 init, listed, count = time_handshake(spec)
@@ -113,6 +114,9 @@ def main(argv: list[str] | None = None) -> None:
         table.add(name, ms(median(times)), "", ms(percentile(times, 99)), "", ratio(median(times), bare))
     medians: dict[str, float] = {}
     for spec in specs:
+        if spec.argv is None:
+            table.add(spec.label, not_run(spec.unavailable), "", "", "", "")
+            continue
         if spec.key in failures:
             table.add(spec.label, failed(failures[spec.key]), "", "", "", "")
             continue
@@ -138,6 +142,7 @@ def main(argv: list[str] | None = None) -> None:
 
     if any(spec.key == "hcmcp" for spec in specs):
         print_import_profile()
+    return exit_status()
 
 
 def print_import_profile() -> None:
@@ -155,4 +160,4 @@ def print_import_profile() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""Run the benchmarks and print each table: `python -m benchmarks [--quick] [names...]`.
+
+Names: startup, latency, memory, scaling (default: all, in that order). Each is also a
+program of its own (`python -m benchmarks.startup --help`) with more options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import platform
+import sys
+import time
+
+from benchmarks._harness import exit_status
+
+NAMES = ("startup", "latency", "memory", "scaling")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="few runs, small inputs: a check that it works")
+    parser.add_argument("--no-install", action="store_true", help="never create a venv under benchmarks/.venvs")
+    parser.add_argument("names", nargs="*", metavar="name", help=f"any of {', '.join(NAMES)}")
+    args = parser.parse_args(argv)
+    unknown = [name for name in args.names if name not in NAMES]
+    if unknown:
+        parser.error(f"unknown benchmark(s) {', '.join(unknown)}: choose from {', '.join(NAMES)}")
+    flags = [flag for flag, on in (("--quick", args.quick), ("--no-install", args.no_install)) if on]
+
+    print(f"# hcmcp benchmarks — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+          f"{os.cpu_count()} CPUs, Python {platform.python_version()}, "
+          f"command: python -m benchmarks {' '.join(argv if argv is not None else sys.argv[1:])}\n",
+          flush=True)
+    for name in args.names or NAMES:
+        started = time.perf_counter()
+        importlib.import_module(f"benchmarks.{name}").main(flags)
+        print(f"({name} took {time.perf_counter() - started:.0f} s)\n", flush=True)
+    return exit_status()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""Each benchmark program runs with --quick on tiny inputs and prints its tables.
+
+No timing is asserted anywhere: the numbers are the benchmarks' business. What is
+asserted is that every program finishes, prints Markdown tables with a row per server,
+and that no row failed (a `failed:` cell means hcmcp, a peer, the simulator or the
+harness broke). `--no-install` keeps the test off the network: the FastMCP peer joins
+only where its venv was already created by a full run.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+TINY = ["--quick", "--no-install", "--runs", "1"]
+
+CASES = {
+    "startup": (TINY + ["--servers", "hcmcp,mcpserver"],
+                ["Start-up over stdio", "Heaviest imports"]),
+    "latency": (TINY + ["--calls", "5"], ["Tool calls over stdio"]),
+    "memory": (TINY + ["--servers", "hcmcp,mcpserver", "--flood-bytes", "8000000"],
+               ["RSS after start-up", "Flooded instance", "Installed size"]),
+    "scaling": (TINY + ["--sizes", "3,30"], ["list_checks against projects"]),
+}
+
+
+@functools.cache
+def run_benchmark(name: str) -> subprocess.CompletedProcess[str]:
+    """One run per benchmark per test session; several tests read the same output."""
+    args, _ = CASES[name]
+    return subprocess.run([sys.executable, "-m", f"benchmarks.{name}", *args], cwd=REPO,
+                          capture_output=True, text=True, timeout=180,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+
+
+def table_rows(output: str, title: str) -> list[list[str]]:
+    """The body rows of the table whose heading contains `title`."""
+    section = output.split(f"### ")
+    for part in section:
+        if part.startswith(title) or title in part.splitlines()[0]:
+            lines = [line for line in part.splitlines() if line.startswith("|")]
+            assert len(lines) >= 3, f"table {title!r} has no rows:\n{part}"
+            assert re.fullmatch(r"\|(-+\|)+", lines[1]), f"no header separator in {title!r}"
+            return [[cell.strip() for cell in line.strip("|").split("|")] for line in lines[2:]]
+    raise AssertionError(f"no table titled {title!r} in:\n{output}")
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_benchmark_prints_its_tables(name: str) -> None:
+    _, titles = CASES[name]
+    result = run_benchmark(name)
+    assert result.returncode == 0, f"exit {result.returncode}\n{result.stdout}\n{result.stderr}"
+    for title in titles:
+        rows = table_rows(result.stdout, title)
+        assert rows
+    assert "failed:" not in result.stdout, f"a row failed:\n{result.stdout}\n{result.stderr}"
+
+
+def test_startup_rows_hold_numbers_for_each_server() -> None:
+    result = run_benchmark("startup")
+    rows = {row[0]: row for row in table_rows(result.stdout, "Start-up over stdio")}
+    for label in ("hcmcp", "MCPServer (mcp 2.3.0)"):
+        assert label in rows, f"no {label} row:\n{result.stdout}"
+        assert re.fullmatch(r"\d+\.\d ms", rows[label][1]), rows[label]
+        assert rows[label][4] == "14", f"{label} listed {rows[label][4]} tools, not 14"
+
+
+def test_unknown_benchmark_name_is_refused() -> None:
+    result = subprocess.run([sys.executable, "-m", "benchmarks", "no-such-benchmark"], cwd=REPO,
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 2
+    assert "unknown benchmark" in result.stderr
