@@ -1,0 +1,537 @@
+"""The Healthchecks Management API: one method per endpoint, HTTP status -> typed errors.
+
+Knows nothing of MCP. Follows healthchecks-api.md §5: the key goes only in X-Api-Key,
+UUIDs are lowercased, trailing slashes are exactly as §1 (collections end in "/",
+single objects do not), redirects are reported and never followed.
+
+The HTTP client is imported lazily, on the first request: building the tool list must
+not pay for the HTTP stack.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+import msgspec
+
+from .models import (Badge, Check, Flip, Integration, KeyKind, Listing, Ping, PingBody,
+                     StatusAnswer, badges_of, check_of, entries_of)
+
+if TYPE_CHECKING:
+    from ..http.client import HttpClient, HttpResponse
+
+PING_BODY_CEILING = 64 * 1024        # tools.md: ping bodies are truncated at 64 KB
+STATUS_CEILING = 4 * 1024            # tools.md: anything but "OK" is shown up to 4 kB
+UPSTREAM_TEXT_LIMIT = 2000           # security.md: upstream error bodies cut to 2000 characters
+
+KEY_SETUP = ("Set HEALTHCHECKS_API_KEY to an API key of the project to manage. Keys are created in the "
+             "Healthchecks web UI under Project Settings › API Access: a read-only key is enough to list "
+             "and inspect checks; a read-write key is needed for pings, ping bodies, integrations and "
+             "every change.")
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+_UNIQUE_KEY = re.compile(r"[0-9a-f]{40}")
+
+
+def normalise_uuid(value: str) -> str | None:
+    """The canonical lowercase form Django's uuid converter routes, or None if not a UUID."""
+    candidate = value.strip().lower()
+    return candidate if _UUID.fullmatch(candidate) else None
+
+
+def normalise_check_id(value: str) -> str | None:
+    """A UUID or a 40-character unique_key (lowercase hex), or None if it is neither."""
+    candidate = value.strip().lower()
+    if _UUID.fullmatch(candidate) or _UNIQUE_KEY.fullmatch(candidate):
+        return candidate
+    return None
+
+
+# -- errors -----------------------------------------------------------------------------------
+
+class ApiError(Exception):
+    """A request that did not give the answer asked for.
+
+    ``message`` says what happened and why, ``advice`` what to do, ``upstream`` is the
+    instance's own words (JSON ``error`` or text, cut to 2000 characters, HTML dropped,
+    the key scrubbed) — kept apart so the tool layer can clean and quote it.
+    None of the three ever contains the API key.
+    """
+
+    kind = "api_error"
+    retryable = False
+
+    def __init__(self, status: int | None, message: str, *, advice: str = "",
+                 upstream: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.advice = advice
+        self.upstream = upstream
+
+    def __str__(self) -> str:
+        return " ".join(part for part in (self.message, self.advice) if part)
+
+
+class MissingApiKey(ApiError):
+    kind = "missing_api_key"
+
+
+class InvalidIdentifier(ApiError):
+    kind = "invalid_identifier"
+
+
+class Unauthorized(ApiError):
+    kind = "unauthorized"
+
+    def __init__(self, status: int | None, message: str, *, read_only_key: bool = False, **kw: Any) -> None:
+        super().__init__(status, message, **kw)
+        self.read_only_key = read_only_key
+
+
+class Forbidden(ApiError):
+    kind = "forbidden"
+
+
+class NotFound(ApiError):
+    kind = "not_found"
+
+
+class Conflict(ApiError):
+    kind = "conflict"
+
+
+class BadRequest(ApiError):
+    kind = "bad_request"
+
+
+class MethodNotAllowed(ApiError):
+    kind = "method_not_allowed"
+
+
+class Unavailable(ApiError):
+    kind = "unavailable"
+    retryable = True
+
+
+class Redirected(ApiError):
+    kind = "redirected"
+
+    def __init__(self, status: int | None, message: str, *, location: str | None = None, **kw: Any) -> None:
+        super().__init__(status, message, **kw)
+        self.location = location
+
+
+class Unreachable(ApiError):
+    kind = "unreachable"
+    retryable = True
+
+
+class ResponseTooLarge(ApiError):
+    kind = "response_too_large"
+
+
+class NotJson(ApiError):
+    kind = "not_json"
+
+
+class UnexpectedStatus(ApiError):
+    kind = "unexpected_status"
+
+
+# -- the API ----------------------------------------------------------------------------------
+
+class HealthchecksApi:
+    def __init__(self, site_root: str, api_key: str | None, *, client: HttpClient | None = None,
+                 api_version: int = 3, timeout: float = 15.0) -> None:
+        parts = urlsplit(site_root.rstrip("/"))
+        self.site_root = site_root.rstrip("/")
+        self._origin = f"{parts.scheme}://{parts.netloc}"
+        self._prefix = f"{parts.path.rstrip('/')}/api/v{api_version}/"
+        self._key = api_key or None
+        self._client = client
+        self._timeout = timeout
+        self.api_version = api_version
+        # What we learned about the key; None until an answer settles it.
+        self._key_read_write: bool | None = None
+
+    def __repr__(self) -> str:   # never the key
+        return f"HealthchecksApi({self.site_root!r}, key={'set' if self._key else 'unset'})"
+
+    @property
+    def has_key(self) -> bool:
+        return self._key is not None
+
+    def api_url(self, rel: str = "") -> str:
+        """The full URL of an API path, for texts (never carries the key)."""
+        return f"{self._origin}{self._prefix}{rel}"
+
+    # -- read endpoints ---------------------------------------------------------------------
+
+    async def list_checks(self, tags: list[str] | None = None, slug: str | None = None) -> Listing[Check]:
+        query = [("tag", tag) for tag in tags or ()]
+        if slug:
+            query.append(("slug", slug))
+        document = await self._json("GET", "checks/", query=query, what="the list of checks",
+                                    expect_list="checks")
+        listing = entries_of(document, "checks", Check)
+        self._learn_from_checks(listing.items)
+        return listing
+
+    async def get_check(self, ident: str) -> Check:
+        ident = self._check_id(ident)
+        document = await self._json("GET", f"checks/{ident}", what=f"check {ident}",
+                                    not_found=_not_found_check(ident), forbidden=_other_project(ident))
+        check = self._one_check(document, f"check {ident}")
+        self._learn_from_checks([check])
+        return check
+
+    async def list_pings(self, uuid: str) -> Listing[Ping]:
+        uuid = self._uuid(uuid)
+        document = await self._json("GET", f"checks/{uuid}/pings/", what=f"the pings of check {uuid}",
+                                    rw_only=True, expect_list="pings",
+                                    not_found=f"There is no check {uuid} in this project (404).",
+                                    forbidden=_other_project(uuid))
+        return entries_of(document, "pings", Ping)
+
+    async def get_ping_body(self, uuid: str, n: int) -> PingBody:
+        uuid = self._uuid(uuid)
+        response = await self._send(
+            "GET", f"checks/{uuid}/pings/{int(n)}/body", what=f"the body of ping #{n} of check {uuid}",
+            rw_only=True, byte_ceiling=PING_BODY_CEILING, truncate_at_ceiling=True,
+            not_found=(f"Healthchecks has no body for ping #{n} of check {uuid} (404). That answer means one "
+                       f"of four things: there is no such check, the check has no ping #{n}, that ping "
+                       f"carried no body, or the ping is older than the instance keeps (its ping log "
+                       f"limit: 100 on a free plan, 1000 on a paid one)."),
+            not_found_advice="Call list_pings to see which pings exist and which have a body_url.",
+            forbidden=_other_project(uuid),
+            unavailable_advice=("A 503 here means the instance's object storage for ping bodies is briefly "
+                                "unavailable; retrying in a minute is worth it."))
+        return PingBody(response.body, bool(response.truncated))
+
+    async def list_flips(self, ident: str, seconds: int | None = None, start: int | None = None,
+                         end: int | None = None) -> Listing[Flip]:
+        ident = self._check_id(ident)
+        query = [(name, str(int(value))) for name, value in
+                 (("seconds", seconds), ("start", start), ("end", end)) if value is not None]
+        document = await self._json(
+            "GET", f"checks/{ident}/flips/", query=query, what=f"the flips of check {ident}",
+            expect_list="flips", not_found=_not_found_check(ident), forbidden=_other_project(ident),
+            bad_request=("The instance refused the seconds/start/end parameters (400). seconds must be an "
+                         "integer 0…31536000, start and end integers 0…10000000000."))
+        return entries_of(document, "flips", Flip)
+
+    async def list_integrations(self) -> Listing[Integration]:
+        document = await self._json("GET", "channels/", what="the project's integrations", rw_only=True,
+                                    expect_list="channels")
+        return entries_of(document, "channels", Integration)
+
+    async def list_badges(self) -> Listing[Badge]:
+        document = await self._json("GET", "badges/", what="the project's badges", expect_object="badges")
+        return badges_of(document)
+
+    async def get_status(self) -> StatusAnswer:
+        """status/ needs no key, so none is sent: an SSO portal answering there must not see it."""
+        response = await self._send("GET", "status/", what="the status endpoint", needs_key=False,
+                                    byte_ceiling=STATUS_CEILING, truncate_at_ceiling=True, raise_for_status=False)
+        return StatusAnswer(response.status, response.body.decode("utf-8", "replace"),
+                            response.media_type, bool(response.truncated))
+
+    async def key_kind(self) -> KeyKind:
+        """The two harmless GETs of healthchecks-api.md §1 "Telling RO from RW"."""
+        try:
+            checks = await self.list_checks()
+        except Unauthorized as error:
+            return KeyKind(False, None, error.message)
+        found = [c for c in checks.items if c.identifier]
+        shape = ""
+        if found:
+            shape = (" Its check objects carry uuid (the read-write shape)." if isinstance(found[0].uuid, str)
+                     else " Its check objects carry unique_key (the read-only shape).")
+        try:
+            await self.list_integrations()
+        except Unauthorized as error:
+            if error.read_only_key:
+                return KeyKind(True, False, "GET checks/ accepted the key and GET channels/, which needs a "
+                                            "read-write key, refused it: the key is read-only." + shape)
+            raise
+        self._key_read_write = True
+        return KeyKind(True, True, "GET checks/ and GET channels/ (which needs a read-write key) both "
+                                   "accepted the key: it is read-write." + shape)
+
+    # -- write endpoints --------------------------------------------------------------------
+
+    async def create_check(self, fields: dict[str, Any]) -> tuple[Check, bool]:
+        """(the check, created?) — created is False when ``unique`` matched an existing check (200)."""
+        response = await self._send(
+            "POST", "checks/", what="a new check", rw_only=True, body=msgspec.json.encode(fields),
+            forbidden=("Healthchecks refused to create the check (403): the account has no checks left "
+                       "(its plan's check limit is reached)."),
+            forbidden_advice="Delete checks you no longer need, or raise the plan's limit.")
+        check = self._one_check(self._decode(response, "the new check"), "the new check")
+        return check, response.status == 201
+
+    async def update_check(self, uuid: str, fields: dict[str, Any]) -> Check:
+        uuid = self._uuid(uuid)
+        response = await self._send("POST", f"checks/{uuid}", what=f"check {uuid}", rw_only=True,
+                                    body=msgspec.json.encode(fields),
+                                    not_found=f"There is no check {uuid} in this project (404); it may "
+                                              f"have been deleted.",
+                                    forbidden=_other_project(uuid))
+        return self._one_check(self._decode(response, f"check {uuid}"), f"check {uuid}")
+
+    async def pause_check(self, uuid: str) -> Check:
+        return await self._state_change(uuid, "pause")
+
+    async def resume_check(self, uuid: str) -> Check:
+        return await self._state_change(uuid, "resume")
+
+    async def delete_check(self, uuid: str) -> Check:
+        """The deleted check as it was just before (its channels are always "" by then)."""
+        uuid = self._uuid(uuid)
+        response = await self._send("DELETE", f"checks/{uuid}", what=f"check {uuid}", rw_only=True,
+                                    not_found=f"There is no check {uuid} in this project (404): it does "
+                                              f"not exist or was already deleted.",
+                                    forbidden=_other_project(uuid))
+        return self._one_check(self._decode(response, f"deleted check {uuid}"), f"deleted check {uuid}")
+
+    async def _state_change(self, uuid: str, action: str) -> Check:
+        uuid = self._uuid(uuid)
+        response = await self._send(
+            "POST", f"checks/{uuid}/{action}", what=f"check {uuid}", rw_only=True, body=b"",
+            not_found=f"There is no check {uuid} in this project (404).", forbidden=_other_project(uuid),
+            conflict=f"Check {uuid} was not paused, so there was nothing to resume (409).",
+            conflict_advice="get_check shows its status; only a paused check can be resumed.")
+        return self._one_check(self._decode(response, f"check {uuid}"), f"check {uuid}")
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def _uuid(self, value: str) -> str:
+        uuid = normalise_uuid(value)
+        if uuid is None:
+            raise InvalidIdentifier(None, f"{_quote(value)} is not a check UUID; this endpoint takes only a "
+                                          "UUID such as 5a2d…-….", advice="list_checks shows each check's uuid.")
+        return uuid
+
+    def _check_id(self, value: str) -> str:
+        ident = normalise_check_id(value)
+        if ident is None:
+            raise InvalidIdentifier(None, f"{_quote(value)} is neither a check UUID nor a 40-character "
+                                          "unique_key.", advice="list_checks shows each check's identifier.")
+        return ident
+
+    def _learn_from_checks(self, checks: list[Check]) -> None:
+        for check in checks:
+            if isinstance(check.uuid, str):
+                self._key_read_write = True
+                return
+            if isinstance(check.unique_key, str):
+                self._key_read_write = False
+                return
+
+    def _http(self) -> HttpClient:
+        if self._client is None:
+            from ..http.client import HttpClient   # lazily: tools/list must not import the HTTP stack
+            self._client = HttpClient(self._origin, overall_timeout=self._timeout,
+                                      origin_setting="HEALTHCHECKS_URL")
+        return self._client
+
+    async def aclose(self) -> None:
+        closer = getattr(self._client, "aclose", None)
+        if closer is not None:
+            await closer()
+
+    async def _json(self, method: str, rel: str, *, expect_list: str | None = None,
+                    expect_object: str | None = None, **options: Any) -> Any:
+        what = options["what"]
+        response = await self._send(method, rel, **options)
+        document = self._decode(response, what)
+        key = expect_list or expect_object
+        if key is not None:
+            inner = document.get(key) if isinstance(document, dict) else None
+            wanted = list if expect_list else dict
+            if not isinstance(inner, wanted):
+                raise NotJson(response.status, f"The instance answered {rel} with JSON that is not the "
+                                               f"expected {{\"{key}\": …}} document.",
+                              advice=self._not_healthchecks_advice())
+        return document
+
+    def _decode(self, response: HttpResponse, what: str) -> Any:
+        try:
+            return msgspec.json.decode(response.body)
+        except msgspec.DecodeError:
+            media = response.media_type or "no content type"
+            raise NotJson(response.status, f"The instance answered the request for {what} with "
+                                           f"{len(response.body)} bytes of {media}, not JSON.",
+                          advice=self._not_healthchecks_advice()) from None
+
+    def _one_check(self, document: Any, what: str) -> Check:
+        try:
+            return check_of(document)
+        except msgspec.ValidationError as error:
+            raise NotJson(200, f"The instance answered the request for {what} with JSON that is not a "
+                               f"check object ({error}).", advice=self._not_healthchecks_advice()) from None
+
+    def _not_healthchecks_advice(self) -> str:
+        return (f"HEALTHCHECKS_URL ({self.site_root}) may point at something other than a Healthchecks "
+                "instance — a login portal or a proxy. get_status shows what answers there.")
+
+    async def _send(self, method: str, rel: str, *, what: str, query: list[tuple[str, str]] | None = None,
+                    body: bytes | None = None, needs_key: bool = True, rw_only: bool = False,
+                    byte_ceiling: int | None = None, truncate_at_ceiling: bool = False,
+                    raise_for_status: bool = True, not_found: str | None = None,
+                    not_found_advice: str = "", forbidden: str | None = None, forbidden_advice: str = "",
+                    conflict: str | None = None, conflict_advice: str = "", bad_request: str | None = None,
+                    unavailable_advice: str = "") -> HttpResponse:
+        if needs_key and self._key is None:
+            raise MissingApiKey(None, "No Healthchecks API key is configured, so nothing was sent.",
+                                advice=KEY_SETUP)
+        from ..http import client as http
+        headers = [("accept", "application/json")]
+        if needs_key:
+            headers.append(("x-api-key", self._key))   # the only place the key ever goes
+        if body is not None:
+            headers.append(("content-type", "application/json"))
+        path = self._prefix + rel
+        try:
+            response = await self._http().request(method, path, query=query or [], headers=headers, body=body,
+                                                   byte_ceiling=byte_ceiling,
+                                                   truncate_at_ceiling=truncate_at_ceiling)
+        except http.BodyTooLarge as error:
+            raise ResponseTooLarge(None, f"The instance's answer for {what} is larger than "
+                                         f"{error.ceiling} bytes; it was refused rather than returned half-parsed.",
+                                   advice="Narrow the request if the tool allows it.") from None
+        except http.Timeout as error:
+            # The client's texts are written to be shown and never carry a header value.
+            raise Unreachable(None, f"The request for {what} timed out: {self._scrub(str(error))}",
+                              advice="get_status tests the instance without a key. Retry, or raise "
+                                     "HEALTHCHECKS_TIMEOUT if the instance is just slow.") from None
+        except http.ConnectFailed as error:
+            raise Unreachable(None, self._scrub(str(error)),
+                              advice=f"HEALTHCHECKS_URL is {self.site_root}; check it and that the instance "
+                                     "is up. get_status tests this without a key.") from None
+        except http.HttpError as error:
+            raise Unreachable(None, f"The exchange with {self.site_root} for {what} failed: "
+                                    f"{self._scrub(str(error))}",
+                              advice="get_status tests the instance without a key.") from None
+        status = response.status
+        if 300 <= status < 400:
+            location = self._scrub(response.header("location") or "")[:300]
+            raise Redirected(status, f"The instance answered {status} with a redirect to "
+                                     f"{location or '(no Location)'} instead of the API's answer for {what}. "
+                                     "Redirects are not followed: a followed POST would silently turn into "
+                                     "a GET.",
+                             location=location or None,
+                             advice=f"Usually HEALTHCHECKS_URL ({self.site_root}) is wrong — http instead of "
+                                    "https, a path the site redirects, or a site root that is not the "
+                                    "Healthchecks one; it must be the site root, without /api/v3/.")
+        if not raise_for_status or 200 <= status < 300:
+            if rw_only and 200 <= status < 300:
+                self._key_read_write = True
+            return response
+        upstream = self._upstream_text(response)
+        if status == 401:
+            raise await self._unauthorized(response, upstream, what, rw_only)
+        if status == 403:
+            raise Forbidden(status, forbidden or f"Healthchecks refused access to {what} (403).",
+                            advice=forbidden_advice, upstream=upstream)
+        if status == 404:
+            raise NotFound(status, not_found or f"Healthchecks has no {what} (404).",
+                           advice=not_found_advice, upstream=upstream)
+        if status == 409:
+            raise Conflict(status, conflict or f"Healthchecks refused the change to {what} (409).",
+                           advice=conflict_advice, upstream=upstream)
+        if status == 400:
+            raise BadRequest(status, bad_request or f"Healthchecks refused the request for {what} (400).",
+                             advice="Correct the value the instance names and call again.", upstream=upstream)
+        if status == 405:
+            raise MethodNotAllowed(status, f"Healthchecks does not allow {method} for {what} (405).",
+                                   advice=f"HEALTHCHECKS_URL ({self.site_root}) may point at the wrong site, "
+                                          "or the instance is older than API v3.", upstream=upstream)
+        if status == 429 or status >= 500:
+            retry_after = response.header("retry-after")
+            wait = f" after {retry_after} seconds" if retry_after and retry_after.isdigit() else " in a minute"
+            reason = "is rate-limiting requests" if status == 429 else "had a server-side failure"
+            raise Unavailable(status, f"The instance {reason} ({status}) while serving {what}.",
+                              advice=unavailable_advice or f"This is worth retrying{wait}.", upstream=upstream)
+        raise UnexpectedStatus(status, f"The instance answered {status} to the request for {what}.",
+                               advice="HEALTHCHECKS_URL may point at something other than Healthchecks; "
+                                      "get_status shows what answers there.", upstream=upstream)
+
+    async def _unauthorized(self, response: HttpResponse, upstream: str | None, what: str,
+                            rw_only: bool) -> Unauthorized:
+        reason = (upstream or "").strip().lower()
+        if reason == "missing api key":
+            return Unauthorized(401, "Healthchecks says \"missing api key\" (401): it got no key of the length "
+                                     "it expects (exactly 32 characters).",
+                                advice="Check HEALTHCHECKS_API_KEY for a truncated or padded value. " + KEY_SETUP)
+        if rw_only and reason == "wrong api key" and await self._key_is_read_only():
+            self._key_read_write = False
+            return Unauthorized(401, f"The API key is read-only, and Healthchecks serves {what} only to a "
+                                     "read-write key. (It answers a read-only key with the same 401 \"wrong api "
+                                     "key\" as an unknown one; the key itself is valid.)", read_only_key=True,
+                                advice="Use a read-write key of this project (Project Settings › API Access) "
+                                       "if this is needed; everything else keeps working with this one.")
+        return Unauthorized(401, "Healthchecks does not accept the API key (401 \"wrong api key\"): it matches "
+                                 "no project on this instance.",
+                            advice=f"Check that HEALTHCHECKS_API_KEY belongs to the instance at "
+                                   f"{self.site_root} and was not revoked. " + KEY_SETUP, upstream=upstream)
+
+    async def _key_is_read_only(self) -> bool:
+        """After a RW-only endpoint said "wrong api key": is the key valid all the same?"""
+        if self._key_read_write is not None:
+            return not self._key_read_write
+        try:
+            await self._send("GET", "checks/", what="the list of checks")
+        except ApiError:
+            return False
+        return True
+
+    def _upstream_text(self, response: HttpResponse) -> str | None:
+        """The instance's words: JSON {"error"} or text; HTML dropped; cut; the key scrubbed."""
+        if not response.body:
+            return None
+        text = response.body.decode("utf-8", "replace")
+        if _looks_like_html(text):
+            return None   # a proxy's or Django's error page: dropped, never pasted into a context
+        try:
+            document = msgspec.json.decode(response.body)
+        except msgspec.DecodeError:
+            document = None
+        if isinstance(document, dict) and isinstance(document.get("error"), str):
+            text = document["error"]
+        text = self._scrub(text).strip()
+        if len(text) > UPSTREAM_TEXT_LIMIT:
+            text = text[:UPSTREAM_TEXT_LIMIT] + f"… [cut: {len(text) - UPSTREAM_TEXT_LIMIT} more characters]"
+        return text or None
+
+    def _scrub(self, text: str) -> str:
+        if self._key and self._key in text:
+            text = text.replace(self._key, "[the API key]")
+        return text
+
+
+_HTML = re.compile(r"^\s*(<!doctype\s+html|<html|<head|<body|<\?xml)|<(html|body|head|title|div|p|h1)[\s>]",
+                   re.IGNORECASE)
+
+
+def _looks_like_html(text: str) -> bool:
+    # By content, not Content-Type: Django labels its plain-text 409 "text/html" too.
+    return bool(_HTML.search(text[:4096]))
+
+
+def _quote(value: str) -> str:
+    shown = value if len(value) <= 60 else value[:60] + "…"
+    return repr(shown)
+
+
+def _not_found_check(ident: str) -> str:
+    kind = "unique_key" if len(ident) == 40 else "UUID"
+    return f"There is no check with the {kind} {ident} in this project (404)."
+
+
+def _other_project(ident: str) -> str:
+    return (f"Check {ident} exists but belongs to another project (403); this API key reaches only its own "
+            "project's checks.")

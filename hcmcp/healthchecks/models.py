@@ -1,0 +1,182 @@
+"""msgspec Structs of the Healthchecks API's objects, and the listings that carry them.
+
+Fields that appear only sometimes (by key kind, by check kind, by whether a run was
+measured) default to UNSET, so "absent upstream" stays distinguishable from "empty".
+Unknown fields are ignored: the API adds fields over time and that must not break us.
+Listings keep the entries that are objects of the expected shape and *count* the rest
+(``malformed``), so a tool can say what it left out instead of dropping it silently.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+
+class Check(msgspec.Struct, kw_only=True):
+    """``Check.to_dict``: the RW shape has uuid/urls/channels, the RO shape unique_key."""
+
+    name: str = ""
+    slug: str = ""
+    tags: str = ""                       # space-separated, as stored
+    desc: str = ""
+    grace: int | UnsetType = UNSET
+    n_pings: int | UnsetType = UNSET
+    status: str = ""
+    started: bool = False
+    last_ping: str | None = None
+    next_ping: str | None = None
+    manual_resume: bool = False
+    methods: str = ""
+    subject: str = ""                    # deprecated mirrors of success_kw / failure_kw
+    subject_fail: str = ""
+    start_kw: str = ""                   # comma-separated
+    success_kw: str = ""
+    failure_kw: str = ""
+    filter_subject: bool = False
+    filter_body: bool = False
+    filter_http_body: bool = False
+    filter_default_fail: bool = False
+    badge_url: str | UnsetType = UNSET
+    last_duration: int | UnsetType = UNSET
+    # read-write key only
+    uuid: str | UnsetType = UNSET
+    ping_url: str | UnsetType = UNSET
+    update_url: str | UnsetType = UNSET
+    pause_url: str | UnsetType = UNSET
+    resume_url: str | UnsetType = UNSET
+    channels: str | UnsetType = UNSET    # comma-separated integration UUIDs, "" when none
+    # read-only key only
+    unique_key: str | UnsetType = UNSET
+    # by kind: simple checks have timeout; cron / OnCalendar checks have schedule and tz
+    timeout: int | UnsetType = UNSET
+    schedule: str | UnsetType = UNSET
+    tz: str | UnsetType = UNSET
+
+    @property
+    def identifier(self) -> str:
+        """The identifier this key can use: uuid (RW shape) or unique_key (RO shape)."""
+        if isinstance(self.uuid, str):
+            return self.uuid
+        return self.unique_key if isinstance(self.unique_key, str) else ""
+
+    @property
+    def schedule_kind(self) -> str:
+        # The API has no kind field, only the presence of one or the other.
+        return "schedule" if isinstance(self.schedule, str) else "timeout"
+
+    @property
+    def tag_list(self) -> list[str]:
+        return self.tags.split()
+
+
+class Ping(msgspec.Struct, kw_only=True):
+    type: str
+    date: str
+    n: int
+    scheme: str | None = None
+    remote_addr: str | None = None
+    method: str | None = None
+    ua: str | None = None
+    rid: str | None = None
+    body_url: str | None = None
+    duration: float | UnsetType = UNSET
+
+
+class Flip(msgspec.Struct, kw_only=True):
+    timestamp: str
+    up: int          # 1 only when the new status is up; pause and resume flips are 0 too
+
+
+class Integration(msgspec.Struct, kw_only=True):
+    id: str
+    name: str = ""
+    kind: str = ""
+
+
+class BadgeUrls(msgspec.Struct, kw_only=True):
+    svg: str = ""
+    svg3: str = ""
+    json: str = ""
+    json3: str = ""
+    shields: str = ""
+    shields3: str = ""
+
+
+T = TypeVar("T")
+
+
+@dataclass
+class Listing(Generic[T]):
+    """What a collection endpoint returned: the readable entries, and how many were not."""
+
+    items: list[T]
+    malformed: int = 0     # entries that were not objects, or objects of the wrong shape
+
+
+@dataclass
+class Badge:
+    tag: str               # "*" stands for the whole project
+    urls: BadgeUrls
+
+
+@dataclass
+class PingBody:
+    data: bytes            # verbatim, possibly not UTF-8, at most the ceiling
+    truncated: bool        # True when the body went on past the ceiling
+
+
+@dataclass
+class StatusAnswer:
+    http_status: int
+    text: str              # decoded with errors="replace", at most the ceiling
+    media_type: str | None
+    truncated: bool
+
+
+@dataclass
+class KeyKind:
+    """What the two harmless GETs of key_kind() found out."""
+
+    accepted: bool
+    read_write: bool | None          # None when the key was not accepted
+    detail: str                      # a sentence on how this was decided
+
+
+def entries_of(document: Any, key: str, entry_type: type[T]) -> Listing[T]:
+    """``document[key]`` as a Listing: objects of the right shape kept, the rest counted."""
+    items: list[T] = []
+    malformed = 0
+    for entry in document[key]:
+        if not isinstance(entry, dict):
+            malformed += 1
+            continue
+        try:
+            items.append(msgspec.convert(entry, entry_type))
+        except msgspec.ValidationError:
+            malformed += 1
+    return Listing(items, malformed)
+
+
+def badges_of(document: Any) -> Listing[Badge]:
+    items: list[Badge] = []
+    malformed = 0
+    for tag, entry in document["badges"].items():
+        if not isinstance(entry, dict):
+            malformed += 1
+            continue
+        try:
+            items.append(Badge(tag, msgspec.convert(entry, BadgeUrls)))
+        except msgspec.ValidationError:
+            malformed += 1
+    return Listing(items, malformed)
+
+
+def check_of(document: Any) -> Check:
+    """One check object; raises msgspec.ValidationError when it is not one."""
+    if not isinstance(document, dict):
+        raise msgspec.ValidationError(f"expected a JSON object, got {type(document).__name__}")
+    return msgspec.convert(document, Check)
