@@ -1,0 +1,662 @@
+"""A streaming HTTP/1.1 client on anyio + h11: byte ceilings enforced while reading, timeouts, no redirects.
+
+It knows neither MCP nor Healthchecks. One ``HttpClient`` talks to one origin and keeps a
+small pool of idle keep-alive connections. Every failure is an ``HttpError`` whose text is
+a sentence for the person reading it, and never contains a header value: the API key
+travels in a header, and error texts end up in logs and in a model's context.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import socket
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+from urllib.parse import quote, urlsplit
+
+import anyio
+import h11
+from anyio.abc import ByteStream, SocketAttribute
+
+from hcmcp import __version__
+
+if TYPE_CHECKING:  # ssl is imported only when an https origin connects
+    import ssl
+
+READ_CHUNK = 64 * 1024
+# Methods safe to send twice: only these are re-sent when a kept-alive connection
+# turns out to have been closed by the server while it sat idle.
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "DELETE", "OPTIONS"})
+# Framing and routing headers belong to the client; a caller's copy would contradict ours.
+CLIENT_OWNED_HEADERS = frozenset({"host", "content-length", "transfer-encoding"})
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+# Characters left as they are in a path: the sub-delims, ":" "@" "/" and "%" (so an
+# already-encoded path is not encoded twice). "?" and "#" are encoded: they would
+# otherwise end the path.
+_PATH_SAFE = "/:@!$&'()*+,;=%~"
+
+TimeoutPhase = Literal["connect", "read", "overall"]
+
+
+# ----------------------------------------------------------------------------- errors
+
+
+class HttpError(Exception):
+    """Base of every failure of this client; str(e) is a sentence safe to show a user."""
+
+
+class ConnectFailed(HttpError):
+    """DNS, TCP or TLS failure: the request never reached the server."""
+
+
+class Timeout(HttpError):
+    """A deadline passed. ``phase`` says which one, ``seconds`` how long it was."""
+
+    def __init__(self, message: str, *, phase: TimeoutPhase, seconds: float) -> None:
+        super().__init__(message)
+        self.phase = phase
+        self.seconds = seconds
+
+
+class BodyTooLarge(HttpError):
+    """The response body crossed ``ceiling`` bytes; it was not read any further."""
+
+    def __init__(self, message: str, *, ceiling: int) -> None:
+        super().__init__(message)
+        self.ceiling = ceiling
+
+
+class ProtocolFailure(HttpError):
+    """The peer did not speak valid HTTP/1.1."""
+
+
+class ConnectionLost(ProtocolFailure):
+    """The connection dropped before the response was complete.
+
+    For a request that is not idempotent (POST) the server may have applied it.
+    """
+
+
+# ----------------------------------------------------------------------------- response
+
+
+@dataclass
+class HttpResponse:
+    status: int
+    headers: list[tuple[str, str]]   # names lowercased, values latin-1 decoded, in order
+    body: bytes
+    truncated: bool = False          # True when truncate_at_ceiling cut the body
+
+    def header(self, name: str) -> str | None:
+        """The first value of header ``name`` (case-insensitive), or None."""
+        name = name.lower()
+        for key, value in self.headers:
+            if key == name:
+                return value
+        return None
+
+    @property
+    def media_type(self) -> str:
+        """"application/json" from "application/json; charset=utf-8"; "" if absent."""
+        value = self.header("content-type")
+        if value is None:
+            return ""
+        return value.split(";", 1)[0].strip().lower()
+
+
+# ----------------------------------------------------------------------------- origin
+
+
+@dataclass(frozen=True)
+class _Origin:
+    scheme: str     # "http" | "https"
+    host: str       # lowercased, IPv6 without brackets
+    port: int
+    prefix: str     # path prefix without a trailing slash, "" for none
+
+    @classmethod
+    def parse(cls, origin: str) -> _Origin:
+        parts = urlsplit(origin)
+        scheme = parts.scheme.lower()
+        if scheme not in ("http", "https"):
+            raise ValueError(
+                f"The origin must start with http:// or https://, not {parts.scheme or 'nothing'}:// "
+                "(for example https://healthchecks.io)."
+            )
+        # The text of the origin is not repeated in these messages: it may hold a password.
+        if parts.username is not None or parts.password is not None:
+            raise ValueError("The origin must not contain user:password@; this client sends no basic auth.")
+        if parts.query or parts.fragment:
+            raise ValueError("The origin must not contain a query (?...) or a fragment (#...).")
+        if not parts.hostname:
+            raise ValueError("The origin has no host name (expected e.g. https://healthchecks.io).")
+        try:
+            port = parts.port
+        except ValueError:
+            raise ValueError("The origin's port is not a number between 0 and 65535.") from None
+        default_port = 443 if scheme == "https" else 80
+        return cls(scheme, parts.hostname, port or default_port, parts.path.rstrip("/"))
+
+    @property
+    def default_port(self) -> bool:
+        return self.port == (443 if self.scheme == "https" else 80)
+
+    @property
+    def authority(self) -> str:
+        """The Host header: the port only when it is not the scheme's default."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return host if self.default_port else f"{host}:{self.port}"
+
+    @property
+    def label(self) -> str:
+        """host:port, always with the port, for error texts."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+
+# ----------------------------------------------------------------------------- connection
+
+
+class _Connection:
+    """One TCP (or TLS) stream and the h11 state machine that frames it."""
+
+    __slots__ = ("stream", "h11", "eof_fed")
+
+    def __init__(self, stream: ByteStream) -> None:
+        self.stream = stream
+        self.h11 = h11.Connection(h11.CLIENT)
+        self.eof_fed = False
+
+    def looks_dead(self) -> bool:
+        """True when an idle connection can no longer carry a request.
+
+        An idle connection has nothing to read. If its socket is readable, the server
+        closed it (EOF) or sent something unasked; either way it is dropped before a
+        request is written to it. anyio pauses reading between receives, so what the
+        server sent is still in the kernel where a peek sees it.
+        """
+        sock = self.stream.extra(SocketAttribute.raw_socket, None)
+        if sock is None:
+            return False
+        fd = sock.fileno()
+        if fd < 0:
+            return True             # already closed
+        try:
+            return _readable_now(fd)
+        except (OSError, ValueError):
+            return True
+
+    async def close(self) -> None:
+        # Shielded: a connection is also closed while its request is being cancelled.
+        with anyio.CancelScope(shield=True):
+            await anyio.aclose_forcefully(self.stream)
+
+
+class _Dropped(Exception):
+    """Internal: the stream failed (reset, broken pipe) during a send or receive."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _Stale(Exception):
+    """Internal: the connection was dead before any byte of the response arrived."""
+
+
+# ----------------------------------------------------------------------------- client
+
+
+class HttpClient:
+    """HTTP/1.1 to one origin: keep-alive pool, timeouts, byte ceilings, no redirects."""
+
+    def __init__(
+        self,
+        origin: str,
+        *,
+        default_headers: Sequence[tuple[str, str]] = (),
+        connect_timeout: float = 5.0,
+        read_timeout: float = 10.0,
+        overall_timeout: float = 15.0,
+        byte_ceiling: int = 5 * 1024 * 1024,
+        ssl_context: ssl.SSLContext | None = None,
+        max_idle: int = 4,
+        origin_setting: str = "",
+    ) -> None:
+        """``origin``: "https://healthchecks.io", "http://127.0.0.1:8765" or with a path
+        prefix, "https://example.com/hc". ``origin_setting`` is the name of the setting the
+        origin came from (e.g. "HEALTHCHECKS_URL"); connection errors tell the user to check it.
+        """
+        self._origin = _Origin.parse(origin)
+        self._default_headers = [(str(name), str(value)) for name, value in default_headers]
+        _refuse_client_owned(self._default_headers)
+        self._connect_timeout = connect_timeout
+        self._read_timeout = read_timeout
+        self._overall_timeout = overall_timeout
+        self._byte_ceiling = _valid_ceiling(byte_ceiling)
+        self._ssl_context = ssl_context
+        self._max_idle = max(0, max_idle)
+        self._origin_setting = origin_setting
+        self._idle: list[_Connection] = []
+        self._closed = False
+
+    async def __aenter__(self) -> HttpClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the idle connections; connections in use are closed when their request ends."""
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            await conn.close()
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Sequence[tuple[str, str]] = (),
+        headers: Sequence[tuple[str, str]] = (),
+        body: bytes | None = None,
+        byte_ceiling: int | None = None,
+        truncate_at_ceiling: bool = False,
+    ) -> HttpResponse:
+        """Send one request and read the whole response under the byte ceiling.
+
+        A 3xx is returned like any other response; nothing is followed. Raises an
+        ``HttpError`` subclass for every network, timeout, size or protocol failure.
+        """
+        if self._closed:
+            raise RuntimeError("This HttpClient was closed; create a new one.")
+        method = method.upper()
+        ceiling = self._byte_ceiling if byte_ceiling is None else _valid_ceiling(byte_ceiling)
+        if not path.startswith("/"):
+            path = "/" + path
+        exchange = _Exchange(
+            method=method,
+            path=path,
+            target=self._target(path, query),
+            headers=self._headers(method, headers, body),
+            body=body,
+            ceiling=ceiling,
+            truncate=truncate_at_ceiling,
+        )
+        with anyio.move_on_after(self._overall_timeout):
+            return await self._send_with_one_retry(exchange)
+        raise Timeout(
+            f"{self._origin.label} did not finish answering {exchange.what} within "
+            f"{self._overall_timeout:g} s. The server may be slow or the response large; "
+            "try again later, or ask for less.",
+            phase="overall",
+            seconds=self._overall_timeout,
+        )
+
+    # --------------------------------------------------------------- request building
+
+    def _target(self, path: str, query: Sequence[tuple[str, str]]) -> str:
+        target = quote(self._origin.prefix + path, safe=_PATH_SAFE)
+        if query:
+            target += "?" + "&".join(
+                f"{quote(str(key), safe='')}={quote(str(value), safe='')}" for key, value in query
+            )
+        return target
+
+    def _headers(
+        self, method: str, extra: Sequence[tuple[str, str]], body: bytes | None
+    ) -> list[tuple[str, str]]:
+        extra = [(str(name), str(value)) for name, value in extra]
+        _refuse_client_owned(extra)
+        # A per-request header replaces every default header of the same name.
+        overridden = {name.lower() for name, _ in extra}
+        merged = [("Host", self._origin.authority)]
+        if "user-agent" not in overridden:
+            merged.append(("User-Agent", f"hcmcp/{__version__}"))
+        merged += [(n, v) for n, v in self._default_headers if n.lower() not in overridden]
+        merged += extra
+        if body is not None or method in _BODY_METHODS:
+            # Always framed, even when empty: some proxies answer 411 to a POST without it.
+            merged.append(("Content-Length", str(len(body or b""))))
+        return merged
+
+    # --------------------------------------------------------------- pool
+
+    async def _acquire(self) -> tuple[_Connection, bool]:
+        """An idle connection that still looks alive (reused=True), else a new one."""
+        while self._idle:
+            conn = self._idle.pop()      # most recently used: the likeliest to be alive
+            if not conn.looks_dead():
+                return conn, True
+            await conn.close()
+        return await self._connect(), False
+
+    async def _release(self, conn: _Connection, reusable: bool) -> None:
+        if reusable and not self._closed and len(self._idle) < self._max_idle:
+            conn.h11.start_next_cycle()
+            self._idle.append(conn)
+        else:
+            await conn.close()
+
+    async def _connect(self) -> _Connection:
+        origin = self._origin
+        tls: dict[str, object] = {}
+        if origin.scheme == "https":
+            tls = {
+                "tls": True,
+                "ssl_context": self._tls_context(),
+                "tls_hostname": origin.host,          # SNI and certificate name
+                # Many servers close without a TLS close_notify; that is an ordinary end
+                # of stream, not an attack, for responses framed by length or chunks.
+                "tls_standard_compatible": False,
+            }
+        with anyio.move_on_after(self._connect_timeout):
+            try:
+                stream = await anyio.connect_tcp(origin.host, origin.port, **tls)  # type: ignore[call-overload]
+            except (OSError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
+                raise ConnectFailed(self._connect_failed_text(exc)) from exc
+            return _Connection(stream)
+        raise Timeout(
+            f"Could not connect to {origin.label} within {self._connect_timeout:g} s: the server "
+            f"did not complete the {'TCP and TLS handshakes' if origin.scheme == 'https' else 'TCP handshake'} "
+            f"in time. {self._check_hint()}",
+            phase="connect",
+            seconds=self._connect_timeout,
+        )
+
+    def _tls_context(self) -> ssl.SSLContext:
+        if self._ssl_context is None:
+            import ssl  # lazily: only https needs it, and it is slow to import
+
+            self._ssl_context = ssl.create_default_context()
+        return self._ssl_context
+
+    # --------------------------------------------------------------- one exchange
+
+    async def _send_with_one_retry(self, exchange: _Exchange) -> HttpResponse:
+        conn, reused = await self._acquire()
+        while True:
+            try:
+                response, reusable = await self._exchange(conn, exchange)
+            except _Stale:
+                await conn.close()
+                if reused and exchange.method in IDEMPOTENT_METHODS:
+                    # The server closed the kept-alive connection while it was idle and
+                    # nothing of ours was answered: safe to send once more on a new one.
+                    conn, reused = await self._connect(), False
+                    continue
+                raise ConnectionLost(self._stale_text(exchange, reused)) from None
+            except BaseException:
+                await conn.close()
+                raise
+            await self._release(conn, reusable)
+            return response
+
+    async def _exchange(self, conn: _Connection, exchange: _Exchange) -> tuple[HttpResponse, bool]:
+        """Write the request, read the response. Returns it and whether conn may be reused."""
+        try:
+            await conn.stream.send(self._request_bytes(conn, exchange))
+        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            raise _Stale() from None
+
+        head = await self._read_head(conn, exchange)
+        response, complete = await self._read_body(conn, exchange, head)
+        unread, stream_ended = conn.h11.trailing_data
+        reusable = (
+            complete
+            and conn.h11.our_state is h11.DONE
+            and conn.h11.their_state is h11.DONE
+            # A body delimited by the close of the stream leaves both states DONE in h11
+            # too: only the ended stream says this connection is spent.
+            and not stream_ended
+            and not unread                      # unasked-for bytes: the framing is in doubt
+        )
+        return response, reusable
+
+    def _request_bytes(self, conn: _Connection, exchange: _Exchange) -> bytes:
+        try:
+            data = conn.h11.send(
+                h11.Request(method=exchange.method, target=exchange.target, headers=exchange.headers)
+            ) or b""
+            if exchange.body:
+                data += conn.h11.send(h11.Data(data=exchange.body)) or b""
+            data += conn.h11.send(h11.EndOfMessage()) or b""
+        except (h11.LocalProtocolError, UnicodeEncodeError):
+            # h11's own text quotes the offending value, which may be the API key: dropped.
+            raise HttpError(
+                f"The request {exchange.what} was not sent: its method, a header name or a header "
+                "value contains characters HTTP forbids (a line break, a leading space, a non-ASCII "
+                "character). "
+                "Check the configured API key and headers."
+            ) from None
+        return data
+
+    async def _read_head(self, conn: _Connection, exchange: _Exchange) -> h11.Response:
+        received_any = False
+        while True:
+            event = self._next_event(conn, exchange)
+            if event is h11.NEED_DATA:
+                try:
+                    data = await self._receive(conn, exchange)
+                except _Dropped as dropped:
+                    if not received_any:
+                        raise _Stale() from None
+                    raise ConnectionLost(self._lost_text(exchange, dropped.reason)) from None
+                if not data and not received_any:
+                    raise _Stale()
+                received_any = True
+                self._feed(conn, data)
+            elif isinstance(event, h11.InformationalResponse):
+                continue                        # 100 Continue and friends: the real answer follows
+            elif isinstance(event, h11.Response):
+                return event
+            else:                               # ConnectionClosed, or anything else out of order
+                raise ConnectionLost(self._lost_text(exchange, "closed before the response headers"))
+
+    async def _read_body(
+        self, conn: _Connection, exchange: _Exchange, head: h11.Response
+    ) -> tuple[HttpResponse, bool]:
+        """Read the body under the ceiling. Returns the response and whether it ended normally."""
+        headers = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in head.headers]
+        ceiling = exchange.ceiling
+        announced = _content_length(head)
+        if announced is not None and announced > ceiling and not exchange.truncate:
+            raise BodyTooLarge(self._too_large_text(exchange), ceiling=ceiling)
+
+        body = bytearray()
+        truncated = False
+        while True:
+            event = self._next_event(conn, exchange)
+            if event is h11.NEED_DATA:
+                try:
+                    data = await self._receive(conn, exchange)
+                except _Dropped as dropped:
+                    raise ConnectionLost(self._lost_text(exchange, dropped.reason)) from None
+                self._feed(conn, data)
+            elif isinstance(event, h11.Data):
+                body += event.data
+                # Checked per event, so at most one read chunk beyond the ceiling is ever held.
+                if len(body) > ceiling or (announced is not None and announced > ceiling and len(body) >= ceiling):
+                    if not exchange.truncate:
+                        raise BodyTooLarge(self._too_large_text(exchange), ceiling=ceiling)
+                    del body[ceiling:]
+                    truncated = True
+                    break
+            elif isinstance(event, h11.EndOfMessage):
+                break
+            else:                               # ConnectionClosed mid-body
+                raise ConnectionLost(self._lost_text(exchange, "closed before the body was complete"))
+        response = HttpResponse(status=head.status_code, headers=headers, body=bytes(body), truncated=truncated)
+        return response, not truncated
+
+    def _next_event(self, conn: _Connection, exchange: _Exchange) -> object:
+        try:
+            return conn.h11.next_event()
+        except h11.RemoteProtocolError:
+            if conn.eof_fed:
+                # Length or chunk framing said more was coming, then the stream ended.
+                raise ConnectionLost(self._lost_text(exchange, "closed before the response was complete")) from None
+            # h11's text may quote header bytes of the response: not repeated here.
+            raise ProtocolFailure(
+                f"{self._origin.label} did not answer {exchange.what} with valid HTTP/1.1, so the "
+                f"response was discarded. Check that the address points at the right server and "
+                f"uses the right scheme (http:// or https://)."
+            ) from None
+
+    def _feed(self, conn: _Connection, data: bytes) -> None:
+        if not data:
+            conn.eof_fed = True
+        conn.h11.receive_data(data)
+
+    async def _receive(self, conn: _Connection, exchange: _Exchange) -> bytes:
+        """The next chunk of at most READ_CHUNK bytes; b"" at end of stream."""
+        with anyio.move_on_after(self._read_timeout):
+            try:
+                return await conn.stream.receive(READ_CHUNK)
+            except anyio.EndOfStream:
+                return b""
+            except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+                raise _Dropped(_reason(exc)) from None
+        raise Timeout(
+            f"{self._origin.label} sent nothing for {self._read_timeout:g} s while answering "
+            f"{exchange.what}. The server may be overloaded or unreachable; try again later.",
+            phase="read",
+            seconds=self._read_timeout,
+        )
+
+    # --------------------------------------------------------------- error texts
+
+    def _check_hint(self) -> str:
+        if self._origin_setting:
+            return f"Check {self._origin_setting}."
+        return "Check the address and that the server is running."
+
+    def _connect_failed_text(self, exc: BaseException) -> str:
+        label = self._origin.label
+        if isinstance(exc, (anyio.BrokenResourceError, anyio.EndOfStream)):
+            return (
+                f"Could not connect to {label}: the server closed the connection during the TLS "
+                f"handshake. Check that it speaks https on this port. {self._check_hint()}"
+            )
+        if _is_tls_error(exc):
+            return f"TLS handshake with {label} failed: {_reason(exc)}. {self._check_hint()}"
+        return f"Could not connect to {label}: {_connect_reason(exc)}. {self._check_hint()}"
+
+    def _too_large_text(self, exchange: _Exchange) -> str:
+        return (
+            f"The response to {exchange.what} from {self._origin.label} is larger than the "
+            f"{_size(exchange.ceiling)} ceiling, so it was refused. Ask for less, e.g. narrow the request."
+        )
+
+    def _lost_text(self, exchange: _Exchange, reason: str) -> str:
+        text = f"{self._origin.label} broke off the response to {exchange.what} ({reason})."
+        if exchange.method not in IDEMPOTENT_METHODS:
+            text += " The request may have been applied; check before sending it again."
+        else:
+            text += " Try again."
+        return text
+
+    def _stale_text(self, exchange: _Exchange, reused: bool) -> str:
+        label = self._origin.label
+        if reused:
+            return (
+                f"{label} closed a kept-alive connection before answering {exchange.what}. It was "
+                "not re-sent automatically because it may have been applied; check before sending it again."
+            )
+        return (
+            f"{label} closed the connection without answering {exchange.what}. "
+            "The server may be restarting or overloaded; try again later."
+        )
+
+
+@dataclass(frozen=True)
+class _Exchange:
+    """One request as sent on the wire, and how its response is to be read."""
+
+    method: str
+    path: str                         # as given, for error texts (no query: it is not needed there)
+    target: str                       # encoded prefix + path + query
+    headers: list[tuple[str, str]]
+    body: bytes | None
+    ceiling: int
+    truncate: bool
+
+    @property
+    def what(self) -> str:
+        return f"{self.method} {self.path}"
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def _refuse_client_owned(headers: Sequence[tuple[str, str]]) -> None:
+    for name, _ in headers:
+        if name.lower() in CLIENT_OWNED_HEADERS:
+            raise ValueError(f"Header {name} is set by HttpClient itself; do not pass it.")
+
+
+def _valid_ceiling(ceiling: int) -> int:
+    if not isinstance(ceiling, int) or ceiling < 0:
+        raise ValueError(f"byte_ceiling must be a non-negative number of bytes, not {ceiling!r}.")
+    return ceiling
+
+
+def _content_length(head: h11.Response) -> int | None:
+    for name, value in head.headers:
+        if name == b"content-length":
+            return int(value)           # h11 has checked it is digits, and consistent
+    return None
+
+
+def _readable_now(fd: int) -> bool:
+    """Whether fd has something to read (data, EOF, or an error) right now, without waiting."""
+    if hasattr(select, "poll"):     # poll has no limit on fd numbers; select does
+        poller = select.poll()
+        poller.register(fd, select.POLLIN | select.POLLPRI)   # HUP and ERR are always reported
+        return bool(poller.poll(0))
+    readable, _, _ = select.select([fd], [], [], 0)
+    return bool(readable)
+
+
+def _size(count: int) -> str:
+    for unit, factor in (("MiB", 1024 * 1024), ("KiB", 1024)):
+        if count >= factor and count % factor == 0:
+            return f"{count // factor} {unit}"
+    return f"{count} bytes"
+
+
+def _is_tls_error(exc: BaseException) -> bool:
+    # Without importing ssl: SSLError and its subclasses live in the ssl module.
+    return type(exc).__module__ == "ssl" or getattr(exc, "library", None) is not None
+
+
+def _reason(exc: BaseException) -> str:
+    """The OS or TLS reason of one failure, as a short phrase."""
+    cause = exc.__cause__ if isinstance(exc, (anyio.BrokenResourceError,)) and exc.__cause__ else exc
+    verify = getattr(cause, "verify_message", None)
+    if verify:
+        return f"certificate verify failed: {verify}"
+    if _is_tls_error(cause):
+        return getattr(cause, "reason", None) or str(cause) or type(cause).__name__
+    errno = getattr(cause, "errno", None)
+    if isinstance(errno, int) and errno > 0 and not isinstance(cause, socket.gaierror):
+        # asyncio's strerror is "Connect call failed ('1.2.3.4', 443)"; the errno says why.
+        return os.strerror(errno)
+    strerror = getattr(cause, "strerror", None)
+    if isinstance(strerror, str) and strerror:
+        return strerror             # e.g. DNS: "Name or service not known"
+    return str(cause) or type(cause).__name__
+
+
+def _connect_reason(exc: BaseException) -> str:
+    """anyio reports "All connection attempts failed" with the per-address errors as its cause."""
+    cause = exc.__cause__
+    if isinstance(cause, BaseExceptionGroup):
+        reasons = list(dict.fromkeys(_reason(e) for e in cause.exceptions))
+        return "; ".join(reasons)
+    if isinstance(cause, OSError):
+        return _reason(cause)
+    return _reason(exc)
