@@ -36,23 +36,24 @@ _live: set[subprocess.Popen] = set()
 @atexit.register
 def _kill_leftovers() -> None:
     for proc in list(_live):
-        _stop(proc, grace=0.5)
+        stop(proc, grace=0.5)
 
 
-def _stop(proc: subprocess.Popen, grace: float = 3.0) -> None:
-    """Close stdin (a stdio server's cue to exit), then terminate, then kill."""
-    for stream in (proc.stdin,):
+def stop(proc: subprocess.Popen, grace: float = 3.0) -> None:
+    """End a process we started: EOF first for a stdio server, then SIGTERM, then SIGKILL."""
+    steps = [proc.terminate, proc.kill]
+    if proc.stdin is not None:
         try:
-            if stream:
-                stream.close()
+            proc.stdin.close()  # a stdio server's cue to exit by itself
         except OSError:
             pass
-    for action in (None, proc.terminate, proc.kill):
-        if action:
-            action()
+        steps.insert(0, lambda: None)
+    for step in steps:
+        if proc.poll() is not None:
+            break
+        step()
         try:
             proc.wait(timeout=grace)
-            break
         except subprocess.TimeoutExpired:
             continue
     _live.discard(proc)
@@ -130,7 +131,7 @@ class StdioServer:
         self.close()
 
     def close(self) -> None:
-        _stop(self.proc)
+        stop(self.proc)
         self._stderr.close()
 
     @property
@@ -358,6 +359,9 @@ class Simulator:
         return self.stderr_file.read().decode(errors="replace")
 
 
+SIMULATOR_COMMAND = [PYTHON, "-m", "hcmcp.healthchecks.simulator"]
+
+
 class SimulatorFailed(RuntimeError):
     """The simulated instance did not come up."""
 
@@ -372,7 +376,7 @@ def simulator(seed: str = "demo", flood: int | None = None, timeout: float = 20.
     It prints its URL as the first stdout line, then its keys (`name: value` or
     `name=value` lines) until a blank line or EOF.
     """
-    argv = [PYTHON, "-m", "hcmcp.healthchecks.simulator", "--port", "0", "--seed", seed]
+    argv = [*SIMULATOR_COMMAND, "--port", "0", "--seed", seed]
     if flood is not None:
         argv += ["--flood", str(flood)]
     stderr_file = tempfile.TemporaryFile()
@@ -394,7 +398,7 @@ def simulator(seed: str = "demo", flood: int | None = None, timeout: float = 20.
             raise SimulatorFailed(f"the simulator printed no URL (exit {proc.poll()}): {tail.strip()}")
         yield Simulator(url, keys, proc, stderr_file)
     finally:
-        _stop(proc)
+        stop(proc)
         stderr_file.close()
 
 

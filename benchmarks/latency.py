@@ -13,10 +13,10 @@ import argparse
 import sys
 
 from benchmarks._harness import (
-    ServerGone, SimulatorFailed, Table, calls_in_flight, common_arguments, exit_status, failed,
+    ServerGone, Simulator, SimulatorFailed, Table, calls_in_flight, common_arguments, exit_status, failed,
     http_get_json, ms, not_run, percentile, ratio, server_env, simulator,
 )
-from benchmarks._servers import selected
+from benchmarks._servers import ServerSpec, selected
 
 IN_FLIGHT = 16
 WARM_UP_CALLS = 10
@@ -30,7 +30,8 @@ def first_check_uuid(url: str, api_key: str) -> str:
         raise SimulatorFailed(f"could not list the simulator's checks with its read-write key: {exc!r}") from exc
 
 
-def measure(spec, sim, workloads, calls, table, p50s, rates) -> None:
+def measure(spec: ServerSpec, sim: Simulator, workloads: dict[str, dict], calls: int, table: Table,
+            p50s: dict[tuple[str, str], float], rates: dict[tuple[str, str], float]) -> None:
     """One server's rows: sequential latency, then throughput with IN_FLIGHT outstanding."""
     if spec.argv is None:
         table.add(spec.label, "", not_run(spec.unavailable), "", "", "")

@@ -17,7 +17,7 @@ import time
 
 from benchmarks._harness import (
     PYTHON, ServerGone, Table, common_arguments, exit_status, failed, median, ms, not_run,
-    percentile, ratio, runs_from, server_env, spawn,
+    percentile, ratio, runs_from, server_env, spawn, stop,
 )
 from benchmarks._servers import ServerSpec, selected
 
@@ -32,7 +32,9 @@ def time_exit(argv: list[str]) -> float:
     started = time.perf_counter()
     proc = spawn(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     proc.wait(timeout=30)
-    return time.perf_counter() - started
+    elapsed = time.perf_counter() - started
+    stop(proc)
+    return elapsed
 
 
 def time_handshake(spec: ServerSpec) -> tuple[float, float, int]:
@@ -55,8 +57,9 @@ def import_profile(top: int = 10) -> tuple[list[tuple[int, int, str]], int, str]
     try:
         _, stderr = proc.communicate(timeout=30)
     except subprocess.TimeoutExpired:
-        proc.kill()
         return [], 0, "python -X importtime -m hcmcp did not exit within 30 s of stdin closing"
+    finally:
+        stop(proc)
     rows: list[tuple[int, int, str]] = []
     for line in stderr.splitlines():
         if not line.startswith("import time:") or "imported package" in line:
