@@ -468,6 +468,38 @@ async def test_concurrent_requests_use_separate_connections() -> None:
     assert server.connections == 2
 
 
+@pytest.mark.anyio
+async def test_a_cancelled_request_closes_its_connection() -> None:
+    async def handler(peer: Peer) -> None:
+        if peer.index == 0:
+            await peer.read_request()
+            await peer.send(b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nhalf")
+            await anyio.sleep_forever()
+        while await peer.read_request() is not None:
+            await peer.send(OK_JSON)
+
+    async with serve(handler) as server:
+        async with HttpClient(server.origin) as client:
+            with anyio.move_on_after(0.1) as scope:      # the caller's scope, not the client's
+                await client.request("GET", "/slow")
+            assert scope.cancelled_caught
+            assert client._idle == []                    # a half-read connection is never pooled
+            response = await client.request("GET", "/next")
+    assert response.body == b'{"ok":true}'
+    assert server.connections == 2
+
+
+@pytest.mark.anyio
+async def test_a_closed_client_refuses_requests() -> None:
+    async with serve(await answer_all(OK_JSON)) as server:
+        client = HttpClient(server.origin)
+        await client.request("GET", "/a")
+        await client.aclose()
+        assert client._idle == []
+        with pytest.raises(RuntimeError, match="closed"):
+            await client.request("GET", "/b")
+
+
 def answer_then_drop_the_next_request() -> Handler:
     """Connection 0 answers once, then reads the next request and closes without a word
     (the race of a server closing an idle connection just as a request goes out).

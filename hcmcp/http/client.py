@@ -175,7 +175,7 @@ class _Connection:
         An idle connection has nothing to read. If its socket is readable, the server
         closed it (EOF) or sent something unasked; either way it is dropped before a
         request is written to it. anyio pauses reading between receives, so what the
-        server sent is still in the kernel where a peek sees it.
+        server sent (or its FIN) is still in the kernel, where a zero-timeout poll sees it.
         """
         sock = self.stream.extra(SocketAttribute.raw_socket, None)
         if sock is None:
@@ -635,12 +635,19 @@ def _is_tls_error(exc: BaseException) -> bool:
 
 def _reason(exc: BaseException) -> str:
     """The OS or TLS reason of one failure, as a short phrase."""
-    cause = exc.__cause__ if isinstance(exc, (anyio.BrokenResourceError,)) and exc.__cause__ else exc
+    # anyio raises BrokenResourceError from the OS or TLS error that broke the stream.
+    cause = exc.__cause__ if isinstance(exc, anyio.BrokenResourceError) and exc.__cause__ is not None else exc
     verify = getattr(cause, "verify_message", None)
     if verify:
         return f"certificate verify failed: {verify}"
     if _is_tls_error(cause):
-        return getattr(cause, "reason", None) or str(cause) or type(cause).__name__
+        # "[SSL: WRONG_VERSION_NUMBER] wrong version number (_ssl.c:1006)" -> "wrong version number"
+        text = str(getattr(cause, "strerror", None) or cause)
+        if text.startswith("[") and "] " in text:
+            text = text.split("] ", 1)[1]
+        if text.endswith(")") and " (_ssl.c:" in text:
+            text = text.rsplit(" (_ssl.c:", 1)[0]
+        return text or type(cause).__name__
     errno = getattr(cause, "errno", None)
     if isinstance(errno, int) and errno > 0 and not isinstance(cause, socket.gaierror):
         # asyncio's strerror is "Connect call failed ('1.2.3.4', 443)"; the errno says why.
