@@ -1,0 +1,1400 @@
+"""An in-process Healthchecks instance: the Management API and the ping endpoint, no I/O.
+
+Used by ``hcmcp --demo`` (no account, no network), by the end-to-end tests and by the
+benchmarks. It reproduces the real server as recorded in shared/healthchecks-recordings
+(statuses, JSON shapes and byte-exact JSON formatting, error strings, the odd 404/405/301
+bodies, CORS and Django's headers). ``Simulator.app`` is a pure HTTP application for
+``hcmcp.http.server``; run it with ``serve(sim)`` or ``serve_in_background(sim.app)``, or
+as a process: ``python -m hcmcp.healthchecks.simulator [--port N] [--seed demo|recordings|
+bulk:N] [--flood BYTES]`` (prints ``http://127.0.0.1:PORT`` and the keys, serves until
+SIGTERM/Ctrl-C).
+
+Known approximations, on purpose:
+* Cron: 5 fields with ``*``, lists, ranges, steps, month/day names, ``L`` (last day of month),
+  ``nL`` and ``n#k`` (weekdays). OnCalendar: weekday lists/ranges, ``Y-M-D`` / ``M-D`` dates
+  (``~`` counts from the month's end), ``H:M[:S]`` times, the shorthand words (``daily``...)
+  and a trailing time zone; no fractional seconds. Next runs are found by walking local wall
+  time; local times skipped by a DST change are skipped too.
+* Time zones are the machine's IANA database plus the common legacy aliases; the real server
+  uses its own curated list.
+* Ping bodies are always stored in memory (never the 503 of an unavailable S3 store).
+* Ping dates always carry microseconds; keyword filters decode bodies with errors="replace".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+import time
+import unicodedata
+import uuid
+from base64 import urlsafe_b64encode
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta, timezone
+from email.utils import formatdate
+from functools import lru_cache
+from typing import Any
+from urllib.parse import quote, unquote, urlencode
+from zoneinfo import ZoneInfo, available_timezones
+
+from hcmcp.http.server import Request, Response, StreamingResponse
+
+UTC = timezone.utc
+PING_BODY_LIMIT = 10_000
+MAX_DURATION = 72 * 3600.0          # a start and a success further apart are not paired
+_SEARCH_DAYS = 366 * 8 + 2          # how far a schedule is searched for its next run
+
+# ---------------------------------------------------------------------------------------
+# Response building: the exact headers and bodies Django sends
+# ---------------------------------------------------------------------------------------
+
+NOT_FOUND_PAGE = (
+    b'\n<!doctype html>\n<html lang="en">\n<head>\n  <title>Not Found</title>\n</head>\n'
+    b"<body>\n  <h1>Not Found</h1><p>The requested resource was not found on this "
+    b"server.</p>\n</body>\n</html>\n"
+)
+HTML = "text/html; charset=utf-8"
+JSON = "application/json"
+_SECURITY_HEADERS = [
+    ("Vary", "Cookie"),
+    ("X-Content-Type-Options", "nosniff"),
+    ("Referrer-Policy", "same-origin"),
+    ("Cross-Origin-Opener-Policy", "same-origin"),
+]
+
+
+def _response(status: int, body: bytes = b"", content_type: str = HTML,
+              extra: list[tuple[str, str]] | None = None, frame_options: bool = True) -> Response:
+    headers = [("Content-Type", content_type)] + (extra or [])
+    if frame_options:
+        headers.append(("X-Frame-Options", "DENY"))
+    return Response(status, body, headers + _SECURITY_HEADERS)
+
+
+def _json(status: int, obj: Any) -> Response:
+    # json.dumps' defaults (", " / ": ", ASCII escapes) are exactly Django's JsonResponse.
+    return _response(status, json.dumps(obj).encode(), JSON)
+
+
+def _error(message: str, status: int = 400) -> Response:
+    return _json(status, {"error": message})
+
+
+def _cors(response: Response | StreamingResponse, methods: str) -> Response | StreamingResponse:
+    response.headers[1:1] = [
+        ("Access-Control-Allow-Origin", "*"),
+        ("Access-Control-Allow-Headers", "X-Api-Key"),
+        ("Access-Control-Allow-Methods", methods),
+        ("Access-Control-Max-Age", "600"),
+    ]
+    return response
+
+
+class _Http404(Exception):
+    """Django's Http404: the HTML "Not Found" page, without CORS headers."""
+
+
+# ---------------------------------------------------------------------------------------
+# Time formatting
+# ---------------------------------------------------------------------------------------
+
+def _utc(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, UTC)
+
+
+def iso_seconds(ts: float | None) -> str | None:
+    """Checks and flips: ISO 8601 without microseconds."""
+    return None if ts is None else _utc(ts).replace(microsecond=0).isoformat()
+
+
+def iso_micro(ts: float) -> str:
+    """Pings: ISO 8601 with microseconds."""
+    return _utc(ts).isoformat(timespec="microseconds")
+
+
+# ---------------------------------------------------------------------------------------
+# Schedules: cron and OnCalendar, validated and stepped to their next run
+# ---------------------------------------------------------------------------------------
+
+class ScheduleError(ValueError):
+    pass
+
+
+_MONTHS = {m: i for i, m in enumerate(
+    "jan feb mar apr may jun jul aug sep oct nov dec".split(), start=1)}
+_CRON_DAYS = {d: i for i, d in enumerate("sun mon tue wed thu fri sat".split())}
+_CAL_DAYS = {d: i for i, d in enumerate("mon tue wed thu fri sat sun".split())}  # date.weekday()
+_CAL_DAYS.update({n: i for i, n in enumerate(
+    "monday tuesday wednesday thursday friday saturday sunday".split())})
+_CAL_SHORTHANDS = {
+    "minutely": "*-*-* *:*:00", "hourly": "*-*-* *:00:00", "daily": "*-*-* 00:00:00",
+    "weekly": "Mon *-*-* 00:00:00", "monthly": "*-*-01 00:00:00",
+    "yearly": "*-01-01 00:00:00", "annually": "*-01-01 00:00:00",
+    "quarterly": "*-01,04,07,10-01 00:00:00", "semiannually": "*-01,07-01 00:00:00",
+}
+
+
+def _days_in_month(d: date) -> int:
+    nxt = date(d.year + d.month // 12, d.month % 12 + 1, 1)
+    return (nxt - timedelta(days=1)).day
+
+
+def _number(text: str, names: dict[str, int] | None = None) -> int:
+    if names and text.lower() in names:
+        return names[text.lower()]
+    if not text.isdigit():
+        raise ScheduleError(f"not a number: {text!r}")
+    return int(text)
+
+
+def _values(text: str, lo: int, hi: int, names: dict[str, int] | None, range_sep: str) -> set[int]:
+    """One comma-separated field: ``*``, ``a``, ``a<sep>b``, each with an optional ``/step``."""
+    result: set[int] = set()
+    for part in text.split(","):
+        base, slash, step_text = part.partition("/")
+        step = _number(step_text) if slash else 1
+        if step < 1:
+            raise ScheduleError("a step must be at least 1")
+        if base == "*":
+            start, end = lo, hi
+        elif range_sep in base:
+            first, _, last = base.partition(range_sep)
+            start, end = _number(first, names), _number(last, names)
+        else:
+            start = _number(base, names)
+            end = hi if slash else start
+        if not (lo <= start <= end <= hi):
+            raise ScheduleError(f"out of range: {part!r}")
+        result.update(range(start, end + 1, step))
+    return result
+
+
+@dataclass(frozen=True)
+class _Schedule:
+    """A parsed schedule: which days qualify, and the times of day it fires on them."""
+
+    day_rules: tuple[Callable[[date], bool], ...]   # one per line: any may match...
+    times: tuple[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]], ...]  # ...then its times
+    zones: tuple[ZoneInfo | None, ...]              # a line's own time zone, if it names one
+
+    def next_after(self, ts: float, tz: ZoneInfo) -> float | None:
+        best: float | None = None
+        for rule, (hours, minutes, seconds), zone in zip(self.day_rules, self.times, self.zones):
+            found = _next_fire(rule, hours, minutes, seconds, ts, zone or tz)
+            if found is not None and (best is None or found < best):
+                best = found
+        return best
+
+
+def _next_fire(day_ok: Callable[[date], bool], hours: tuple[int, ...], minutes: tuple[int, ...],
+               seconds: tuple[int, ...], ts: float, tz: ZoneInfo) -> float | None:
+    """The first local wall time strictly after ``ts`` that matches and exists in ``tz``."""
+    start = _utc(ts).astimezone(tz).replace(tzinfo=None)
+    day = start.date()
+    for _ in range(_SEARCH_DAYS):
+        if day_ok(day):
+            same_day = day == start.date()
+            for h in hours:
+                if same_day and h < start.hour:
+                    continue
+                for m in minutes:
+                    if same_day and h == start.hour and m < start.minute:
+                        continue
+                    for s in seconds:
+                        wall = datetime(day.year, day.month, day.day, h, m, s)
+                        if wall <= start:
+                            continue
+                        aware = wall.replace(tzinfo=tz)
+                        back = aware.astimezone(UTC).astimezone(tz).replace(tzinfo=None)
+                        if back == wall:    # not inside a DST gap
+                            return aware.timestamp()
+        day += timedelta(days=1)
+    return None
+
+
+def _parse_cron(text: str) -> _Schedule:
+    minute, hour, dom, month, dow = text.split()
+    last_dom = False
+    days: set[int] = set()
+    for part in dom.split(","):
+        if part == "L":
+            last_dom = True
+        else:
+            days |= _values(part, 1, 31, None, "-")
+    months = _values(month, 1, 12, _MONTHS, "-")
+    weekdays: set[int] = set()
+    last_weekdays: set[int] = set()
+    nth_weekdays: set[tuple[int, int]] = set()
+    for part in dow.split(","):
+        if part.endswith("L") and len(part) > 1:
+            last_weekdays.add(_number(part[:-1], _CRON_DAYS) % 7)
+        elif "#" in part:
+            day_text, _, nth_text = part.partition("#")
+            nth = _number(nth_text)
+            if not 1 <= nth <= 5:
+                raise ScheduleError("n#k needs k in 1..5")
+            nth_weekdays.add((_number(day_text, _CRON_DAYS) % 7, nth))
+        else:
+            weekdays |= {d % 7 for d in _values(part, 0, 7, _CRON_DAYS, "-")}
+    # Vixie cron: when both day fields are restricted, either may match.
+    either = not dom.startswith("*") and not dow.startswith("*")
+
+    def day_ok(d: date) -> bool:
+        if d.month not in months:
+            return False
+        dom_ok = d.day in days or (last_dom and d.day == _days_in_month(d))
+        wd = d.isoweekday() % 7
+        dow_ok = (wd in weekdays or (wd in last_weekdays and d.day + 7 > _days_in_month(d))
+                  or (wd, (d.day - 1) // 7 + 1) in nth_weekdays)
+        return (dom_ok or dow_ok) if either else (dom_ok and dow_ok)
+
+    times = (tuple(sorted(_values(hour, 0, 23, None, "-"))),
+             tuple(sorted(_values(minute, 0, 59, None, "-"))), (0,))
+    return _Schedule((day_ok,), (times,), (None,))
+
+
+def _parse_calendar_line(line: str) -> tuple[Callable[[date], bool], tuple, ZoneInfo | None]:
+    line = _CAL_SHORTHANDS.get(line.strip().lower(), line)
+    tokens = line.split()
+    zone = None
+    if len(tokens) > 1 and tokens[-1] in _timezones():
+        zone = ZoneInfo(tokens.pop())
+    weekdays: set[int] | None = None
+    if tokens and tokens[0][:1].isalpha():
+        weekdays = set()
+        for part in tokens.pop(0).split(","):
+            first, _, last = part.partition("..")
+            lo = _number(first, _CAL_DAYS)
+            hi = _number(last, _CAL_DAYS) if last else lo
+            if lo > hi or first.isdigit() or last.isdigit():
+                raise ScheduleError(f"not a weekday: {part!r}")
+            weekdays.update(range(lo, hi + 1))
+    date_text = time_text = None
+    for token in tokens:
+        if ":" in token and time_text is None:
+            time_text = token
+        elif ("-" in token or "~" in token) and date_text is None and time_text is None:
+            date_text = token
+        else:
+            raise ScheduleError(f"unexpected {token!r}")
+    if weekdays is None and date_text is None and time_text is None:
+        raise ScheduleError("empty expression")
+    date_text, time_text = date_text or "*-*-*", time_text or "00:00:00"
+
+    from_end = "~" in date_text
+    date_parts = date_text.replace("~", "-").split("-")
+    if len(date_parts) == 2:
+        date_parts.insert(0, "*")
+    if len(date_parts) != 3:
+        raise ScheduleError(f"not a date: {date_text!r}")
+    years = None if date_parts[0] == "*" else _values(date_parts[0], 1970, 2199, None, "..")
+    months = _values(date_parts[1], 1, 12, None, "..")
+    days = _values(date_parts[2], 1, 31, None, "..")
+
+    def day_ok(d: date) -> bool:
+        day = _days_in_month(d) - d.day + 1 if from_end else d.day
+        return ((years is None or d.year in years) and d.month in months and day in days
+                and (weekdays is None or d.weekday() in weekdays))
+
+    time_parts = time_text.split(":")
+    if len(time_parts) == 2:
+        time_parts.append("00")
+    if len(time_parts) != 3:
+        raise ScheduleError(f"not a time: {time_text!r}")
+    hours, minutes, seconds = (tuple(sorted(_values(p, 0, hi, None, "..")))
+                               for p, hi in zip(time_parts, (23, 59, 59)))
+    return day_ok, (hours, minutes, seconds), zone
+
+
+def guess_kind(schedule: str) -> str:
+    """The real server's rule: one line of exactly five fields is cron, all else OnCalendar."""
+    if "\n" not in schedule.strip() and len(schedule.split()) == 5:
+        return "cron"
+    return "oncalendar"
+
+
+@lru_cache(maxsize=4096)
+def parse_schedule(schedule: str) -> _Schedule:
+    """Parse a cron or OnCalendar expression; ScheduleError if it is not one."""
+    try:
+        if guess_kind(schedule) == "cron":
+            return _parse_cron(schedule)
+        lines = [ln for ln in schedule.strip().splitlines() if ln.strip()]
+        if not lines:
+            raise ScheduleError("empty expression")
+        parsed = [_parse_calendar_line(ln) for ln in lines]
+        return _Schedule(tuple(p[0] for p in parsed), tuple(p[1] for p in parsed),
+                         tuple(p[2] for p in parsed))
+    except ScheduleError:
+        raise
+    except ValueError as exc:
+        raise ScheduleError(str(exc)) from exc
+
+
+def schedule_is_valid(schedule: str) -> bool:
+    """As the server checks it: parses, and has a next run after 2000-01-01 (UTC)."""
+    try:
+        return parse_schedule(schedule).next_after(946684800.0, ZoneInfo("UTC")) is not None
+    except ScheduleError:
+        return False
+
+
+_next_cache: dict[tuple[str, str, float], float | None] = {}
+
+
+def next_run(schedule: str, tz: str, after: float) -> float | None:
+    """The next scheduled run strictly after ``after`` (seconds), in ``tz``; None for never."""
+    key = (schedule, tz, after)
+    if key not in _next_cache:
+        if len(_next_cache) > 100_000:     # a bound, not an LRU: cheap and good enough
+            _next_cache.clear()
+        _next_cache[key] = parse_schedule(schedule).next_after(after, ZoneInfo(tz))
+    return _next_cache[key]
+
+
+# Legacy IANA names the server rewrites to their current ones.
+LEGACY_TIMEZONES = {
+    "Europe/Kiev": "Europe/Kyiv", "Europe/Uzhgorod": "Europe/Kyiv",
+    "Europe/Zaporozhye": "Europe/Kyiv", "Asia/Calcutta": "Asia/Kolkata",
+    "Asia/Saigon": "Asia/Ho_Chi_Minh", "Asia/Katmandu": "Asia/Kathmandu",
+    "Asia/Rangoon": "Asia/Yangon", "Asia/Dacca": "Asia/Dhaka",
+    "America/Buenos_Aires": "America/Argentina/Buenos_Aires",
+    "America/Indianapolis": "America/Indiana/Indianapolis", "America/Godthab": "America/Nuuk",
+    "Atlantic/Faeroe": "Atlantic/Faroe", "Pacific/Truk": "Pacific/Chuuk",
+}
+
+
+@lru_cache(maxsize=1)
+def _timezones() -> frozenset[str]:
+    return frozenset(available_timezones() | {"UTC"})
+
+
+# ---------------------------------------------------------------------------------------
+# The data
+# ---------------------------------------------------------------------------------------
+
+@dataclass(eq=False)
+class Project:
+    name: str
+    rw_key: str
+    ro_key: str
+    badge_key: str
+    check_limit: int = 500
+    ping_log_limit: int = 100
+    checks: dict[str, Check] = field(default_factory=dict)        # by uuid, creation order
+    channels: list[Channel] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class Channel:
+    code: str
+    name: str
+    kind: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"id": self.code, "name": self.name, "kind": self.kind}
+
+
+@dataclass(eq=False, slots=True)
+class Ping:
+    n: int
+    created: float
+    kind: str | None            # None is success; "start", "fail", "ign", "log"
+    scheme: str
+    remote_addr: str | None
+    method: str
+    ua: str
+    body: bytes
+    rid: str | None
+    exitstatus: int | None = None
+
+
+@dataclass(eq=False, slots=True)
+class Flip:
+    created: float
+    old_status: str
+    new_status: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"timestamp": iso_seconds(self.created), "up": 1 if self.new_status == "up" else 0}
+
+
+@dataclass(eq=False, slots=True)
+class Check:
+    code: str
+    project: Project
+    badge_key: str = field(default_factory=lambda: str(uuid.uuid4()))
+    name: str = ""
+    slug: str = ""
+    tags: str = ""
+    desc: str = ""
+    kind: str = "simple"            # "simple", "cron" or "oncalendar"
+    timeout: int = 86400
+    grace: int = 3600
+    schedule: str = "* * * * *"
+    tz: str = "UTC"
+    filter_subject: bool = False
+    filter_body: bool = False
+    filter_http_body: bool = False
+    filter_default_fail: bool = False
+    start_kw: str = ""
+    success_kw: str = ""
+    failure_kw: str = ""
+    methods: str = ""
+    manual_resume: bool = False
+    n_pings: int = 0
+    last_ping: float | None = None
+    last_start: float | None = None
+    last_start_rid: str | None = None
+    last_duration: float | None = None
+    status: str = "new"             # the stored status; what clients see is computed
+    channels: set[str] = field(default_factory=set)
+    pings: list[Ping] = field(default_factory=list)
+    flips: list[Flip] = field(default_factory=list)
+    unique_key: str = ""
+
+    def __post_init__(self) -> None:
+        self.unique_key = hashlib.sha1(self.code.replace("-", "")[:16].encode()).hexdigest()
+
+    def tags_list(self) -> list[str]:
+        return [t.strip() for t in self.tags.split(" ") if t.strip()]
+
+    def grace_start(self, *, with_started: bool = True) -> float | None:
+        result = None
+        if self.status == "up" and self.last_ping is not None:
+            if self.kind == "simple":
+                result = self.last_ping + self.timeout
+            else:
+                result = next_run(self.schedule, self.tz, self.last_ping)
+        if with_started and self.last_start is not None and self.status != "down":
+            result = self.last_start if result is None else min(result, self.last_start)
+        return result
+
+    def current_status(self, now: float, *, with_started: bool = False) -> str:
+        if self.last_start is not None:
+            if now >= self.last_start + self.grace:
+                return "down"
+            if with_started:
+                return "started"
+        if self.status in ("new", "paused", "down"):
+            return self.status
+        start = self.grace_start(with_started=False)
+        if start is None:
+            return "up"                 # the schedule never fires again
+        if now >= start + self.grace:
+            return "down"
+        return "grace" if now >= start else "up"
+
+    def to_dict(self, site_root: str, v: int, now: float, *, readonly: bool = False) -> dict:
+        result: dict[str, Any] = {
+            "name": self.name, "slug": self.slug, "tags": self.tags, "desc": self.desc,
+            "grace": self.grace, "n_pings": self.n_pings,
+            "status": self.current_status(now, with_started=v == 1),
+            "started": self.last_start is not None,
+            "last_ping": iso_seconds(self.last_ping),
+            "next_ping": iso_seconds(self.grace_start()),
+            "manual_resume": self.manual_resume, "methods": self.methods,
+            "subject": self.success_kw if self.filter_subject else "",
+            "subject_fail": self.failure_kw if self.filter_subject else "",
+            "start_kw": self.start_kw, "success_kw": self.success_kw,
+            "failure_kw": self.failure_kw, "filter_subject": self.filter_subject,
+            "filter_body": self.filter_body, "filter_http_body": self.filter_http_body,
+            "filter_default_fail": self.filter_default_fail,
+            "badge_url": f"{site_root}/b/2/{self.badge_key}.svg",
+        }
+        if self.last_duration:
+            result["last_duration"] = int(self.last_duration)
+        if readonly:
+            result["unique_key"] = self.unique_key
+        else:
+            update_url = f"{site_root}/api/v{v}/checks/{self.code}"
+            result["uuid"] = self.code
+            result["ping_url"] = f"{site_root}/ping/{self.code}"
+            result["update_url"] = update_url
+            result["pause_url"] = update_url + "/pause"
+            result["resume_url"] = update_url + "/resume"
+            result["channels"] = ",".join(sorted(self.channels))
+        if self.kind == "simple":
+            result["timeout"] = self.timeout
+        else:
+            result["schedule"] = self.schedule
+            result["tz"] = self.tz
+        return result
+
+
+def slugify(value: str) -> str:
+    """Django's slugify: ASCII-fold, drop punctuation, hyphenate whitespace."""
+    value = unicodedata.normalize("NFKD", value).encode("ascii", "ignore").decode("ascii")
+    value = re.sub(r"[^\w\s-]", "", value.lower())
+    return re.sub(r"[-\s]+", "-", value).strip("-_")
+
+
+def _match_keywords(text: str, keywords: str) -> bool:
+    return any(k.strip() and k.strip() in text for k in keywords.split(","))
+
+
+# ---------------------------------------------------------------------------------------
+# The create/update body ("Spec"): strict validation with the server's exact messages
+# ---------------------------------------------------------------------------------------
+
+class _Invalid(Exception):
+    def __init__(self, template: str) -> None:
+        self.template = template        # "%s is too long", filled with the field name
+
+
+def _string(limit: int | None = None) -> Callable[[Any], str]:
+    def check(v: Any) -> str:
+        if type(v) is not str:
+            raise _Invalid("%s is not a string")
+        if limit is not None and len(v) > limit:
+            raise _Invalid("%s is too long")
+        return v
+    return check
+
+
+def _boolean(v: Any) -> bool:
+    if type(v) is not bool:
+        raise _Invalid("%s is not a boolean")
+    return v
+
+
+def _seconds(v: Any) -> int:
+    if not isinstance(v, int):      # bool is an int here, as in Python: true is 1 second
+        raise _Invalid("%s is not a number")
+    if v < 60:
+        raise _Invalid("%s is too small")
+    if v > 31536000:
+        raise _Invalid("%s is too large")
+    return int(v)
+
+
+def _methods(v: Any) -> str:
+    if type(v) is not str or v not in ("", "POST"):
+        raise _Invalid("%s has unexpected value")
+    return v
+
+
+def _slug(v: Any) -> str:
+    v = _string(100)(v)
+    if not re.fullmatch(r"[a-z0-9\-_]*", v):
+        raise _Invalid("%s does not match pattern")
+    return v
+
+
+def _schedule(v: Any) -> str:
+    v = _string(100)(v)
+    if not schedule_is_valid(v):
+        raise _Invalid("%s is not a valid cron or OnCalendar expression")
+    return v
+
+
+def _tz(v: Any) -> str:
+    v = LEGACY_TIMEZONES.get(_string()(v), v)
+    if v not in _timezones():
+        raise _Invalid("%s is not a valid timezone")
+    return v
+
+
+def _unique(v: Any) -> list[str]:
+    if type(v) is not list:
+        raise _Invalid("%s is not an array")
+    for item in v:
+        if type(item) is not str or item not in ("name", "slug", "tags", "timeout", "grace"):
+            raise _Invalid("an item in '%s' has unexpected value")
+    return v
+
+
+# In the server's field order: only the first failing field is reported.
+_SPEC_FIELDS: list[tuple[str, Callable[[Any], Any]]] = [
+    ("channels", _string()), ("desc", _string()), ("failure_kw", _string(200)),
+    ("filter_subject", _boolean), ("filter_body", _boolean), ("filter_http_body", _boolean),
+    ("filter_default_fail", _boolean), ("grace", _seconds), ("manual_resume", _boolean),
+    ("methods", _methods), ("name", _string(100)), ("schedule", _schedule), ("slug", _slug),
+    ("start_kw", _string(200)), ("subject", _string(200)), ("subject_fail", _string(200)),
+    ("success_kw", _string(200)), ("tags", _string()), ("timeout", _seconds), ("tz", _tz),
+    ("unique", _unique),
+]
+
+
+def validate_spec(body: dict[str, Any]) -> dict[str, Any]:
+    """The submitted fields, validated; ``ValueError`` carries the server's error text."""
+    spec: dict[str, Any] = {}
+    for name, check in _SPEC_FIELDS:
+        if name in body:
+            # null is rejected for every field, with that field's type error
+            value = 0.0 if body[name] is None else body[name]
+            try:
+                spec[name] = check(value)
+            except _Invalid as exc:
+                raise ValueError("json validation error: " + exc.template % name) from None
+    return spec
+
+
+class _BadChannel(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------------------
+# The simulator
+# ---------------------------------------------------------------------------------------
+
+_UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+_SHA1 = r"[A-z0-9]{40}"     # sic: the server's own sloppy pattern
+_ANY_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
+_API = re.compile(r"/api/v([123])/(.*)", re.S)
+# (pattern after /api/vN/, handler, methods for the CORS wrapper; None = no wrapper)
+_ROUTES: list[tuple[re.Pattern[str], str, str | None]] = [
+    (re.compile(p, re.S), h, m) for p, h, m in [
+        (r"checks/", "_checks_collection", "OPTIONS, GET, POST"),
+        (rf"checks/(?P<code>{_UUID})", "_single", "OPTIONS, DELETE, GET, POST"),
+        (rf"checks/(?P<key>{_SHA1})", "_get_by_key", "OPTIONS, GET"),
+        (rf"checks/(?P<code>{_UUID})/pause", "_pause", "OPTIONS, POST"),
+        (rf"checks/(?P<code>{_UUID})/resume", "_resume", "OPTIONS, POST"),
+        (rf"checks/(?P<code>{_UUID})/pings/", "_pings", "OPTIONS, GET"),
+        (rf"checks/(?P<code>{_UUID})/pings/(?P<n>[0-9]+)/body", "_ping_body", "OPTIONS, GET"),
+        (rf"checks/(?P<code>{_UUID})/flips/", "_flips_by_uuid", "OPTIONS, GET"),
+        (rf"checks/(?P<key>{_SHA1})/flips/", "_flips_by_key", "OPTIONS, GET"),
+        (r"channels/", "_channels", "OPTIONS, GET"),
+        (r"badges/", "_badges", "OPTIONS, GET"),
+        (r"status/", "_status", None),
+        (r"metrics/", "_metrics", None),
+    ]
+]
+_PING = re.compile(rf"/ping/(?P<code>{_UUID})(?:/(?P<action>fail|start|log|[0-9]+)?)?", re.S)
+_TAG_BADGE = re.compile(r"/badge/(?P<key>[-\w]+)/(?P<sig>[-\w]+)/(?P<tag>[\w%~.-]+)\.(?P<fmt>[-\w]+)")
+_ALL_BADGE = re.compile(r"/badge/(?P<key>[-\w]+)/(?P<sig>[-\w]+)\.(?P<fmt>[-\w]+)")
+_CHECK_BADGE = re.compile(rf"/b/(?P<states>[0-9]+)/(?P<key>{_UUID})\.(?P<fmt>[-\w]+)")
+
+
+class Simulator:
+    """A whole Healthchecks instance in memory. ``await sim.app(request)`` answers one request."""
+
+    RW_KEY = "hcw_sim_project_a_read_write_key"
+    RO_KEY = "hcr_sim_project_a_read_only_key0"
+    OTHER_RW_KEY = "hcw_sim_project_b_read_write_key"
+    OTHER_RO_KEY = "hcr_sim_project_b_read_only_key0"
+    WRONG_KEY = "hcw_sim_this_key_matches_nothing"
+
+    def __init__(self, *, site_root: str = "http://127.0.0.1:8765",
+                 clock: Callable[[], float] = time.time) -> None:
+        self.site_root = site_root.rstrip("/")
+        self.clock = clock
+        self.flood_bytes = 0
+        self.requests: list[tuple[str, str]] = []
+        self._secret = uuid.uuid4().bytes       # signs badge URLs: stable per instance
+        self.project_a = Project("Project A", self.RW_KEY, self.RO_KEY, "alice-badge-key")
+        self.project_b = Project("Project B", self.OTHER_RW_KEY, self.OTHER_RO_KEY,
+                                 "bob-badge-key")
+        self._projects = [self.project_a, self.project_b]
+        self._checks: dict[str, Check] = {}     # every project's checks, by uuid
+
+    # ---- seeding and test helpers ------------------------------------------------------
+
+    def seed_recordings(self) -> None:
+        """The data the recordings were made against (fixed uuids, keys, limits)."""
+        from hcmcp.healthchecks import simulator_seed
+        simulator_seed.seed_recordings(self)
+
+    def seed_demo(self) -> None:
+        """A realistic project for ``--demo``: mixed statuses, kinds, bodies, integrations."""
+        from hcmcp.healthchecks import simulator_seed
+        simulator_seed.seed_demo(self)
+
+    def seed_bulk(self, n_checks: int) -> None:
+        """``n_checks`` synthetic checks in project A, for scaling benchmarks."""
+        from hcmcp.healthchecks import simulator_seed
+        simulator_seed.seed_bulk(self, n_checks)
+
+    def add_channel(self, project: Project, name: str, kind: str, code: str | None = None) -> Channel:
+        channel = Channel(code or str(uuid.uuid4()), name, kind)
+        project.channels.append(channel)
+        return channel
+
+    def add_check(self, project: Project, code: str | None = None, **fields: Any) -> Check:
+        check = Check(code or str(uuid.uuid4()), project, **fields)
+        if check.code in self._checks:
+            raise ValueError(f"a check with uuid {check.code} already exists")
+        project.checks[check.code] = check
+        self._checks[check.code] = check
+        return check
+
+    def check(self, check_uuid: str) -> Check:
+        """A check by uuid, for tests that look at the stored state."""
+        return self._checks[check_uuid]
+
+    def add_ping(self, check_uuid: str, kind: str = "success", body: bytes = b"", *,
+                 rid: str | None = None, method: str = "POST", ua: str = "hcmcp-test",
+                 remote_addr: str = "127.0.0.1", scheme: str = "http",
+                 exitstatus: int | None = None, at: float | None = None) -> None:
+        """Deliver a ping as the ping endpoint would (same filters and state changes).
+
+        ``kind`` is "success", "start", "fail", "log", or "ign" to force an ignored ping;
+        ``at`` is the arrival time in seconds (default: the clock).
+        """
+        if kind not in ("success", "start", "fail", "log", "ign"):
+            raise ValueError(f"unknown ping kind {kind!r}: use success, start, fail, log or ign")
+        check = self._checks[check_uuid]
+        action = self._ping_action(check, kind, method, body[:PING_BODY_LIMIT], exitstatus)
+        self._record_ping(check, action, method=method, body=body[:PING_BODY_LIMIT], ua=ua,
+                          remote_addr=remote_addr, scheme=scheme, rid=rid,
+                          exitstatus=exitstatus, now=self.clock() if at is None else at)
+
+    def pause(self, check: Check, now: float | None = None) -> None:
+        if check.status != "paused":
+            check.flips.append(Flip(self.clock() if now is None else now, check.status, "paused"))
+            check.status = "paused"
+            check.last_start = None
+
+    # ---- the ping state machine --------------------------------------------------------
+
+    @staticmethod
+    def _ping_action(check: Check, action: str, method: str, body: bytes,
+                     exitstatus: int | None) -> str:
+        if exitstatus is not None and exitstatus > 0:
+            action = "fail"
+        if check.methods == "POST" and method != "POST":
+            action = "ign"
+        if action != "ign" and check.filter_http_body:
+            text = body.decode(errors="replace")
+            if check.failure_kw and _match_keywords(text, check.failure_kw):
+                action = "fail"
+            elif check.success_kw and _match_keywords(text, check.success_kw):
+                action = "success"
+            elif check.start_kw and _match_keywords(text, check.start_kw):
+                action = "start"
+            else:
+                action = "fail" if check.filter_default_fail else "ign"
+        return action
+
+    def _record_ping(self, check: Check, action: str, *, method: str, body: bytes, ua: str,
+                     remote_addr: str | None, scheme: str, rid: str | None,
+                     exitstatus: int | None, now: float) -> None:
+        if check.status == "paused" and check.manual_resume:
+            action = "ign"
+        if action == "start":
+            check.last_start, check.last_start_rid = now, rid
+        elif action in ("success", "fail"):
+            check.last_ping, check.last_duration = now, None
+            if check.last_start is not None:
+                if check.last_start_rid == rid:
+                    check.last_duration = now - check.last_start
+                    check.last_start = None
+                elif action == "fail" or rid is None:
+                    check.last_start = None
+            new_status = "down" if action == "fail" else "up"
+            if check.status != new_status:
+                check.flips.append(Flip(now, check.status, new_status))
+                check.status = new_status
+        check.n_pings += 1
+        check.pings.append(Ping(check.n_pings, now, None if action == "success" else action,
+                                scheme, remote_addr, method, ua[:200], body, rid, exitstatus))
+        if check.n_pings % 100 == 0:    # the server prunes every 100th ping
+            threshold = check.n_pings - check.project.ping_log_limit
+            check.pings = [p for p in check.pings if p.n > threshold]
+
+    # ---- HTTP ---------------------------------------------------------------------------
+
+    async def app(self, request: Request) -> Response | StreamingResponse:
+        self.requests.append((request.method, request.path))
+        try:
+            response = self._route(request, unquote(request.path))
+        except _Http404:
+            response = _response(404, NOT_FOUND_PAGE)
+        if request.method == "HEAD" and isinstance(response, Response):
+            response.body = b""
+        return response
+
+    def _match(self, path: str) -> tuple[Callable[..., Any], dict[str, str]] | None:
+        """The handler for ``path`` and its arguments, or None when no route matches."""
+        if m := _API.fullmatch(path):
+            version, rest = int(m[1]), m[2]
+            for pattern, handler, methods in _ROUTES:
+                if route := pattern.fullmatch(rest):
+                    kwargs = dict(route.groupdict(), v=version)
+                    target = getattr(self, handler)
+                    if methods is None:
+                        return target, kwargs
+                    return self._with_cors, dict(target=target, methods=methods, kwargs=kwargs)
+            return None
+        for pattern, handler in ((_PING, self._ping), (_TAG_BADGE, self._tag_badge),
+                                 (_ALL_BADGE, self._tag_badge), (_CHECK_BADGE, self._check_badge)):
+            if route := pattern.fullmatch(path):
+                return handler, route.groupdict()
+        return None
+
+    def _route(self, request: Request, path: str) -> Response | StreamingResponse:
+        found = self._match(path)
+        if found is None:
+            # Django's APPEND_SLASH: a path that would match with a slash is redirected,
+            # POST included, with a relative Location and an empty body.
+            if not path.endswith("/") and self._match(path + "/") is not None:
+                target = request.path + "/"
+                if request.query:
+                    target += "?" + urlencode(request.query)
+                return _response(301, extra=[("Location", target)], frame_options=False)
+            raise _Http404()
+        handler, kwargs = found
+        return handler(request, **kwargs)
+
+    def _with_cors(self, request: Request, target: Callable[..., Any], methods: str,
+                   kwargs: dict[str, Any]) -> Response | StreamingResponse:
+        if request.method == "OPTIONS":
+            response: Response | StreamingResponse = _response(204)
+        elif request.method in methods.split(", ")[1:]:
+            response = target(request, **kwargs)
+        else:
+            response = _response(405)
+        return _cors(response, methods)
+
+    # ---- authentication -----------------------------------------------------------------
+
+    def _authorize(self, request: Request, *, read_only_ok: bool) -> tuple[Project, bool, dict] | Response:
+        """(project, readonly, parsed body) or the 400/401 response, in the server's order."""
+        body: Any = {}
+        if request.method == "POST" and request.body and not read_only_ok:
+            try:
+                body = json.loads(request.body.decode())
+            except ValueError:
+                return _error("could not parse request body")
+            if not isinstance(body, dict):
+                return _error("json validation error: value is not an object")
+        key = request.header("x-api-key")
+        if key is None:
+            key = str(body["api_key"]) if "api_key" in body else ""
+        if len(key) != 32:
+            return _error("missing api key", 401)
+        for project in self._projects:
+            if key == project.rw_key:
+                return project, False, body
+            if read_only_ok and key == project.ro_key:
+                return project, True, body
+        return _error("wrong api key", 401)
+
+    def _own_check(self, project: Project, code: str) -> Check | Response:
+        check = self._checks.get(code)
+        if check is None:
+            raise _Http404()
+        if check.project is not project:
+            return _response(403)
+        return check
+
+    # ---- the Management API -------------------------------------------------------------
+
+    def _checks_collection(self, request: Request, v: int) -> Response | StreamingResponse:
+        if request.method == "POST":
+            return self._create(request, v)
+        auth = self._authorize(request, read_only_ok=True)
+        if isinstance(auth, Response):
+            return auth
+        project, readonly, _ = auth
+        if self.flood_bytes > 0:
+            return self._flood_checks(project, v, readonly)
+        tags = {value for name, value in request.query if name == "tag"}
+        slug = _last(request.query, "slug")
+        now = self.clock()
+        checks = [c.to_dict(self.site_root, v, now, readonly=readonly)
+                  for c in project.checks.values()
+                  if (not slug or c.slug == slug) and tags.issubset(c.tags_list())]
+        return _json(200, {"checks": checks})
+
+    def _create(self, request: Request, v: int) -> Response:
+        auth = self._authorize(request, read_only_ok=False)
+        if isinstance(auth, Response):
+            return auth
+        project, _, body = auth
+        try:
+            spec = validate_spec(body)
+        except ValueError as exc:
+            return _error(str(exc))
+        check = self._lookup(project, spec)
+        created = check is None
+        if check is None:
+            if project.check_limit - len(project.checks) <= 0:
+                return _response(403)
+            check = Check(str(uuid.uuid4()), project)
+        try:
+            self._update(check, spec, v)
+        except _BadChannel as exc:
+            return _error(str(exc))
+        if created:
+            project.checks[check.code] = check
+            self._checks[check.code] = check
+        return _json(201 if created else 200, check.to_dict(self.site_root, v, self.clock()))
+
+    @staticmethod
+    def _lookup(project: Project, spec: dict[str, Any]) -> Check | None:
+        """The upsert: the oldest check equal on every ``unique`` field, all of them sent."""
+        unique = spec.get("unique")
+        if not unique or any(name not in spec for name in unique):
+            return None
+        for check in project.checks.values():
+            if all(getattr(check, name) == spec[name] for name in unique):
+                return check
+        return None
+
+    @staticmethod
+    def _update(check: Check, spec: dict[str, Any], v: int) -> None:
+        # Channels are resolved first, so a bad one changes nothing.
+        new_channels: set[str] | None = None
+        if "channels" in spec:
+            wanted = spec["channels"]
+            available = check.project.channels
+            if wanted == "*":
+                new_channels = {c.code for c in available}
+            elif wanted == "":
+                new_channels = set()
+            else:
+                new_channels = set()
+                for item in wanted.split(","):
+                    if item == "":
+                        raise _BadChannel("empty channel identifier")
+                    matches = [c for c in available if c.code == item or c.name == item]
+                    if not matches:
+                        raise _BadChannel(f"invalid channel identifier: {item}")
+                    if len(matches) > 1:
+                        raise _BadChannel(f"non-unique channel identifier: {item}")
+                    new_channels.add(matches[0].code)
+        if "name" in spec:
+            check.name = spec["name"]
+            if v < 3:
+                check.slug = slugify(spec["name"])
+        if spec.get("schedule"):        # schedule beats timeout
+            check.kind, check.schedule = guess_kind(spec["schedule"]), spec["schedule"]
+        elif spec.get("timeout"):
+            check.kind, check.timeout = "simple", spec["timeout"]
+        if "subject" in spec:           # deprecated aliases of the keyword filters
+            check.success_kw = spec["subject"]
+            check.filter_subject = bool(check.success_kw or check.failure_kw)
+        if "subject_fail" in spec:
+            check.failure_kw = spec["subject_fail"]
+            check.filter_subject = bool(check.success_kw or check.failure_kw)
+        for name in ("slug", "tags", "desc", "manual_resume", "methods", "tz", "start_kw",
+                     "success_kw", "failure_kw", "filter_subject", "filter_body",
+                     "filter_http_body", "filter_default_fail", "grace"):
+            if name in spec:
+                setattr(check, name, spec[name])
+        if new_channels is not None:
+            check.channels = new_channels
+
+    def _single(self, request: Request, code: str, v: int) -> Response:
+        if request.method == "GET":
+            return self._get_check(request, code, v)
+        auth = self._authorize(request, read_only_ok=False)
+        if isinstance(auth, Response):
+            return auth
+        project, _, body = auth
+        check = self._own_check(project, code)
+        if isinstance(check, Response):
+            return check
+        if request.method == "DELETE":
+            del project.checks[code], self._checks[code]
+            check.channels = set()
+            return _json(200, check.to_dict(self.site_root, v, self.clock()))
+        try:
+            self._update(check, validate_spec(body), v)
+        except (ValueError, _BadChannel) as exc:
+            return _error(str(exc))
+        return _json(200, check.to_dict(self.site_root, v, self.clock()))
+
+    def _get_check(self, request: Request, code: str, v: int) -> Response:
+        auth = self._authorize(request, read_only_ok=True)
+        if isinstance(auth, Response):
+            return auth
+        project, readonly, _ = auth
+        check = self._own_check(project, code)
+        if isinstance(check, Response):
+            return check
+        return _json(200, check.to_dict(self.site_root, v, self.clock(), readonly=readonly))
+
+    def _by_unique_key(self, project: Project, key: str) -> Check | None:
+        return next((c for c in project.checks.values() if c.unique_key == key), None)
+
+    def _get_by_key(self, request: Request, key: str, v: int) -> Response:
+        auth = self._authorize(request, read_only_ok=True)
+        if isinstance(auth, Response):
+            return auth
+        project, readonly, _ = auth
+        check = self._by_unique_key(project, key)
+        if check is None:
+            return _response(404)
+        return _json(200, check.to_dict(self.site_root, v, self.clock(), readonly=readonly))
+
+    def _pause(self, request: Request, code: str, v: int) -> Response:
+        auth = self._authorize(request, read_only_ok=False)
+        if isinstance(auth, Response):
+            return auth
+        check = self._own_check(auth[0], code)
+        if isinstance(check, Response):
+            return check
+        self.pause(check)       # already paused: unchanged, and no new flip
+        return _json(200, check.to_dict(self.site_root, v, self.clock()))
+
+    def _resume(self, request: Request, code: str, v: int) -> Response:
+        auth = self._authorize(request, read_only_ok=False)
+        if isinstance(auth, Response):
+            return auth
+        check = self._own_check(auth[0], code)
+        if isinstance(check, Response):
+            return check
+        if check.status != "paused":
+            return _response(409, b"check is not paused")
+        now = self.clock()
+        check.flips.append(Flip(now, "paused", "new"))
+        check.status, check.last_start, check.last_ping = "new", None, None
+        return _json(200, check.to_dict(self.site_root, v, now))
+
+    def _pings(self, request: Request, code: str, v: int) -> Response:
+        auth = self._authorize(request, read_only_ok=False)
+        if isinstance(auth, Response):
+            return auth
+        project = auth[0]
+        check = self._own_check(project, code)
+        if isinstance(check, Response):
+            return check
+        durations = _durations(check.pings)
+        limit = min(project.ping_log_limit, 1000)
+        listed = check.pings[-limit:] if limit > 0 else []
+        pings = []
+        for ping in reversed(listed):
+            body_url = (f"{self.site_root}/api/v{v}/checks/{check.code}/pings/{ping.n}/body"
+                        if ping.body else None)
+            entry: dict[str, Any] = {
+                "type": ping.kind or "success", "date": iso_micro(ping.created), "n": ping.n,
+                "scheme": ping.scheme, "remote_addr": ping.remote_addr, "method": ping.method,
+                "ua": ping.ua, "rid": ping.rid, "body_url": body_url,
+            }
+            if (duration := durations.get(ping.n)) is not None:
+                entry["duration"] = round(duration, 2)
+            pings.append(entry)
+        return _json(200, {"pings": pings})
+
+    def _ping_body(self, request: Request, code: str, n: str, v: int) -> Response | StreamingResponse:
+        auth = self._authorize(request, read_only_ok=False)
+        if isinstance(auth, Response):
+            return auth
+        project = auth[0]
+        check = self._own_check(project, code)
+        if isinstance(check, Response):
+            return check
+        if self.flood_bytes > 0:
+            return StreamingResponse(200, _flood(_FLOOD_LOG_LINES, b"", b"", self.flood_bytes),
+                                     _plain_headers())
+        if int(n) <= check.n_pings - project.ping_log_limit:
+            raise _Http404()
+        ping = next((p for p in check.pings if p.n == int(n)), None)
+        if ping is None or not ping.body:
+            raise _Http404()
+        return _response(200, ping.body, "text/plain")
+
+    def _flips_by_uuid(self, request: Request, code: str, v: int) -> Response:
+        auth = self._authorize(request, read_only_ok=True)
+        if isinstance(auth, Response):
+            return auth
+        check = self._checks.get(code)
+        if check is None:
+            raise _Http404()
+        return self._flips(request, auth[0], check)
+
+    def _flips_by_key(self, request: Request, key: str, v: int) -> Response:
+        auth = self._authorize(request, read_only_ok=True)
+        if isinstance(auth, Response):
+            return auth
+        check = self._by_unique_key(auth[0], key)
+        if check is None:
+            return _response(404)
+        return self._flips(request, auth[0], check)
+
+    def _flips(self, request: Request, project: Project, check: Check) -> Response:
+        if check.project is not project:
+            return _response(403)
+        try:
+            start = _timestamp_param(_last(request.query, "start"))
+            end = _timestamp_param(_last(request.query, "end"))
+            seconds = _seconds_param(_last(request.query, "seconds"))
+        except ValueError:
+            return _response(400)
+        now = self.clock()
+        flips = [f.to_dict() for f in reversed(check.flips)
+                 if (start is None or f.created >= start) and (end is None or f.created < end)
+                 and (not seconds or f.created >= now - seconds)]
+        return _json(200, {"flips": flips})
+
+    def _channels(self, request: Request, v: int) -> Response:
+        auth = self._authorize(request, read_only_ok=False)
+        if isinstance(auth, Response):
+            return auth
+        return _json(200, {"channels": [c.to_dict() for c in auth[0].channels]})
+
+    def _badges(self, request: Request, v: int) -> Response:
+        auth = self._authorize(request, read_only_ok=True)
+        if isinstance(auth, Response):
+            return auth
+        project = auth[0]
+        tags = sorted({t for c in project.checks.values() for t in c.tags_list()}) + ["*"]
+        badges = {}
+        for tag in tags:
+            badges[tag] = {
+                name: self._badge_url(project.badge_key, tag, fmt, late)
+                for name, fmt, late in (("svg", "svg", False), ("svg3", "svg", True),
+                                        ("json", "json", False), ("json3", "json", True),
+                                        ("shields", "shields", False),
+                                        ("shields3", "shields", True))
+            }
+        return _json(200, {"badges": badges})
+
+    def _badge_signature(self, badge_key: str, tag: str) -> str:
+        key = hashlib.sha1(badge_key.encode() + self._secret).digest()
+        digest = hmac.new(key, tag.encode(), hashlib.sha1).digest()
+        return urlsafe_b64encode(digest).decode()[:8]
+
+    def _badge_url(self, badge_key: str, tag: str, fmt: str, with_late: bool) -> str:
+        sig = self._badge_signature(badge_key, tag) + ("" if with_late else "-2")
+        if tag == "*":
+            return f"{self.site_root}/badge/{badge_key}/{sig}.{fmt}"
+        return f"{self.site_root}/badge/{badge_key}/{sig}/{quote(tag, safe='')}.{fmt}"
+
+    def _status(self, request: Request, v: int) -> Response:
+        return _response(200, b"OK")
+
+    def _metrics(self, request: Request, v: int) -> Response:
+        return _response(403)       # no METRICS_KEY is configured, as on a default install
+
+    # ---- the ping endpoint and the badges -------------------------------------------------
+
+    def _ping(self, request: Request, code: str, action: str | None) -> Response:
+        no_cache = [("Expires", formatdate(self.clock(), usegmt=True)),
+                    ("Cache-Control", "max-age=0, no-cache, no-store, must-revalidate, private")]
+        check = self._checks.get(code)
+        if check is None:
+            return _response(404, b"not found", extra=no_cache)
+        exitstatus = int(action) if action and action.isdigit() else None
+        if exitstatus is not None and exitstatus > 255:
+            return _response(400, b"invalid url format", extra=no_cache)
+        forwarded = request.header("x-forwarded-for")
+        remote_addr = (forwarded or (request.client[0] if request.client else "")).split(",")[0]
+        body = request.body[:PING_BODY_LIMIT]
+        kind = action if action in ("fail", "start", "log") else "success"
+        kind = self._ping_action(check, kind, request.method, body, exitstatus)
+        rid = _last(request.query, "rid")
+        if rid is not None:
+            if not re.fullmatch(_ANY_UUID.pattern, rid, re.I):
+                return _response(400, b"invalid uuid format", extra=no_cache)
+            rid = str(uuid.UUID(rid))
+        self._record_ping(check, kind, method=request.method, body=body,
+                          ua=request.header("user-agent") or "", remote_addr=remote_addr or None,
+                          scheme=request.header("x-forwarded-proto") or "http", rid=rid,
+                          exitstatus=exitstatus, now=self.clock())
+        extra = [("Ping-Body-Limit", str(PING_BODY_LIMIT)), ("Access-Control-Allow-Origin", "*")]
+        return _response(200, b"OK", extra=extra + no_cache)
+
+    def _badge_response(self, request: Request, fmt: str, label: str, status: str,
+                        counts: dict[str, int]) -> Response:
+        extra = [("Expires", formatdate(self.clock(), usegmt=True)),
+                 ("Cache-Control", "max-age=0, no-cache, no-store, must-revalidate, private")]
+        if fmt == "json":
+            response = _json(200, {"status": status, **counts})
+        elif fmt == "shields":
+            colors = {"up": "success", "late": "important", "down": "critical"}
+            response = _json(200, {"schemaVersion": 1, "label": label, "message": status,
+                                   "color": colors[status]})
+        else:
+            response = _response(200, _badge_svg(label, status), "image/svg+xml")
+        response.headers[1:1] = extra
+        return _cors(response, "OPTIONS, GET")
+
+    def _check_badge(self, request: Request, states: str, key: str, fmt: str) -> Response:
+        check = next((c for c in self._checks.values() if c.badge_key == key), None)
+        if fmt not in ("svg", "json", "shields"):
+            return _cors(_response(404), "OPTIONS, GET")
+        if check is None:
+            raise _Http404()
+        status = check.current_status(self.clock())
+        shown = {"down": "down", "grace": "late" if states == "3" else "up"}.get(status, "up")
+        counts = {"total": 1, "grace": int(status == "grace"), "down": int(status == "down")}
+        return self._badge_response(request, fmt, check.name or check.code, shown, counts)
+
+    def _tag_badge(self, request: Request, key: str, sig: str, fmt: str, tag: str = "*") -> Response:
+        tag = unquote(tag)
+        project = next((p for p in self._projects if p.badge_key == key), None)
+        if (fmt not in ("svg", "json", "shields") or project is None
+                or self._badge_signature(key, tag) != sig[:8]):
+            return _cors(_response(404), "OPTIONS, GET")
+        with_late = not (len(sig) == 10 and sig.endswith("-2"))
+        now = self.clock()
+        statuses = [c.current_status(now) for c in project.checks.values()
+                    if tag == "*" or tag in c.tags_list()]
+        grace, down = statuses.count("grace"), statuses.count("down")
+        status = "down" if down else ("late" if grace and with_late else "up")
+        counts = {"total": len(statuses), "grace": grace, "down": down}
+        return self._badge_response(request, fmt, "Status" if tag == "*" else tag, status, counts)
+
+    # ---- floods, for byte-ceiling benchmarks ------------------------------------------------
+
+    def _flood_checks(self, project: Project, v: int, readonly: bool) -> StreamingResponse:
+        sample = Check("00000000-0000-4000-8000-00000000f10d", project, name="Flood",
+                       badge_key="00000000-0000-4000-8000-00000000f10d")
+        unit = json.dumps(sample.to_dict(self.site_root, v, 0.0, readonly=readonly)).encode()
+        headers = _cors(_response(200, content_type=JSON), "OPTIONS, GET, POST").headers
+        return StreamingResponse(200, _flood(unit + b", ", b'{"checks": [', unit, self.flood_bytes),
+                                 headers)
+
+
+def _plain_headers() -> list[tuple[str, str]]:
+    return _cors(_response(200, content_type="text/plain"), "OPTIONS, GET").headers
+
+
+_FLOOD_LOG_LINES = b"".join(b"flood line %06d: the quick brown fox jumps over the lazy dog\n" % i
+                            for i in range(1024))
+
+
+async def _flood(unit: bytes, head: bytes, last: bytes, total: int) -> AsyncIterator[bytes]:
+    """Exactly ``total`` bytes: ``head``, repeated ``unit``s, ``last``, padding; valid JSON
+    when ``head`` is a JSON prefix and there is room. Streams from one ~64 KiB block."""
+    if head:
+        closing = b'], "padding": "'
+        room = total - len(head) - len(last) - len(closing) - 2
+        if room < 0:
+            yield (b" " * total)
+            return
+        count, padding = divmod(room, len(unit))
+        pieces = [head, (count, unit), last, closing, (padding, b"x"), b'"}']
+    else:
+        count, rest = divmod(total, len(unit))
+        pieces = [(count, unit), unit[:rest]]
+    for piece in pieces:
+        if isinstance(piece, bytes):
+            if piece:
+                yield piece
+            continue
+        repeat, chunk = piece
+        per_block = max(1, 65536 // len(chunk))
+        block = chunk * per_block
+        full, remainder = divmod(repeat, per_block)
+        for _ in range(full):
+            yield block
+        if remainder:
+            yield chunk * remainder
+
+
+def _badge_svg(label: str, status: str) -> bytes:
+    color = {"up": "#4c1", "late": "#fe7d37", "down": "#e05d44"}[status]
+    text = label.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    width = 6 * len(text) + 10
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width + 44}" height="20">'
+            f'<rect width="{width}" height="20" fill="#555"/>'
+            f'<rect x="{width}" width="44" height="20" fill="{color}"/>'
+            f'<g fill="#fff" font-family="Verdana,sans-serif" font-size="11">'
+            f'<text x="5" y="14">{text}</text><text x="{width + 5}" y="14">{status}</text>'
+            f"</g></svg>").encode()
+
+
+def _durations(pings: list[Ping]) -> dict[int, float]:
+    """Run times: a success/fail after a start with the same rid, within 72 h."""
+    starts: dict[str | None, float | None] = {}
+    result: dict[int, float] = {}
+    for ping in pings:
+        if ping.kind == "start":
+            starts[ping.rid] = ping.created
+        elif ping.kind in (None, "fail"):
+            start = starts.get(ping.rid)
+            if start is not None and ping.created - start < MAX_DURATION:
+                result[ping.n] = ping.created - start
+            starts[ping.rid] = None
+    return result
+
+
+def _last(query: list[tuple[str, str]], name: str) -> str | None:
+    """A query parameter as Django reads it: the last of repeated values."""
+    values = [value for key, value in query if key == name]
+    return values[-1] if values else None
+
+
+def _timestamp_param(value: str | None) -> float | None:
+    if value is None:
+        return None
+    number = int(value)         # ValueError for "", "1.5", "abc": a 400 with no body
+    if not 0 <= number <= 10_000_000_000:
+        raise ValueError("out of bounds")
+    return float(number)
+
+
+def _seconds_param(value: str | None) -> int | None:
+    if value in (None, ""):
+        return None
+    number = int(re.sub(r"\.0*\s*$", "", value))    # Django's IntegerField allows "60.0"
+    if not 0 <= number <= 31536000:
+        raise ValueError("out of range")
+    return number
+
+
+# ---------------------------------------------------------------------------------------
+# Serving
+# ---------------------------------------------------------------------------------------
+
+@asynccontextmanager
+async def serve(sim: Simulator, host: str = "127.0.0.1", port: int = 0, *,
+                adopt_address: bool = True) -> AsyncIterator[Any]:
+    """Serve ``sim`` over HTTP on loopback; yields the started ``HttpServer``.
+
+    With ``adopt_address`` the simulator's URLs (``ping_url``, ``update_url``...) use the
+    bound address instead of its ``site_root``.
+    """
+    from hcmcp.http.server import serve_in_background
+    async with serve_in_background(sim.app, host=host, port=port) as server:
+        if adopt_address:
+            sim.site_root = f"http://{host}:{server.port}"
+        yield server
+
+
+def _seed(sim: Simulator, seed: str) -> None:
+    if seed == "demo":
+        sim.seed_demo()
+    elif seed == "recordings":
+        sim.seed_recordings()
+    elif seed.startswith("bulk:") and seed[5:].isdigit():
+        sim.seed_bulk(int(seed[5:]))
+    else:
+        raise SystemExit(f"--seed {seed!r} is not one of demo, recordings, bulk:N "
+                         "(for example bulk:1000)")
+
+
+async def _serve_until_signal(sim: Simulator, port: int) -> None:
+    import signal
+    import anyio
+    async with serve(sim, "127.0.0.1", port):
+        print(sim.site_root)
+        for name in ("RW_KEY", "RO_KEY", "OTHER_RW_KEY", "OTHER_RO_KEY", "WRONG_KEY"):
+            print(f"{name}={getattr(sim, name)}")
+        print(flush=True)       # a blank line ends the banner
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for _ in signals:
+                break
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import anyio
+    parser = argparse.ArgumentParser(
+        prog="python -m hcmcp.healthchecks.simulator",
+        description="A simulated Healthchecks instance on 127.0.0.1 (no account, no network).")
+    parser.add_argument("--port", type=int, default=0, help="port to listen on (default: any free)")
+    parser.add_argument("--seed", default="demo", help="demo (default), recordings, or bulk:N")
+    parser.add_argument("--flood", type=int, default=0, metavar="BYTES",
+                        help="answer GET checks/ and ping bodies with this many streamed bytes")
+    args = parser.parse_args(argv)
+    sim = Simulator(site_root=f"http://127.0.0.1:{args.port}")
+    _seed(sim, args.seed)
+    sim.flood_bytes = args.flood
+    try:
+        anyio.run(_serve_until_signal, sim, args.port)
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
