@@ -418,3 +418,13 @@ def test_the_api_module_does_not_import_the_http_stack() -> None:
 def test_repr_never_shows_the_key() -> None:
     assert RW_KEY not in repr(HealthchecksApi("http://127.0.0.1:1", RW_KEY))
 
+
+
+@pytest.mark.anyio
+async def test_a_401_not_in_healthchecks_words_points_at_a_proxy() -> None:
+    async with scripted() as (api, script):
+        route(script, "GET", "checks/", Response(401, b"Authentication required by gateway", []))
+        with pytest.raises(Unauthorized) as caught:
+            await api.list_checks()
+    assert "not in Healthchecks' words" in caught.value.message
+    assert caught.value.upstream == "Authentication required by gateway"

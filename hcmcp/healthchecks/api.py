@@ -474,10 +474,17 @@ class HealthchecksApi:
                                      "key\" as an unknown one; the key itself is valid.)", read_only_key=True,
                                 advice="Use a read-write key of this project (Project Settings › API Access) "
                                        "if this is needed; everything else keeps working with this one.")
-        return Unauthorized(401, "Healthchecks does not accept the API key (401 \"wrong api key\"): it matches "
-                                 "no project on this instance.",
-                            advice=f"Check that HEALTHCHECKS_API_KEY belongs to the instance at "
-                                   f"{self.site_root} and was not revoked. " + KEY_SETUP, upstream=upstream)
+        if reason == "wrong api key":
+            return Unauthorized(401, "Healthchecks does not accept the API key (401 \"wrong api key\"): it "
+                                     "matches no project on this instance.",
+                                advice=f"Check that HEALTHCHECKS_API_KEY belongs to the instance at "
+                                       f"{self.site_root} and was not revoked. " + KEY_SETUP)
+        # Not Healthchecks' own wording: likely a proxy or SSO gate in front of it.
+        return Unauthorized(401, f"The request for {what} was refused with 401, but not in Healthchecks' words; "
+                                 "something in front of the instance (a proxy or a login gate) may be asking for "
+                                 "credentials of its own.",
+                            advice=f"Check HEALTHCHECKS_URL ({self.site_root}) and HEALTHCHECKS_API_KEY; "
+                                   "get_status shows what answers there.", upstream=upstream)
 
     async def _key_is_read_only(self) -> bool:
         """After a RW-only endpoint said "wrong api key": is the key valid all the same?"""

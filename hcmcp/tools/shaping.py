@@ -1,0 +1,249 @@
+"""Result shaping shared by the read and write tools.
+
+- the untrusted marker (``untrusted: true``, ``source: "healthchecks"``) on results that
+  carry what the instance said;
+- control-character removal, with a count, for text written by whatever pings a check;
+- the result budget: listings drop whole entries to fit and say so in ``note``;
+- one way to turn any API or HTTP failure into a ToolError;
+- the check object as the tools show it (channels, tags and keywords as lists).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+from ..healthchecks.api import ApiError, Redirected, Unauthorized
+from ..healthchecks.models import Check
+from ..protocol.tool import Tool, ToolError
+
+RESULT_BUDGET_BYTES = 64 * 1024      # of JSON in structuredContent; the text block repeats it
+SOURCE = "healthchecks"
+
+
+# -- the untrusted marker ---------------------------------------------------------------------
+
+class Untrusted(msgspec.Struct, kw_only=True):
+    """Base of every result that reports what the instance said: data, never instructions."""
+
+    untrusted: bool = True
+    source: str = SOURCE
+
+
+# -- control characters -----------------------------------------------------------------------
+
+# Whole escape sequences first (a colour code goes as one piece, not as a stray "[31m"),
+# then every other C0/C1 control and DEL. Tab and newline are kept: they are layout.
+_CONTROL = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"                              # CSI: colours, cursor moves
+    r"|\x9b[0-?]*[ -/]*[@-~]"                               # 8-bit CSI
+    r"|(?:\x1b\]|\x9d)[^\x00-\x1f\x7f-\x9f]*(?:\x07|\x1b\\|\x9c)"   # OSC: titles, hyperlinks
+    r"|(?:\x1b[PX^_]|[\x90\x98\x9e\x9f])[^\x1b\x9c]*(?:\x1b\\|\x9c)"  # DCS, SOS, PM, APC strings
+    r"|\x1b[ -/]*[0-~]"                                     # two-character escapes
+    r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]"                       # anything else but \t and \n
+)
+_CONTROL_CHAR = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def remove_control_characters(text: str) -> tuple[str, int]:
+    """``text`` without control characters and escape sequences, and how many control
+    characters went with them (a colour code counts 1: its ESC; the printable rest of a
+    sequence is not counted, but goes too)."""
+    removed = 0
+
+    def drop(match: re.Match[str]) -> str:
+        nonlocal removed
+        removed += len(_CONTROL_CHAR.findall(match.group()))
+        return ""
+
+    return _CONTROL.sub(drop, text), removed
+
+
+# -- the result budget ------------------------------------------------------------------------
+
+E = TypeVar("E")
+
+
+@dataclass
+class Fitted:
+    kept: int          # how many of the entries fit
+    dropped: int       # how many were left out for the budget
+
+
+def fit_entries(entries: Sequence[Any], envelope: msgspec.Struct, budget: int = RESULT_BUDGET_BYTES) -> Fitted:
+    """How many leading ``entries`` fit in ``budget`` bytes of JSON beside ``envelope``
+    (the result without its entries; 512 bytes are kept free for the note)."""
+    room = budget - len(msgspec.json.encode(envelope)) - 512
+    used = 0
+    for index, entry in enumerate(entries):
+        used += len(msgspec.json.encode(entry)) + 1     # +1: the comma
+        if used > room:
+            return Fitted(index, len(entries) - index)
+    return Fitted(len(entries), 0)
+
+
+def budget_sentence(dropped: int, noun: str, narrow: str) -> str:
+    return (f"{dropped} more {noun if dropped == 1 else noun + 's'} {'was' if dropped == 1 else 'were'} left "
+            f"out whole to keep the result "
+            f"under {RESULT_BUDGET_BYTES // 1024} KiB; {narrow}.")
+
+
+def malformed_sentence(count: int, noun: str) -> str:
+    entries = "entry" if count == 1 else "entries"
+    return (f"{count} {entries} the instance sent {'was' if count == 1 else 'were'} not {noun} objects "
+            f"and {'is' if count == 1 else 'are'} not shown.")
+
+
+def join_note(sentences: Sequence[str]) -> str | None:
+    text = " ".join(s for s in sentences if s)
+    return text or None
+
+
+# -- errors -----------------------------------------------------------------------------------
+
+def tool_error(error: BaseException) -> ToolError:
+    """Any ApiError or HttpError as a ToolError: what happened, the instance's words if any
+    (cleaned of control characters), what to do. Never the key: the API layer keeps it out."""
+    if isinstance(error, ApiError):
+        parts = [error.message]
+        if error.upstream:
+            said, _ = remove_control_characters(error.upstream)
+            parts.append(f"The instance said: \"{said}\".")
+        if error.advice:
+            parts.append(error.advice)
+        details: dict[str, Any] = {"kind": error.kind, "retryable": error.retryable}
+        if error.status is not None:
+            details["status"] = error.status
+        if isinstance(error, Unauthorized):
+            details["read_only_key"] = error.read_only_key
+        if isinstance(error, Redirected) and error.location:
+            details["location"] = error.location
+        return ToolError(" ".join(parts), **details)
+    http = sys.modules.get("hcmcp.http.client")    # not imported here: only a request loads it
+    if http is not None and isinstance(error, http.HttpError):
+        return ToolError(f"The request to the Healthchecks instance failed: {error}",
+                         kind="http_error", retryable=True)
+    raise TypeError(f"tool_error() takes an ApiError or HttpError, not {type(error).__name__}")
+
+
+def is_api_failure(error: BaseException) -> bool:
+    if isinstance(error, ApiError):
+        return True
+    http = sys.modules.get("hcmcp.http.client")
+    return http is not None and isinstance(error, http.HttpError)
+
+
+async def calling_api(call: Callable[[], Any]) -> Any:
+    """Await ``call()``; an API or HTTP failure becomes a ToolError."""
+    try:
+        return await call()
+    except Exception as error:
+        if is_api_failure(error):
+            raise tool_error(error) from None
+        raise
+
+
+# -- argument texts the generic schema error cannot give ---------------------------------------
+
+Precheck = Callable[[dict[str, Any]], None]
+
+
+@dataclass
+class CheckedTool(Tool):
+    """A Tool whose ``precheck`` sees the raw arguments before the schema decode, so a rule
+    with a reason behind it (no space in a tag, a retired parameter) is refused with the
+    reason instead of a regex. The schema keeps the same constraint for clients."""
+
+    precheck: Precheck | None = None
+
+    def decode_arguments(self, arguments: dict[str, Any]) -> msgspec.Struct:
+        if self.precheck is not None:
+            self.precheck(arguments)
+        return super().decode_arguments(arguments)
+
+
+def refuse_separator_items(tool: str, arguments: dict[str, Any], field: str, separator: str,
+                           stored_as: str) -> None:
+    """A list item containing the separator its field is stored with would silently split.
+    ``stored_as`` completes "Healthchecks stores …", e.g. "tags space-separated"."""
+    items = arguments.get(field)
+    if not isinstance(items, list):
+        return
+    for item in items:
+        if not isinstance(item, str):
+            continue
+        bad = any(ch.isspace() for ch in item) if separator == " " else separator in item
+        if bad:
+            what = "whitespace" if separator == " " else f"'{separator}'"
+            raise ToolError(f"Invalid arguments for {tool}: {field} item {item!r} contains {what}. Healthchecks "
+                            f"stores {stored_as}, so it would silently become several items. Pass each one as "
+                            f"its own list item.", field=field)
+
+
+# -- the check as tools show it ---------------------------------------------------------------
+
+class CheckDetail(msgspec.Struct, kw_only=True):
+    """Every field of a check. Lists where Healthchecks stores delimited strings (tags,
+    keywords, channels) so the values can go straight back into update_check. Fields the
+    instance did not send (by key kind or check kind) are absent, not null."""
+
+    uuid: str | UnsetType = UNSET
+    unique_key: str | UnsetType = UNSET
+    name: str
+    slug: str
+    tags: list[str]
+    desc: str
+    status: str
+    started: bool
+    last_ping: str | None
+    next_ping: str | None
+    last_duration: int | UnsetType = UNSET
+    n_pings: int | UnsetType = UNSET
+    schedule_kind: Literal["timeout", "schedule"]
+    timeout: int | UnsetType = UNSET
+    schedule: str | UnsetType = UNSET
+    tz: str | UnsetType = UNSET
+    grace: int | UnsetType = UNSET
+    manual_resume: bool
+    methods: str
+    channels: list[str] | UnsetType = UNSET
+    start_kw: list[str]
+    success_kw: list[str]
+    failure_kw: list[str]
+    filter_subject: bool
+    filter_body: bool
+    filter_http_body: bool
+    filter_default_fail: bool
+    badge_url: str | UnsetType = UNSET
+    ping_url: str | UnsetType = UNSET
+    update_url: str | UnsetType = UNSET
+    pause_url: str | UnsetType = UNSET
+    resume_url: str | UnsetType = UNSET
+
+
+def _split(value: str, separator: str) -> list[str]:
+    return [item.strip() for item in value.split(separator) if item.strip()]
+
+
+def check_detail(check: Check) -> CheckDetail:
+    """The API's check, reshaped: subject / subject_fail (legacy mirrors) dropped."""
+    return CheckDetail(
+        uuid=check.uuid, unique_key=check.unique_key, name=check.name, slug=check.slug,
+        tags=check.tag_list, desc=check.desc, status=check.status, started=check.started,
+        last_ping=check.last_ping, next_ping=check.next_ping, last_duration=check.last_duration,
+        n_pings=check.n_pings, schedule_kind=check.schedule_kind,    # type: ignore[arg-type]
+        timeout=check.timeout, schedule=check.schedule, tz=check.tz, grace=check.grace,
+        manual_resume=check.manual_resume, methods=check.methods,
+        channels=_split(check.channels, ",") if isinstance(check.channels, str) else UNSET,
+        start_kw=_split(check.start_kw, ","), success_kw=_split(check.success_kw, ","),
+        failure_kw=_split(check.failure_kw, ","), filter_subject=check.filter_subject,
+        filter_body=check.filter_body, filter_http_body=check.filter_http_body,
+        filter_default_fail=check.filter_default_fail, badge_url=check.badge_url,
+        ping_url=check.ping_url, update_url=check.update_url, pause_url=check.pause_url,
+        resume_url=check.resume_url)
