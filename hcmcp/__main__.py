@@ -22,6 +22,8 @@ Configuration comes from the environment (HEALTHCHECKS_API_KEY, HEALTHCHECKS_URL
 --demo serves a built-in simulated Healthchecks instance: no account, no network.
 """
 
+WAITING = ("hcmcp is an MCP server: it is waiting for an MCP client on stdin/stdout.\n"
+           "To try a tool by hand instead: hcmcp call list_checks '{}' --demo\n")
 ELICITATION_OFF_LINE = "healthchecks-mcp: ELICITATION=false — guarded tools fall back to the two-call token"
 
 INSTRUCTIONS = (
@@ -141,6 +143,12 @@ async def _transport(opts: dict[str, Any], config, server) -> None:
         await serve_stdio(server)
 
 
+def _serve_stdio_now(config) -> None:
+    """Plain stdio: build the server and answer the handshake before any event loop is imported."""
+    from .protocol.stdio import run_stdio
+    run_stdio(build_server(config, _api(config)))
+
+
 async def _tools(opts: dict[str, Any], config) -> None:
     async def show(server) -> None:
         for tool in server.tools.values():
@@ -218,6 +226,10 @@ def main(argv: list[str] | None = None) -> None:
     logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="hcmcp: %(levelname)s %(name)s: %(message)s")
     if not config.elicitation:
         sys.stderr.write(ELICITATION_OFF_LINE + "\n")
+    if opts["command"] == "serve" and not opts["http"] and not opts["demo"]:
+        if sys.stdin.isatty():
+            sys.stderr.write(WAITING)
+        _serve_stdio_now(config)
     import anyio
     if opts["command"] == "tools":
         anyio.run(_tools, opts, config)
@@ -225,8 +237,7 @@ def main(argv: list[str] | None = None) -> None:
     if opts["command"] == "call":
         raise SystemExit(anyio.run(_call, opts, config))
     if not opts["http"] and sys.stdin.isatty():
-        sys.stderr.write("hcmcp is an MCP server: it is waiting for an MCP client on stdin/stdout.\n"
-                         "To try a tool by hand instead: hcmcp call list_checks '{}' --demo\n")
+        sys.stderr.write(WAITING)
     from .protocol.stdio import exit_now
     try:
         anyio.run(_serve, opts, config)

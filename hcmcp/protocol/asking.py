@@ -11,8 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import anyio
-
 from .jsonrpc import INVALID_PARAMS, RpcError
 from .seal import SealBroken
 
@@ -102,6 +100,7 @@ def _modern_answer(ctx: RequestContext, key: str, params: dict[str, Any], finger
 
 
 async def _legacy_answer(ctx: RequestContext, params: dict[str, Any]) -> Answer:
+    import anyio
     with anyio.move_on_after(ctx.server.elicitation_timeout) as scope:
         reply = await ctx.request_client("elicitation/create", params)
     if scope.cancelled_caught:

@@ -13,7 +13,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import anyio
 import msgspec
 import orjson
 
@@ -29,11 +28,16 @@ log = logging.getLogger("hcmcp.protocol")
 # Sends one message to the client before the response (2025 era); None where impossible.
 Push = Callable[[dict[str, Any]], Awaitable[None]]
 
+# Methods whose handlers never suspend: a transport may answer them before an event loop
+# exists (stdio does, so that start-up does not wait for asyncio). See McpServer.answer_now.
+INSTANT_METHODS = frozenset({"initialize", "ping", "tools/list", "server/discover"})
+
 
 class _Waiter:
     __slots__ = ("event", "reply")
 
     def __init__(self) -> None:
+        import anyio
         self.event = anyio.Event()
         self.reply: dict[str, Any] | None = None
 
@@ -160,6 +164,23 @@ class McpServer:
         except RpcError as error:
             return error_message(message.id, error)
 
+    def answer_now(self, message: Message, session: Session) -> tuple[bool, dict[str, Any] | None]:
+        """(True, response) when ``message`` could be answered without an event loop, else (False, None).
+
+        The same ``handle`` runs; it is driven by hand because these methods never suspend.
+        """
+        if message.is_response or (message.is_request and message.method not in INSTANT_METHODS):
+            return False, None
+        if message.is_notification and message.method != "notifications/initialized":
+            return False, None
+        coroutine = self.handle(message, session, None)
+        try:
+            coroutine.send(None)
+        except StopIteration as done:
+            return True, done.value
+        coroutine.close()
+        raise RuntimeError(f"{message.method} suspended; it must not be in INSTANT_METHODS")
+
     def capabilities(self, revision: str) -> dict[str, Any]:
         return {"tools": {"listChanged": False}}
 
@@ -199,6 +220,9 @@ class McpServer:
             handler = self.methods.get(method)
         if handler is None:
             raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
+        if method in INSTANT_METHODS:
+            return result_message(message.id, await handler(ctx))
+        import anyio
         scope = anyio.CancelScope()
         session.inflight[message.id] = scope
         try:
@@ -282,9 +306,7 @@ class McpServer:
             result_type = "input_required"
         except RpcError:
             raise
-        except anyio.get_cancelled_exc_class():
-            raise
-        except Exception:
+        except Exception:   # cancellation is a BaseException and passes through
             log.exception("tool %s failed", name)
             raise RpcError(INTERNAL_ERROR, f"Internal error: the tool {name} failed unexpectedly; "
                                            "the server log has the details") from None

@@ -13,8 +13,6 @@ import signal
 import sys
 from typing import Any, BinaryIO
 
-import anyio
-
 from .jsonrpc import INVALID_REQUEST, Message, RpcError, decode, encode, error_message
 from .server import McpServer, Session
 
@@ -53,10 +51,13 @@ def _read_line(stream: BinaryIO) -> bytes | object | None:
     return line.rstrip(b"\r\n")
 
 
-async def serve_stdio(server: McpServer, stdin: BinaryIO | None = None, stdout_fd: int = 1) -> None:
+async def serve_stdio(server: McpServer, stdin: BinaryIO | None = None, stdout_fd: int = 1,
+                      session: Session | None = None, first: Message | None = None) -> None:
+    """Serve until stdin EOF or SIGTERM. ``session``/``first``: what run_stdio already read and answered."""
+    import anyio
     stream = stdin if stdin is not None else sys.stdin.buffer
     writer = LineWriter(stdout_fd)
-    session = Session()
+    session = session or Session()
 
     async def push(message: dict[str, Any]) -> None:
         writer.write(message)
@@ -69,20 +70,15 @@ async def serve_stdio(server: McpServer, stdin: BinaryIO | None = None, stdout_f
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(_stop_on_sigterm, tasks.cancel_scope)
         while True:
-            line = await anyio.to_thread.run_sync(_read_line, stream, abandon_on_cancel=True)
-            if line is None:
-                break
-            if line is TOO_LONG:
-                writer.write(error_message(None, RpcError(
-                    INVALID_REQUEST, f"Invalid Request: a message longer than {MAX_LINE_BYTES} bytes was refused")))
-                continue
-            if not line.strip():
-                continue
-            try:
-                message = decode(line)
-            except RpcError as error:
-                writer.write(error_message(error.id, error))
-                continue
+            if first is not None:
+                message, first = first, None
+            else:
+                line = await anyio.to_thread.run_sync(_read_line, stream, abandon_on_cancel=True)
+                if line is None:
+                    break
+                message = _message_or_reply(line, writer)
+                if message is None:
+                    continue
             if message.is_request and message.method == "initialize":
                 # The handshake is answered before anything read after it is looked at.
                 await run_request(message)
@@ -94,7 +90,23 @@ async def serve_stdio(server: McpServer, stdin: BinaryIO | None = None, stdout_f
         tasks.cancel_scope.cancel()
 
 
-async def _stop_on_sigterm(scope: anyio.CancelScope) -> None:
+def _message_or_reply(line: bytes | object, writer: LineWriter) -> Message | None:
+    """The decoded message; or None after answering a line that is not one (or skipping a blank one)."""
+    if line is TOO_LONG:
+        writer.write(error_message(None, RpcError(
+            INVALID_REQUEST, f"Invalid Request: a message longer than {MAX_LINE_BYTES} bytes was refused")))
+        return None
+    if not line.strip():
+        return None
+    try:
+        return decode(line)
+    except RpcError as error:
+        writer.write(error_message(error.id, error))
+        return None
+
+
+async def _stop_on_sigterm(scope) -> None:
+    import anyio
     with anyio.open_signal_receiver(signal.SIGTERM) as signals:
         async for _ in signals:
             log.info("SIGTERM: stopping")
@@ -112,9 +124,31 @@ def exit_now(code: int = 0) -> None:
 
 
 def run_stdio(server: McpServer) -> None:
-    """Serve ``server`` on this process's stdin/stdout until EOF or SIGTERM, then exit 0."""
+    """Serve ``server`` on this process's stdin/stdout until EOF or SIGTERM, then exit 0.
+
+    Start-up is a feature: the handshake and tools/list are answered on this thread, by the
+    same McpServer.handle, before asyncio and anyio are even imported. The event loop starts
+    with the first message that needs it (a tools/call, usually).
+    """
+    signal.signal(signal.SIGTERM, lambda *_: exit_now(0))
+    stream = sys.stdin.buffer
+    writer = LineWriter(1)
+    session = Session()
+    while True:
+        line = _read_line(stream)
+        if line is None:
+            exit_now(0)
+        message = _message_or_reply(line, writer)
+        if message is None:
+            continue
+        answered, response = server.answer_now(message, session)
+        if not answered:
+            break
+        if response is not None:
+            writer.write(response)
+    import anyio
     try:
-        anyio.run(serve_stdio, server)
+        anyio.run(serve_stdio, server, stream, 1, session, message)
     except KeyboardInterrupt:
         pass
     exit_now(0)

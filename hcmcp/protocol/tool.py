@@ -127,13 +127,28 @@ def _describe(prop: dict[str, Any]) -> str:
 
 
 _schema_cache: dict[type, dict[str, Any]] = {}
+_preloaded: dict[str, dict[str, Any]] = {}
 
 
-def flat_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
+def schema_key(struct: type) -> str:
+    return f"{struct.__module__}.{struct.__qualname__}"
+
+
+def preload_schemas(schemas: dict[str, dict[str, Any]]) -> None:
+    """Seed flat_schema with schemas generated earlier from these very Structs (see tools/catalog.py).
+
+    Generating them costs milliseconds per tool, which is most of a cold start; the caller
+    guarantees they are current (it checks a checksum of the source they came from).
+    """
+    _preloaded.update(schemas)
+
+
+def flat_schema(struct: type[msgspec.Struct], *, fresh: bool = False) -> dict[str, Any]:
     """The JSON schema of ``struct`` with every ``$ref`` inlined and ``$defs`` removed."""
-    cached = _schema_cache.get(struct)
-    if cached is not None:
-        return cached
+    if not fresh:
+        cached = _schema_cache.get(struct) or _preloaded.get(schema_key(struct))
+        if cached is not None:
+            return cached
     raw = msgspec.json.schema(struct)
     defs = raw.get("$defs", {})
 
@@ -154,5 +169,6 @@ def flat_schema(struct: type[msgspec.Struct]) -> dict[str, Any]:
     schema["type"] = "object"
     if struct.__struct_config__.forbid_unknown_fields:
         schema["additionalProperties"] = False
-    _schema_cache[struct] = schema
+    if not fresh:
+        _schema_cache[struct] = schema
     return schema
