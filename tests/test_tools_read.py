@@ -514,3 +514,17 @@ async def test_an_unreachable_instance_is_an_error_saying_so() -> None:
         await tools["get_status"].handler(None, tools["get_status"].decode_arguments({}))
     assert caught.value.details["kind"] == "unreachable" and "HEALTHCHECKS_URL" in caught.value.message
     assert RW not in caught.value.message
+
+
+@pytest.mark.anyio
+async def test_get_status_only_exactly_ok_counts() -> None:
+    for answer in (b"OK\n", b"ok", b"Sign in", b""):
+        async with instance() as env:
+            env.front = lambda request, answer=answer: Response(200, answer, [("content-type", "text/html")])
+            result = await env.call("get_status", {})
+        assert result["ok"] is False and result["untrusted"] is True, answer
+        assert result["control_characters_removed"] == 0 and result["answer"] == answer.decode()
+    async with instance() as env:
+        env.front = lambda request: Response(500, b"<html><body>Server Error</body></html>", [])
+        broken = await env.call("get_status", {})
+    assert broken["http_status"] == 500 and "Server Error" not in broken["answer"]
