@@ -221,6 +221,35 @@ class StdioServer:
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return reply
 
+    def call_tool_watched(self, name: str, arguments: dict[str, Any], timeout: float,
+                          rss_limit_kib: int) -> Reply | str:
+        """A tools/call whose server is killed if its RSS passes `rss_limit_kib` first.
+
+        Returns the reply, or a sentence saying the server was stopped and when: a peer
+        that buffers a flood must not take the machine down with it.
+        """
+        sent_at = time.perf_counter()
+        request_id = self.send_request("tools/call", {"name": name, "arguments": arguments})
+        deadline = sent_at + timeout
+        while time.perf_counter() < deadline:
+            try:
+                reply = self._replies.get(timeout=0.05)
+            except queue.Empty:
+                rss = self.memory().get("VmRSS", 0)
+                if rss > rss_limit_kib:
+                    waited = time.perf_counter() - sent_at
+                    self.proc.kill()
+                    return (f"killed by the benchmark after {waited * 1000:.0f} ms: RSS reached "
+                            f"{rss / 1024:.0f} MiB (limit {rss_limit_kib / 1024:.0f} MiB)")
+                continue
+            if reply is None:
+                self._replies.put(None)
+                raise ServerGone(self._gone_text("it closed stdout"))
+            if reply.message.get("id") == request_id:
+                reply.sent_at = sent_at
+                return reply
+        raise ServerGone(self._gone_text(f"no reply within {timeout:g} s"))
+
     def call_tool(self, name: str, arguments: dict[str, Any] | None = None, timeout: float = 30.0) -> Reply:
         return self.request("tools/call", {"name": name, "arguments": arguments or {}}, timeout)
 
@@ -349,6 +378,8 @@ class Simulator:
 
     @property
     def rw_key(self) -> str:
+        if "RW_KEY" in self.keys:  # Simulator.RW_KEY, as the simulator's CLI prints it
+            return self.keys["RW_KEY"]
         for name, value in self.keys.items():
             if "rw" in name.lower() or "write" in name.lower():
                 return value
@@ -492,15 +523,20 @@ def calls_in_flight(server: StdioServer, tool: str, arguments: dict[str, Any], t
     return CallStats(latencies, time.perf_counter() - started, errors, first_error)
 
 
-def http_get_json(url: str, api_key: str, timeout: float = 10.0) -> Any:
-    """A direct GET on the simulator (loopback only), to learn ids without any MCP server."""
+def http_get_bytes(url: str, api_key: str, timeout: float = 10.0) -> bytes:
+    """A direct GET on the simulator (loopback only), bypassing every MCP server."""
     import urllib.request
 
     if not url.startswith("http://127.0.0.1:"):
         raise ValueError(f"refusing to fetch {url!r}: the benchmarks only talk to 127.0.0.1")
     request = urllib.request.Request(url, headers={"X-Api-Key": api_key})
     with urllib.request.urlopen(request, timeout=timeout) as response:
-        return json.loads(response.read())
+        return response.read()
+
+
+def http_get_json(url: str, api_key: str, timeout: float = 10.0) -> Any:
+    """A direct GET on the simulator, decoded: to learn ids without any MCP server."""
+    return json.loads(http_get_bytes(url, api_key, timeout))
 
 
 # --------------------------------------------------------------------------- byte counting

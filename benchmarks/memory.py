@@ -19,14 +19,16 @@ import os
 from pathlib import Path
 
 from benchmarks._harness import (
-    REPO, CountingRelay, ServerGone, Simulator, SimulatorFailed, Table, common_arguments,
-    exit_status, failed, median, mib, ms, not_run, one_line, ratio, runs_from, server_env, simulator,
+    REPO, CountingRelay, Reply, ServerGone, Simulator, SimulatorFailed, Table, common_arguments,
+    exit_status, failed, median, mib, ms, not_run, ratio, runs_from, server_env, simulator,
 )
 from benchmarks.latency import first_check_uuid
 from benchmarks._servers import ServerSpec, ensure_venv, selected
 
 FLOOD_BYTES = 1_000_000_000
 QUICK_FLOOD_BYTES = 20_000_000
+FLOOD_SEED = "recordings"
+RSS_LIMIT_KIB = 3 * 1024 * 1024  # a server past 3 GiB is stopped: the machine is shared
 FLOOD_TIMEOUT = 120.0  # seconds for one flooded call; an SDK peer reads the whole body
 PIP_ITSELF = ("pip", "setuptools", "_distutils_hack", "pkg_resources", "distutils-precedence.pth")
 
@@ -64,9 +66,10 @@ def flood_calls(specs: list[ServerSpec], flood_bytes: int) -> Table:
     table = Table(f"Flooded instance: a {flood_bytes / 1e6:,.0f} MB chunked body, no Content-Length",
                   ["server", "tool", "answer", "time to answer", "peak RSS after", "bytes that reached it"])
     try:
-        with simulator("demo", flood=flood_bytes) as sim:
-            # The flood covers GET checks/, so the UUID comes from a second, calm instance.
-            with simulator("demo") as calm:
+        with simulator(FLOOD_SEED, flood=flood_bytes) as sim:
+            # The flood covers GET checks/, so the UUID comes from a calm instance of the
+            # same seed; the recordings seed has fixed UUIDs, so it is the same check.
+            with simulator(FLOOD_SEED) as calm:
                 check = first_check_uuid(calm.url, calm.rw_key)
             workloads = {"list_checks": {}, "get_ping_body": {"check": check, "n": 1}}
             for spec in specs:
@@ -88,7 +91,11 @@ def flood_one(spec: ServerSpec, sim: Simulator, tool: str, arguments: dict, tabl
     try:
         with CountingRelay(sim.url) as relay, spec.start(server_env(relay.url, sim.rw_key)) as server:
             server.initialize()
-            reply = server.call_tool(tool, arguments, timeout=FLOOD_TIMEOUT)
+            reply = server.call_tool_watched(tool, arguments, FLOOD_TIMEOUT, RSS_LIMIT_KIB)
+            if isinstance(reply, str):  # killed for its memory: that is the measurement
+                table.add(spec.label, tool, reply, "", f"> {mib(RSS_LIMIT_KIB)}",
+                          f"{relay.downstream_bytes / 1e6:,.1f} MB")
+                return
             peak = server.memory()["VmHWM"]
             table.add(spec.label, tool, describe_answer(reply), ms(reply.elapsed), mib(peak),
                       f"{relay.downstream_bytes / 1e6:,.1f} MB")
@@ -96,12 +103,13 @@ def flood_one(spec: ServerSpec, sim: Simulator, tool: str, arguments: dict, tabl
         table.add(spec.label, tool, failed(str(exc)), "", "", "")
 
 
-def describe_answer(reply) -> str:
-    text = one_line(reply.error_text() if reply.is_error else _result_text(reply), 90)
-    return ("refused: " if reply.is_error else "answered: ") + text
+def describe_answer(reply: Reply) -> str:
+    text = " ".join((reply.error_text() if reply.is_error else _result_text(reply)).split())
+    text = text if len(text) <= 90 else text[:88] + " …"
+    return ("refused: " if reply.is_error else "answered: ") + text.replace("|", "/")
 
 
-def _result_text(reply) -> str:
+def _result_text(reply: Reply) -> str:
     result = reply.message.get("result") or {}
     structured = result.get("structuredContent")
     if isinstance(structured, dict):

@@ -42,9 +42,8 @@ def run_benchmark(name: str) -> subprocess.CompletedProcess[str]:
 
 def table_rows(output: str, title: str) -> list[list[str]]:
     """The body rows of the table whose heading contains `title`."""
-    section = output.split(f"### ")
-    for part in section:
-        if part.startswith(title) or title in part.splitlines()[0]:
+    for part in ("\n" + output).split("\n### ")[1:]:
+        if part.startswith(title):
             lines = [line for line in part.splitlines() if line.startswith("|")]
             assert len(lines) >= 3, f"table {title!r} has no rows:\n{part}"
             assert re.fullmatch(r"\|(-+\|)+", lines[1]), f"no header separator in {title!r}"

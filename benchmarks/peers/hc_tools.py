@@ -28,6 +28,9 @@ PING_BODY_LIMIT = 64 * 1024
 _client: httpx.AsyncClient | None = None
 _token_secret = secrets.token_bytes(32)
 
+SUMMARY_FIELDS = ("uuid", "unique_key", "name", "slug", "tags", "status", "last_ping", "next_ping",
+                  "timeout", "schedule", "tz")
+
 CheckId = Annotated[str, Field(description="A UUID, or a 40-character unique_key where allowed")]
 Uuid = Annotated[str, Field(description="The check's UUID")]
 Limit = Annotated[int, Field(ge=1, le=500, description="At most this many entries")]
@@ -81,7 +84,9 @@ async def list_checks(
     checks = (await _json("GET", "checks/", params=params))["checks"]
     if status:
         checks = [c for c in checks if c.get("status") == status]
-    return {"checks": checks[:limit], "total": len(checks)}
+    # Compact summaries, like hcmcp's: descriptions and URLs are get_check's business.
+    summaries = [{k: c[k] for k in SUMMARY_FIELDS if k in c} for c in checks[:limit]]
+    return {"checks": summaries, "total": len(checks)}
 
 
 async def get_check(check: CheckId) -> dict[str, Any]:
