@@ -180,22 +180,31 @@ class _Schedule:
     day_rules: tuple[Callable[[date], bool], ...]   # one per line: any may match...
     times: tuple[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]], ...]  # ...then its times
     zones: tuple[ZoneInfo | None, ...]              # a line's own time zone, if it names one
+    years: tuple[frozenset[int] | None, ...]        # a line's years, when it names some
 
     def next_after(self, ts: float, tz: ZoneInfo) -> float | None:
         best: float | None = None
-        for rule, (hours, minutes, seconds), zone in zip(self.day_rules, self.times, self.zones):
-            found = _next_fire(rule, hours, minutes, seconds, ts, zone or tz)
+        for rule, (hours, minutes, seconds), zone, years in zip(
+                self.day_rules, self.times, self.zones, self.years):
+            found = _next_fire(rule, hours, minutes, seconds, ts, zone or tz, years)
             if found is not None and (best is None or found < best):
                 best = found
         return best
 
 
 def _next_fire(day_ok: Callable[[date], bool], hours: tuple[int, ...], minutes: tuple[int, ...],
-               seconds: tuple[int, ...], ts: float, tz: ZoneInfo) -> float | None:
+               seconds: tuple[int, ...], ts: float, tz: ZoneInfo,
+               years: frozenset[int] | None = None) -> float | None:
     """The first local wall time strictly after ``ts`` that matches and exists in ``tz``."""
     start = _utc(ts).astimezone(tz).replace(tzinfo=None)
     day = start.date()
     for _ in range(_SEARCH_DAYS):
+        if years is not None and day.year not in years:
+            # Jump to the next year the expression names, however far (or give up).
+            later = [y for y in years if y > day.year]
+            if not later:
+                return None
+            day = date(min(later), 1, 1)
         if day_ok(day):
             same_day = day == start.date()
             for h in hours:
@@ -254,10 +263,11 @@ def _parse_cron(text: str) -> _Schedule:
 
     times = (tuple(sorted(_values(hour, 0, 23, None, "-"))),
              tuple(sorted(_values(minute, 0, 59, None, "-"))), (0,))
-    return _Schedule((day_ok,), (times,), (None,))
+    return _Schedule((day_ok,), (times,), (None,), (None,))
 
 
-def _parse_calendar_line(line: str) -> tuple[Callable[[date], bool], tuple, ZoneInfo | None]:
+def _parse_calendar_line(line: str) -> tuple[Callable[[date], bool], tuple, ZoneInfo | None,
+                                             frozenset[int] | None]:
     line = _CAL_SHORTHANDS.get(line.strip().lower(), line)
     tokens = line.split()
     zone = None
@@ -307,7 +317,7 @@ def _parse_calendar_line(line: str) -> tuple[Callable[[date], bool], tuple, Zone
         raise ScheduleError(f"not a time: {time_text!r}")
     hours, minutes, seconds = (tuple(sorted(_values(p, 0, hi, None, "..")))
                                for p, hi in zip(time_parts, (23, 59, 59)))
-    return day_ok, (hours, minutes, seconds), zone
+    return day_ok, (hours, minutes, seconds), zone, None if years is None else frozenset(years)
 
 
 def guess_kind(schedule: str) -> str:
@@ -327,8 +337,7 @@ def parse_schedule(schedule: str) -> _Schedule:
         if not lines:
             raise ScheduleError("empty expression")
         parsed = [_parse_calendar_line(ln) for ln in lines]
-        return _Schedule(tuple(p[0] for p in parsed), tuple(p[1] for p in parsed),
-                         tuple(p[2] for p in parsed))
+        return _Schedule(*(tuple(p[i] for p in parsed) for i in range(4)))
     except ScheduleError:
         raise
     except ValueError as exc:
