@@ -1,18 +1,23 @@
 """The Streamable HTTP transport (one endpoint, /mcp) on hcmcp.http.server, for both eras.
 
-2025 era: ``initialize`` mints an ``Mcp-Session-Id``; later requests carry it. A request is
-answered as JSON, or as an SSE stream when the server has something to send first (an
+2025 era: ``initialize`` mints an ``Mcp-Session-Id``; every later request carries it (400
+without, 404 once the session ended by DELETE or by idling). A request is answered as
+JSON, or as an SSE stream when the server has something to send first (an
 ``elicitation/create``); the client's answer arrives as a separate POST and is routed by
-id to the waiting call of the same session only. ``--stateless`` keeps no sessions.
+id to the waiting call of the same session only. ``--stateless`` keeps no sessions, so no
+server->client request is possible there.
 2026 era: POST only, no sessions, the headers must agree with the body, and closing the
-response stream cancels the call.
+response stream of a ``tools/call`` cancels the call.
+GET answers 405 in both eras: this server sends nothing that is unrelated to a request, so
+it has no standalone stream to offer; every server message travels on the POST's stream.
 The listener itself is guarded: Host and Origin checked (DNS rebinding), a bearer token
-required off loopback, and bounded bodies, headers, connections and streams.
+required off loopback, and bounded bodies, headers, connections, sessions and streams.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import hmac
 import ipaddress
 import logging
@@ -20,17 +25,19 @@ import secrets
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-import orjson
+import anyio.abc
 
 from ..http.server import HttpServer, Request, Response, ServerLimits, StreamingResponse
 from . import revisions
-from .jsonrpc import (HEADER_MISMATCH, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, PARSE_ERROR,
-                      UNSUPPORTED_PROTOCOL_VERSION, Message, RpcError, decode, encode, error_message)
+from .jsonrpc import (HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,
+                      MISSING_REQUIRED_CLIENT_CAPABILITY, METHOD_NOT_FOUND, PARSE_ERROR, UNSUPPORTED_PROTOCOL_VERSION,
+                      Message, RpcError, decode, encode, error_message)
 from .server import McpServer, Session
 
 log = logging.getLogger("hcmcp.http")
@@ -38,28 +45,25 @@ log = logging.getLogger("hcmcp.http")
 ENDPOINT = "/mcp"
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
-LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]", "::1")
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
+# Methods whose target travels in Mcp-Name (2026 era), and the params key it must equal.
+_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 # JSON-RPC error codes the 2026 HTTP binding maps to a status other than 200.
 _STATUS_OF_ERROR = {METHOD_NOT_FOUND: 404, INVALID_PARAMS: 400, INVALID_REQUEST: 400, PARSE_ERROR: 400,
-                    HEADER_MISMATCH: 400, UNSUPPORTED_PROTOCOL_VERSION: 400, -32021: 400}
+                    HEADER_MISMATCH: 400, UNSUPPORTED_PROTOCOL_VERSION: 400, MISSING_REQUIRED_CLIENT_CAPABILITY: 400}
+_SSE_HEADERS = (("content-type", "text/event-stream"), ("cache-control", "no-cache"), ("x-accel-buffering", "no"))
+_GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError)
 
 
 @dataclass
 class HttpSettings:
-    token: str | None = None
-    allowed_origins: tuple[str, ...] = ()
-    stateless: bool = False
-    session_idle: float = 1800.0      # a 2025 session unused this long is ended
+    token: str | None = None                  # HEALTHCHECKS_HTTP_TOKEN: clients send Authorization: Bearer
+    allowed_origins: tuple[str, ...] = ()     # HEALTHCHECKS_HTTP_ALLOWED_ORIGINS, beside the loopback names
+    stateless: bool = False                   # --stateless: 2025 era without sessions
+    session_idle: float = 1800.0              # a 2025 session unused this long (and not busy) is ended
     max_sessions: int = 1000
-    max_streams: int = 64             # requests being answered at once, over all connections
-    shutdown_grace: float = 10.0
-
-
-@dataclass
-class _HttpSession:
-    id: str
-    state: Session
-    last_used: float = field(default_factory=time.monotonic)
+    max_streams: int = 64                     # requests being answered at once, over all connections
+    shutdown_grace: float = 10.0              # SIGTERM: how long in-flight calls may go on
 
 
 class _Reply(Exception):
@@ -69,60 +73,127 @@ class _Reply(Exception):
                  data: Any = None, id: Any = None) -> None:
         super().__init__(message)
         self.response = Response(status, encode(error_message(id, RpcError(code, message, data))),
-                                 [("content-type", "application/json")] + (headers or []))
+                                 [("content-type", "application/json"), *(headers or [])])
 
 
 def error_body(status: int, message: str) -> tuple[str, bytes]:
-    """The HTTP server's own limit errors (413, 431, 408, ...) as a short JSON-RPC error."""
-    code = PARSE_ERROR if status == 400 else INVALID_REQUEST
+    """The HTTP server's own errors (400, 408, 413, 431, 500, 503) as a short JSON-RPC error."""
+    code = {400: PARSE_ERROR, 500: INTERNAL_ERROR}.get(status, INVALID_REQUEST)
     return "application/json", encode(error_message(None, RpcError(code, message)))
 
 
-def _json(status: int, message: dict[str, Any] | None, headers: list[tuple[str, str]] | None = None) -> Response:
-    if message is None:
-        return Response(status, b"", headers or [])
-    return Response(status, encode(message), [("content-type", "application/json")] + (headers or []))
+def _json(status: int, message: dict[str, Any], headers: list[tuple[str, str]] | None = None) -> Response:
+    return Response(status, encode(message), [("content-type", "application/json"), *(headers or [])])
 
 
 def _sse_event(message: dict[str, Any]) -> bytes:
     return b"event: message\ndata: " + encode(message) + b"\n\n"
 
 
-_SSE_HEADERS = [("content-type", "text/event-stream"), ("cache-control", "no-cache"), ("x-accel-buffering", "no")]
+def _request_id(message: Message) -> Any:
+    return message.id if message.is_request else None
 
 
 def decode_header_value(value: str) -> str:
-    """``=?base64?<b64 of UTF-8>?=`` -> its text; any other value as sent."""
-    if value.startswith("=?base64?") and value.endswith("?="):
+    """``=?base64?<b64 of UTF-8>?=`` -> its text; any other value as sent (h11 already trimmed it)."""
+    value = value.strip()
+    if value.startswith("=?base64?") and value.endswith("?=") and len(value) >= 11:
         try:
             return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
         except (ValueError, UnicodeDecodeError):
-            raise _Reply(400, HEADER_MISMATCH, "Header mismatch: a =?base64?...?= header value does not decode") from None
+            raise _Reply(400, HEADER_MISMATCH, "Header mismatch: a =?base64?...?= header value is not valid "
+                                               "base64 of UTF-8 text") from None
     return value
 
 
 def _host_of(authority: str) -> str:
+    """'Example.COM:8000' -> 'example.com'; '[::1]:8000' -> '[::1]'."""
     authority = authority.strip().lower()
     if authority.startswith("["):
         return authority.split("]", 1)[0] + "]"
     return authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority
 
 
+def _accepts_json_and_sse(accept: str) -> bool:
+    """Both media types listed, or covered by a wildcard (RFC 9110 §12.5.1)."""
+    types = {part.split(";", 1)[0].strip().lower() for part in accept.split(",")}
+    return (bool(types & {"application/json", "application/*", "*/*"})
+            and bool(types & {"text/event-stream", "text/*", "*/*"}))
+
+
+@dataclass
+class _HttpSession:
+    id: str
+    state: Session
+    last_used: float
+    busy: int = 0          # requests of this session being answered; a busy session never idles out
+
+
+class _Body:
+    """A response body that runs ``on_close`` exactly once, however it ends.
+
+    The HTTP server calls ``aclose()`` after every stream, even one it never started
+    iterating; a bare generator would then skip its ``finally``, and the stream slot or the
+    queue it holds would leak.
+    """
+
+    def __init__(self, chunks: AsyncIterator[bytes], on_close: Callable[[], None]) -> None:
+        self._chunks = chunks
+        self._on_close: Callable[[], None] | None = on_close
+
+    def __aiter__(self) -> _Body:
+        return self
+
+    async def __anext__(self) -> bytes:
+        try:
+            return await self._chunks.__anext__()
+        except BaseException:
+            self._close()
+            raise
+
+    async def aclose(self) -> None:
+        self._close()
+        aclose = getattr(self._chunks, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+    def _close(self) -> None:
+        on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            on_close()
+
+
+@dataclass
+class _Final:
+    """The last item a 2025-era call puts in its queue: the response, or None when cancelled."""
+
+    response: dict[str, Any] | None
+
+
+# A stateless legacy request cannot reach the client mid-call whatever the client could do;
+# declaring elicitation here makes RequestContext.why_no_dialog name the transport as the
+# reason (it checks the client's capabilities before the transport). The capabilities are
+# not otherwise read. See the report of issue 5: server.py should check the transport first.
+_STATELESS_CAPABILITIES = {"elicitation": {"form": {}}}
+
+
 class StreamableHttp:
-    def __init__(self, server: McpServer, settings: HttpSettings, bound_host: str = "127.0.0.1") -> None:
+    """The MCP endpoint as an app for hcmcp.http.server; ``run()`` must be running beside it."""
+
+    def __init__(self, server: McpServer, settings: HttpSettings, bound_host: str = "127.0.0.1",
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.server = server
         self.settings = settings
+        self.clock = clock
         self.sessions: dict[str, _HttpSession] = {}
-        self.ended: set[str] = set()
-        self.streams = 0
+        self.streams = 0          # requests being answered now (JSON or SSE), bounded by max_streams
         self._tasks: anyio.abc.TaskGroup | None = None
-        allowed_hosts = set(LOOPBACK_NAMES)
-        allowed_hosts.add(_host_of(bound_host) if ":" not in bound_host or bound_host.startswith("[")
-                          else f"[{bound_host}]")
-        self.allowed_origins = {o.lower() for o in settings.allowed_origins}
-        for origin in self.allowed_origins:
-            allowed_hosts.add(_host_of(origin.split("://", 1)[-1]))
-        self.allowed_hosts = allowed_hosts
+        self.allowed_origins = {origin.lower().rstrip("/") for origin in settings.allowed_origins}
+        hosts = set(LOOPBACK_NAMES)
+        hosts.add(_host_of(f"[{bound_host}]" if ":" in bound_host and not bound_host.startswith("[") else bound_host))
+        hosts.update(_host_of(origin.split("://", 1)[-1]) for origin in self.allowed_origins)
+        self.allowed_hosts = frozenset(hosts)
+        self._token_digest = hashlib.sha256(settings.token.encode()).digest() if settings.token else None
 
     # -- the app -------------------------------------------------------------------------------
 
@@ -130,35 +201,41 @@ class StreamableHttp:
         try:
             self._guard(request)
             if request.path != ENDPOINT:
-                raise _Reply(404, INVALID_REQUEST, f"Not found: the MCP endpoint is {ENDPOINT}")
+                raise _Reply(404, INVALID_REQUEST, f"Not Found: the MCP endpoint is {ENDPOINT}")
             if request.method == "POST":
                 return await self._post(request)
-            if request.method == "GET":
-                return self._get(request)
             if request.method == "DELETE":
                 return self._delete(request)
-            raise _Reply(405, INVALID_REQUEST, f"Method not allowed: {request.method}; use POST",
-                         [("allow", "GET, POST, DELETE")])
+            allow = "POST" if self.settings.stateless else "POST, DELETE"
+            if request.method == "GET":
+                raise _Reply(405, INVALID_REQUEST, "Method Not Allowed: this server opens no GET stream; every "
+                                                   "server message travels on the response to its POST",
+                             [("allow", allow)])
+            raise _Reply(405, INVALID_REQUEST, f"Method Not Allowed: {request.method}; POST one JSON-RPC message "
+                                               f"to {ENDPOINT}", [("allow", allow)])
         except _Reply as reply:
             return reply.response
 
     def _guard(self, request: Request) -> None:
+        """DNS rebinding (Host, Origin) -> 403; a missing or wrong bearer token -> 401."""
         host = request.header("host")
         if host is None or _host_of(host) not in self.allowed_hosts:
             raise _Reply(403, INVALID_REQUEST, "Forbidden: the Host header names a host this server does not serve "
-                                               "(DNS rebinding protection); add it to HEALTHCHECKS_HTTP_ALLOWED_ORIGINS")
+                                               "(DNS rebinding protection); list its origin in "
+                                               "HEALTHCHECKS_HTTP_ALLOWED_ORIGINS to allow it")
         origin = request.header("origin")
-        if origin is not None and origin.lower().rstrip("/") not in self.allowed_origins:
-            scheme, _, rest = origin.lower().partition("://")
-            if scheme not in ("http", "https") or _host_of(rest) not in LOOPBACK_NAMES:
-                raise _Reply(403, INVALID_REQUEST, f"Forbidden: Origin {origin!r} is not allowed; "
-                                                   "list it in HEALTHCHECKS_HTTP_ALLOWED_ORIGINS")
-        if self.settings.token is not None:
-            given = request.header("authorization") or ""
-            scheme, _, credential = given.partition(" ")
-            expected = self.settings.token.encode()
-            if scheme.lower() != "bearer" or not hmac.compare_digest(credential.strip().encode(), expected):
-                raise _Reply(401, INVALID_REQUEST, "Unauthorized: send Authorization: Bearer <HEALTHCHECKS_HTTP_TOKEN>",
+        if origin is not None and origin.strip().lower().rstrip("/") not in self.allowed_origins:
+            scheme, _, rest = origin.strip().lower().partition("://")
+            if scheme not in ("http", "https") or _host_of(rest.split("/", 1)[0]) not in LOOPBACK_NAMES:
+                raise _Reply(403, INVALID_REQUEST, "Forbidden: this Origin is not allowed (DNS rebinding "
+                                                   "protection); list it in HEALTHCHECKS_HTTP_ALLOWED_ORIGINS")
+        if self._token_digest is not None:
+            scheme, _, credential = (request.header("authorization") or "").strip().partition(" ")
+            # Digests of equal length, compared in constant time: neither content nor length leaks.
+            given = hashlib.sha256(credential.strip().encode("utf-8", "surrogateescape")).digest()
+            if not (hmac.compare_digest(given, self._token_digest) and scheme.lower() == "bearer"):
+                raise _Reply(401, INVALID_REQUEST, "Unauthorized: send Authorization: Bearer <token>, the value "
+                                                   "of HEALTHCHECKS_HTTP_TOKEN on this server",
                              [("www-authenticate", 'Bearer realm="hcmcp"')])
 
     # -- POST ----------------------------------------------------------------------------------
@@ -166,221 +243,299 @@ class StreamableHttp:
     async def _post(self, request: Request) -> Response | StreamingResponse:
         content_type = (request.header("content-type") or "").split(";", 1)[0].strip().lower()
         if content_type != "application/json":
-            raise _Reply(415, INVALID_REQUEST, "Unsupported Media Type: POST a JSON-RPC message with "
+            raise _Reply(415, INVALID_REQUEST, "Unsupported Media Type: POST one JSON-RPC message with "
                                                "Content-Type: application/json")
-        accept = (request.header("accept") or "").lower()
-        if "application/json" not in accept or "text/event-stream" not in accept:
-            raise _Reply(406, INVALID_REQUEST, "Not Acceptable: Accept must list both application/json and "
-                                               "text/event-stream")
+        if not _accepts_json_and_sse(request.header("accept") or ""):
+            raise _Reply(406, INVALID_REQUEST, "Not Acceptable: the Accept header must list both application/json "
+                                               "and text/event-stream")
         try:
             message = decode(request.body)
         except RpcError as error:
             raise _Reply(400, error.code, error.message, id=error.id) from None
         header_version = request.header(VERSION_HEADER)
-        modern = (isinstance(message.params, dict) and isinstance(message.params.get("_meta"), dict)
-                  and revisions.META_VERSION in message.params["_meta"])
-        if modern or (header_version is not None and header_version not in revisions.LEGACY_REVISIONS
-                      and revisions.is_modern(header_version)):
-            return await self._modern(request, message, header_version)
+        if header_version is not None:
+            header_version = header_version.strip()
+        params = message.params if isinstance(message.params, dict) else {}
+        meta = params.get("_meta")
+        meta_version = meta.get(revisions.META_VERSION) if isinstance(meta, dict) else None
+        # The era: a 2026 _meta envelope, or a version header that is not a 2025-era revision.
+        if meta_version is not None or (header_version is not None
+                                        and header_version not in revisions.LEGACY_REVISIONS):
+            return await self._modern(request, message, params, header_version, meta_version)
         return await self._legacy(request, message, header_version)
 
-    async def _modern(self, request: Request, message: Message, header_version: str | None):
+    # -- 2026 era ------------------------------------------------------------------------------
+
+    async def _modern(self, request: Request, message: Message, params: dict[str, Any],
+                      header_version: str | None, meta_version: Any) -> Response | StreamingResponse:
+        rid = _request_id(message)
         if message.is_response:
-            raise _Reply(400, INVALID_REQUEST, "Invalid Request: under 2026-07-28 clients do not send responses")
-        params = message.params if isinstance(message.params, dict) else {}
-        meta_version = (params.get("_meta") or {}).get(revisions.META_VERSION) if isinstance(
-            params.get("_meta"), dict) else None
+            raise _Reply(400, INVALID_REQUEST, "Invalid Request: under 2026-07-28 clients do not POST responses; "
+                                               "answers travel in inputResponses of a retried request")
         if header_version is None:
-            raise _Reply(400, HEADER_MISMATCH, "Header mismatch: MCP-Protocol-Version is required", id=message.id)
+            raise _Reply(400, HEADER_MISMATCH, "Header mismatch: the MCP-Protocol-Version header is required and "
+                                               "must equal _meta protocolVersion", id=rid)
         if header_version not in revisions.SUPPORTED:
             raise _Reply(400, UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
-                         data={"supported": list(revisions.SUPPORTED), "requested": header_version}, id=message.id)
+                         data={"supported": list(revisions.SUPPORTED), "requested": header_version}, id=rid)
+        if message.is_request and meta_version is None:
+            raise _Reply(400, INVALID_PARAMS, f"Invalid params: a {header_version} request carries "
+                                              f"params._meta['{revisions.META_VERSION}']", id=rid)
         if meta_version is not None and meta_version != header_version:
             raise _Reply(400, HEADER_MISMATCH, f"Header mismatch: MCP-Protocol-Version {header_version!r} differs "
-                                               f"from _meta protocolVersion {meta_version!r}", id=message.id)
+                                               f"from _meta protocolVersion {meta_version!r}", id=rid)
         method_header = request.header("mcp-method")
         if method_header is None or decode_header_value(method_header) != message.method:
-            raise _Reply(400, HEADER_MISMATCH, f"Header mismatch: Mcp-Method must equal the body's method "
-                                               f"({message.method!r})", id=message.id)
-        if message.method in ("tools/call", "resources/read", "prompts/get"):
-            expected = params.get("name") if message.method != "resources/read" else params.get("uri")
+            raise _Reply(400, HEADER_MISMATCH, f"Header mismatch: the Mcp-Method header must equal the body's "
+                                               f"method ({message.method!r})", id=rid)
+        key = _NAMED.get(message.method)
+        if key is not None:
             name_header = request.header("mcp-name")
-            if name_header is None or decode_header_value(name_header) != expected:
-                raise _Reply(400, HEADER_MISMATCH, f"Header mismatch: Mcp-Name must equal the body's "
-                                                   f"{'uri' if message.method == 'resources/read' else 'name'}",
-                             id=message.id)
+            if name_header is None or decode_header_value(name_header) != params.get(key):
+                raise _Reply(400, HEADER_MISMATCH, f"Header mismatch: the Mcp-Name header must equal the body's "
+                                                   f"params.{key}", id=rid)
         if message.is_notification:
             await self.server.handle(message, Session())
             return Response(202)
         try:
             revisions.modern_envelope(params)
         except RpcError as error:
-            raise _Reply(_STATUS_OF_ERROR.get(error.code, 400), error.code, error.message, data=error.data,
-                         id=message.id) from None
+            raise _Reply(400, error.code, error.message, data=error.data, id=rid) from None
         if message.method == "tools/call":
-            # A stream, so that the client closing it cancels the call.
-            return StreamingResponse(200, self._stream_one(message), list(_SSE_HEADERS))
-        response = await self._bounded(self.server.handle(message, Session()))
-        status = _STATUS_OF_ERROR.get(response["error"]["code"], 200) if response and "error" in response else 200
+            # A stream, so that the client closing it is seen, and cancels the call.
+            release = self._take_stream(rid)
+            return StreamingResponse(200, _Body(self._modern_call(message), release), list(_SSE_HEADERS))
+        with self._stream(rid):
+            response = await self.server.handle(message, Session())
+        if response is None:
+            return Response(202)
+        status = _STATUS_OF_ERROR.get(response["error"]["code"], 200) if "error" in response else 200
         return _json(status, response)
 
-    async def _stream_one(self, message: Message) -> AsyncIterator[bytes]:
-        response = await self._bounded(self.server.handle(message, Session()))
+    async def _modern_call(self, message: Message) -> AsyncIterator[bytes]:
+        response = await self.server.handle(message, Session())
         if response is not None:
             yield _sse_event(response)
 
-    async def _bounded(self, work):
-        if self.streams >= self.settings.max_streams:
-            work.close()
-            raise _Reply(503, INVALID_REQUEST, "Service Unavailable: too many requests in flight; retry shortly",
-                         [("retry-after", "1")])
-        self.streams += 1
-        try:
-            return await work
-        finally:
-            self.streams -= 1
+    # -- 2025 era ------------------------------------------------------------------------------
 
-    async def _legacy(self, request: Request, message: Message, header_version: str | None):
-        if header_version is not None and header_version not in revisions.LEGACY_REVISIONS:
-            raise _Reply(400, INVALID_REQUEST, f"Bad Request: unsupported MCP-Protocol-Version {header_version!r}; "
-                                               f"supported: {', '.join(revisions.SUPPORTED)}", id=message.id)
+    async def _legacy(self, request: Request, message: Message,
+                      header_version: str | None) -> Response | StreamingResponse:
+        # A header, when sent, is a 2025-era revision we speak (anything else went to _modern).
+        # It need not equal the negotiated one: the session already knows that.
         if message.is_request and message.method == "initialize":
             return self._initialize(message)
         if self.settings.stateless:
             session = Session(revision=header_version or revisions.DEFAULT_HTTP_LEGACY, initialized=True,
-                              stateless=True)
-            http_session = None
-        else:
-            http_session = self._session_of(request)
-            session = http_session.state
-            if header_version is not None and session.revision != header_version:
-                raise _Reply(400, INVALID_REQUEST, f"Bad Request: MCP-Protocol-Version {header_version!r} is not the "
-                                                   f"revision negotiated for this session ({session.revision})",
-                             id=message.id)
+                              stateless=True, client_capabilities=dict(_STATELESS_CAPABILITIES))
+            if not message.is_request:
+                await self.server.handle(message, session)
+                return Response(202)
+            with self._stream(message.id):
+                response = await self.server.handle(message, session)
+            return _json(200, response) if response is not None else _empty_stream()
+        entry = self._session_of(request)
         if not message.is_request:
-            await self.server.handle(message, session)
+            # A notification (initialized, cancelled) or the answer to our request: routed within
+            # this session only, so an id asked in another session or never asked changes nothing.
+            await self.server.handle(message, entry.state)
             return Response(202)
-        if self.settings.stateless or message.method != "tools/call":
-            response = await self._bounded(self.server.handle(message, session))
-            return _json(200, response)
-        return await self._call_with_stream(message, session)
+        if message.method == "tools/call":
+            return await self._legacy_call(message, entry)
+        with self._stream(message.id), self._busy(entry):
+            response = await self.server.handle(message, entry.state)
+        return _json(200, response) if response is not None else _empty_stream()
 
     def _initialize(self, message: Message) -> Response:
-        session = Session(stateless=self.settings.stateless)
+        state = Session(stateless=self.settings.stateless)
         params = message.params if isinstance(message.params, dict) else {}
         try:
-            result = self.server.initialize(params, session)
+            result = self.server.initialize(params, state)
         except RpcError as error:
             return _json(400, error_message(message.id, error))
         response = {"jsonrpc": "2.0", "id": message.id, "result": result}
         if self.settings.stateless:
             return _json(200, response)
-        self._evict()
-        session_id = secrets.token_urlsafe(32)
-        self.sessions[session_id] = _HttpSession(session_id, session)
-        return _json(200, response, [("mcp-session-id", session_id)])
+        self._make_room(message.id)
+        session_id = secrets.token_urlsafe(32)   # 43 characters of A-Z a-z 0-9 - _: visible ASCII
+        self.sessions[session_id] = _HttpSession(session_id, state, self.clock())
+        return _json(200, response, [(SESSION_HEADER, session_id)])
+
+    async def _legacy_call(self, message: Message, entry: _HttpSession) -> Response | StreamingResponse:
+        """JSON when the call just answers; SSE when it sends something first (an elicitation).
+
+        The call runs in the transport's task group: which kind of response to start is only
+        known once it produces its first message, and a 2025-era call outlives a client that
+        hangs up (a disconnect is not a cancellation), except when it still has to ask.
+        """
+        assert self._tasks is not None, "StreamableHttp.run() is not running"
+        release = self._take_stream(message.id)
+        send, receive = anyio.create_memory_object_stream[Any](16)
+        session = entry.state
+
+        async def push(outgoing: dict[str, Any]) -> None:
+            try:
+                await send.send(outgoing)
+            except _GONE:
+                # Nobody reads this call's stream any more, so its question can never be
+                # answered: end the call rather than let it wait for the timeout.
+                scope = session.inflight.get(message.id)
+                if scope is not None:
+                    scope.cancel()
+
+        async def run() -> None:
+            try:
+                try:
+                    response = await self.server.handle(message, session, push)
+                except Exception:
+                    log.exception("tools/call failed outside the tool; answered -32603")
+                    response = error_message(message.id, RpcError(
+                        INTERNAL_ERROR, "Internal error: the server failed while answering; its log has the details"))
+                try:
+                    await send.send(_Final(response))
+                except _GONE:
+                    log.debug("the client left before the answer to %r; dropped", message.id)
+            finally:
+                entry.busy -= 1
+                entry.last_used = self.clock()
+                release()
+                send.close()
+
+        entry.busy += 1   # counted before the task starts, so no sweep can end the session in between
+        self._tasks.start_soon(run)
+        try:
+            first = await receive.receive()
+        except BaseException:
+            receive.close()
+            raise
+        if isinstance(first, _Final):
+            receive.close()
+            return _json(200, first.response) if first.response is not None else _empty_stream()
+        return StreamingResponse(200, _Body(_relay(first, receive), receive.close), list(_SSE_HEADERS))
+
+    # -- sessions ------------------------------------------------------------------------------
 
     def _session_of(self, request: Request) -> _HttpSession:
         session_id = request.header(SESSION_HEADER)
         if session_id is None:
-            raise _Reply(400, INVALID_REQUEST, "Bad Request: Mcp-Session-Id header is required; "
-                                               "send initialize first to get one")
-        found = self.sessions.get(session_id)
-        if found is not None and time.monotonic() - found.last_used > self.settings.session_idle:
-            self._end(session_id)
-            found = None
-        if found is None:
-            raise _Reply(404, INVALID_REQUEST, "Not Found: this session has ended or never existed; "
-                                               "initialize a new one")
-        found.last_used = time.monotonic()
-        return found
+            raise _Reply(400, INVALID_REQUEST, "Bad Request: the Mcp-Session-Id header is required; send "
+                                               "initialize first to get one")
+        entry = self.sessions.get(session_id.strip())
+        if entry is not None and self._idle_too_long(entry):
+            self._end(entry.id)
+            entry = None
+        if entry is None:
+            raise _Reply(404, INVALID_REQUEST, "Not Found: this session has ended (or never existed); send "
+                                               "initialize without Mcp-Session-Id to start a new one")
+        entry.last_used = self.clock()
+        return entry
+
+    def _idle_too_long(self, entry: _HttpSession) -> bool:
+        return entry.busy == 0 and self.clock() - entry.last_used > self.settings.session_idle
+
+    @contextmanager
+    def _busy(self, entry: _HttpSession):
+        entry.busy += 1
+        try:
+            yield
+        finally:
+            entry.busy -= 1
+            entry.last_used = self.clock()
 
     def _end(self, session_id: str) -> None:
+        """Forget a session; its running calls (and the questions they wait on) are cancelled."""
         ended = self.sessions.pop(session_id, None)
         if ended is not None:
-            for scope in ended.state.inflight.values():
+            for scope in list(ended.state.inflight.values()):
                 scope.cancel()
 
-    def _evict(self) -> None:
-        now = time.monotonic()
-        for session_id, entry in list(self.sessions.items()):
-            if now - entry.last_used > self.settings.session_idle:
-                self._end(session_id)
-        while len(self.sessions) >= self.settings.max_sessions:
-            oldest = min(self.sessions.values(), key=lambda s: s.last_used)
-            self._end(oldest.id)
+    def sweep(self) -> int:
+        """End every session idle past session_idle; returns how many ended."""
+        idle = [entry.id for entry in self.sessions.values() if self._idle_too_long(entry)]
+        for session_id in idle:
+            self._end(session_id)
+        return len(idle)
 
-    async def _call_with_stream(self, message: Message, session: Session) -> Response | StreamingResponse:
-        """JSON when the call just answers; SSE when it sends something first (an elicitation)."""
+    def _make_room(self, request_id: Any) -> None:
+        self.sweep()
+        if len(self.sessions) < self.settings.max_sessions:
+            return
+        idle = [entry for entry in self.sessions.values() if entry.busy == 0]
+        if not idle:
+            raise _Reply(503, INVALID_REQUEST, f"Service Unavailable: all {self.settings.max_sessions} sessions are "
+                                               "busy; retry shortly", [("retry-after", "1")], id=request_id)
+        self._end(min(idle, key=lambda entry: entry.last_used).id)
+
+    # -- the stream budget ---------------------------------------------------------------------
+
+    def _take_stream(self, request_id: Any) -> Callable[[], None]:
+        """Count one request being answered (503 when max_streams are); returns its release."""
         if self.streams >= self.settings.max_streams:
-            raise _Reply(503, INVALID_REQUEST, "Service Unavailable: too many requests in flight; retry shortly",
-                         [("retry-after", "1")])
-        send, receive = anyio.create_memory_object_stream[tuple[str, dict[str, Any] | None]](16)
+            raise _Reply(503, INVALID_REQUEST, f"Service Unavailable: {self.settings.max_streams} requests are "
+                                               "being answered already; retry shortly", [("retry-after", "1")],
+                         id=request_id)
+        self.streams += 1
+        released = False
 
-        async def push(outgoing: dict[str, Any]) -> None:
-            await send.send(("push", outgoing))
-
-        async def run() -> None:
-            self.streams += 1
-            try:
-                response = await self.server.handle(message, session, push)
-                await send.send(("final", response))
-            finally:
+        def release() -> None:
+            nonlocal released
+            if not released:
+                released = True
                 self.streams -= 1
-                send.close()
+        return release
 
-        assert self._tasks is not None, "the transport is not running"
-        self._tasks.start_soon(run)
-        kind, first = await receive.receive()
-        if kind == "final":
-            receive.close()
-            return _json(200, first) if first is not None else Response(202)
+    @contextmanager
+    def _stream(self, request_id: Any):
+        release = self._take_stream(request_id)
+        try:
+            yield
+        finally:
+            release()
 
-        async def events() -> AsyncIterator[bytes]:
-            # A disconnect is not a cancellation in the 2025 era: the call goes on, its answer is lost.
-            with receive:
-                yield _sse_event(first)
-                async for kind, outgoing in receive:
-                    if outgoing is not None:
-                        yield _sse_event(outgoing)
-                    if kind == "final":
-                        return
-
-        return StreamingResponse(200, events(), list(_SSE_HEADERS))
-
-    # -- GET and DELETE ------------------------------------------------------------------------
-
-    def _get(self, request: Request) -> Response:
-        # We send nothing unrelated to a request, so there is no standalone stream to open.
-        raise _Reply(405, INVALID_REQUEST, "Method Not Allowed: this server offers no GET stream; "
-                                           "server messages travel on the POST's response stream",
-                     [("allow", "POST, DELETE")])
+    # -- DELETE and the background -------------------------------------------------------------
 
     def _delete(self, request: Request) -> Response:
-        if self.settings.stateless or _is_modern_header(request.header(VERSION_HEADER)):
-            raise _Reply(405, INVALID_REQUEST, "Method Not Allowed: there are no sessions to end here",
-                         [("allow", "POST")])
-        found = self._session_of(request)
-        self._end(found.id)
+        version = (request.header(VERSION_HEADER) or "").strip()
+        if self.settings.stateless or (version and version not in revisions.LEGACY_REVISIONS):
+            raise _Reply(405, INVALID_REQUEST, "Method Not Allowed: there is no session to end here (stateless "
+                                               "mode, or a 2026-07-28 request)", [("allow", "POST")])
+        self._end(self._session_of(request).id)
         return Response(200)
 
-    async def run(self, *, task_status=anyio.TASK_STATUS_IGNORED) -> None:
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+        """Hosts the 2025-era calls and ends idle sessions, until cancelled."""
         async with anyio.create_task_group() as tasks:
             self._tasks = tasks
             task_status.started()
-            await anyio.sleep_forever()
+            while True:
+                await anyio.sleep(min(60.0, self.settings.session_idle / 2))
+                self.sweep()
 
 
-def _is_modern_header(value: str | None) -> bool:
-    return value is not None and value not in revisions.LEGACY_REVISIONS and revisions.is_modern(value)
+async def _relay(first: dict[str, Any], receive: Any) -> AsyncIterator[bytes]:
+    """A 2025-era call's SSE body: what it sent first, anything after, then its response."""
+    yield _sse_event(first)
+    async for item in receive:
+        if isinstance(item, _Final):
+            if item.response is not None:
+                yield _sse_event(item.response)
+            return
+        yield _sse_event(item)
+
+
+def _empty_stream() -> StreamingResponse:
+    """The answer to a request cancelled by notifications/cancelled: a stream that carries nothing."""
+    async def nothing() -> AsyncIterator[bytes]:
+        return
+        yield b""
+    return StreamingResponse(200, nothing(), list(_SSE_HEADERS))
 
 
 def parse_bind(bind: str) -> tuple[str, int]:
     host, sep, port = bind.rpartition(":")
-    if not sep or not port.isdigit() or not host:
+    if not sep or not port.isdigit() or not host or int(port) > 65535:
         raise ValueError(f"--http {bind!r}: give HOST:PORT, e.g. 127.0.0.1:8000")
-    host = host.strip("[]")
-    return host, int(port)
+    return host.strip("[]"), int(port)
 
 
 def is_loopback(host: str) -> bool:
@@ -394,27 +549,32 @@ def is_loopback(host: str) -> bool:
 
 async def serve_http(server: McpServer, bind: str, *, config: Any = None, stateless: bool = False,
                      limits: ServerLimits | None = None, settings: HttpSettings | None = None,
-                     task_status=anyio.TASK_STATUS_IGNORED) -> None:
+                     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED) -> None:
     """Serve until SIGTERM/SIGINT: then stop accepting, let calls finish (bounded), return."""
-    host, port = parse_bind(bind)
+    try:
+        host, port = parse_bind(bind)
+    except ValueError as error:
+        raise SystemExit(f"hcmcp: {error}") from None
     settings = settings or HttpSettings(
         token=getattr(config, "http_token", None), allowed_origins=getattr(config, "http_allowed_origins", ()),
         stateless=stateless)
     if not is_loopback(host) and settings.token is None:
         raise SystemExit(f"hcmcp: refusing to listen on {host}: off loopback every client must authenticate. "
-                         "Set HEALTHCHECKS_HTTP_TOKEN (clients send Authorization: Bearer <token>), "
+                         "Set HEALTHCHECKS_HTTP_TOKEN (clients then send Authorization: Bearer <token>), "
                          "or bind 127.0.0.1.")
     transport = StreamableHttp(server, settings, host)
     http = HttpServer(transport.app, host, port, limits=limits or ServerLimits(error_body=error_body))
-    async with anyio.create_task_group() as tasks:
-        await tasks.start(transport.run)
-        bound = await tasks.start(http.serve)
-        sys.stderr.write(f"hcmcp: serving MCP at http://{host if ':' not in host else f'[{host}]'}:{bound}{ENDPOINT}\n")
-        sys.stderr.flush()
-        task_status.started(bound)
-        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async with anyio.create_task_group() as tasks:
+            await tasks.start(transport.run)
+            bound = await tasks.start(http.serve)
+            shown = f"[{host}]" if ":" in host else host
+            mode = " (stateless)" if settings.stateless else ""
+            sys.stderr.write(f"hcmcp: serving MCP at http://{shown}:{bound}{ENDPOINT}{mode}\n")
+            sys.stderr.flush()
+            task_status.started(bound)
             async for _ in signals:
-                log.info("stopping: finishing in-flight calls for up to %s s", settings.shutdown_grace)
                 break
-        await http.shutdown(settings.shutdown_grace)
-        tasks.cancel_scope.cancel()
+            log.info("stopping: no new connections; in-flight calls get up to %g s", settings.shutdown_grace)
+            await http.shutdown(settings.shutdown_grace)
+            tasks.cancel_scope.cancel()
