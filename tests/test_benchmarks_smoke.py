@@ -76,3 +76,39 @@ def test_unknown_benchmark_name_is_refused() -> None:
                             capture_output=True, text=True, timeout=30)
     assert result.returncode == 2
     assert "unknown benchmark" in result.stderr
+
+
+def test_mcpserver_peer_answers_all_14_tools_against_the_simulator() -> None:
+    """The comparison is only fair if the peer really does the work: every tool's happy path."""
+    from benchmarks._harness import http_get_json, server_env, simulator
+    from benchmarks._servers import mcpserver_spec
+
+    with simulator("demo") as sim:
+        checks = http_get_json(f"{sim.url}/api/v3/checks/", sim.rw_key)["checks"]
+        with_body = next((c["uuid"], p["n"]) for c in checks
+                         for p in http_get_json(f"{sim.url}/api/v3/checks/{c['uuid']}/pings/",
+                                                sim.rw_key)["pings"] if p["body_url"])
+        uuid = checks[0]["uuid"]
+        with mcpserver_spec().start(server_env(sim.url, sim.rw_key)) as peer:
+            peer.initialize()
+            listed = peer.request("tools/list").message["result"]["tools"]
+            assert len(listed) == 14
+
+            def call(name: str, arguments: dict) -> dict:
+                reply = peer.call_tool(name, arguments)
+                assert not reply.is_error, f"{name}: {reply.error_text()}"
+                return reply.message["result"]["structuredContent"]
+
+            assert call("list_checks", {"limit": 2})["total"] == len(checks)
+            assert call("get_check", {"check": uuid})["name"] == checks[0]["name"]
+            assert call("get_ping_body", {"check": with_body[0], "n": with_body[1]})["body"]
+            for name in ("list_integrations", "list_badges", "get_status", "get_api_key_info"):
+                call(name, {})
+            call("list_pings", {"check": uuid})
+            call("list_flips", {"check": uuid})
+            created = call("create_check", {"name": "peer smoke", "timeout": 3600})["uuid"]
+            assert call("update_check", {"check": created, "grace": 120})["grace"] == 120
+            assert call("pause_check", {"check": created})["status"] == "paused"
+            assert call("resume_check", {"check": created})["status"] == "new"
+            token = call("delete_check", {"check": created})["confirm_token"]
+            assert call("delete_check", {"check": created, "confirm_token": token})["deleted"]
