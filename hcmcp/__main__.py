@@ -167,14 +167,19 @@ async def _tools(opts: dict[str, Any], config) -> None:
 async def _call(opts: dict[str, Any], config) -> int:
     if not opts["args"]:
         _fail("call needs a tool name: hcmcp call TOOL '{\"arg\": ...}'", 2)
+    import orjson
     name, raw = opts["args"][0], (opts["args"][1] if len(opts["args"]) > 1 else "{}")
+    try:
+        arguments = orjson.loads(raw)
+    except orjson.JSONDecodeError as error:
+        _fail(f"the arguments are not valid JSON ({error}); pass one JSON object, e.g. '{{\"check\": \"...\"}}'", 2)
     if opts["demo"]:
         async with _Demo() as (sim, root):
-            return await call_once(build_server(config, _api(config, root, sim.RW_KEY)), name, raw)
-    return await call_once(build_server(config, _api(config)), name, raw)
+            return await call_once(build_server(config, _api(config, root, sim.RW_KEY)), name, arguments)
+    return await call_once(build_server(config, _api(config)), name, arguments)
 
 
-async def call_once(server, name: str, raw: str) -> int:
+async def call_once(server, name: str, arguments: Any) -> int:
     """Run one tool in-process, through the same protocol path a client would take; print its result.
 
     Exit code 0 for a result, 1 for an isError result, 2 for a request the server refused.
@@ -186,10 +191,6 @@ async def call_once(server, name: str, raw: str) -> int:
     from .protocol.jsonrpc import Message
     from .protocol.revisions import LATEST_LEGACY
     from .protocol.server import Session
-    try:
-        arguments = orjson.loads(raw)
-    except orjson.JSONDecodeError as error:
-        _fail(f"the arguments are not valid JSON ({error}); pass one JSON object, e.g. '{{\"check\": \"...\"}}'", 2)
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
     session = Session(revision=LATEST_LEGACY, initialized=True,
                       client_capabilities={"elicitation": {"form": {}}} if interactive else {})
@@ -227,6 +228,9 @@ def main(argv: list[str] | None = None) -> None:
     if not config.elicitation:
         sys.stderr.write(ELICITATION_OFF_LINE + "\n")
     if opts["command"] == "serve" and not opts["http"] and not opts["demo"]:
+        import signal
+        from .protocol.stdio import exit_now
+        signal.signal(signal.SIGTERM, lambda *_: exit_now(0))   # from the first moment, not after imports
         if sys.stdin.isatty():
             sys.stderr.write(WAITING)
         _serve_stdio_now(config)
