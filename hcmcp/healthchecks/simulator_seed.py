@@ -188,17 +188,20 @@ _BULK_TAGS = ["prod", "staging", "db", "web", "cron", "backup", "batch"]
 
 
 def seed_bulk(sim: Simulator, n_checks: int) -> None:
-    """``n_checks`` checks with one ping each; one in ten is cron. Fast: no per-check I/O."""
+    """``n_checks`` checks, all up, with one ping each; one in ten is cron. Fast to make."""
     now = sim.clock()
     a = sim.project_a
     a.check_limit = max(a.check_limit, len(a.checks) + n_checks + 500)
+    five_minute_mark = now - now % 300
     for i in range(n_checks):
         tags = f"{_BULK_TAGS[i % 7]} {_BULK_TAGS[(i // 7) % 7]}" if i % 7 != (i // 7) % 7 \
             else _BULK_TAGS[i % 7]
-        if i % 10 == 9:
+        if i % 10 == 9:     # pinged since the last 5-minute mark: up
             check = sim.add_check(a, name=f"bulk-{i:05d}", slug=f"bulk-{i:05d}", tags=tags,
                                   kind="cron", schedule="*/5 * * * *", grace=600)
-        else:
+            last = five_minute_mark + (now - five_minute_mark) * (i % 7) / 7
+        else:               # pinged within its hour: up
             check = sim.add_check(a, name=f"bulk-{i:05d}", slug=f"bulk-{i:05d}", tags=tags,
                                   timeout=3600, grace=600)
-        sim.add_ping(check.code, "success", method="GET", ua="bulk-seed", at=now - (i * 37) % 3000)
+            last = now - (i * 37) % 3000
+        sim.add_ping(check.code, "success", method="GET", ua="bulk-seed", at=last)
