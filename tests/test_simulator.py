@@ -41,6 +41,8 @@ class Answer:
     def __init__(self, response: Response | StreamingResponse, body: bytes) -> None:
         self.status = response.status
         self.headers = {name.lower(): value for name, value in response.headers}
+        names = [name.lower() for name, _ in response.headers]
+        assert len(names) == len(set(names)), f"a header is sent twice: {response.headers}"
         self.body = body
         self.streamed = isinstance(response, StreamingResponse)
 
@@ -216,6 +218,20 @@ async def test_add_ping_uses_the_same_rules_and_refuses_unknown_kinds():
     assert (await get(sim, LEGACY))["status"] == "paused"
     with pytest.raises(ValueError, match="unknown ping kind 'weird'"):
         sim.add_ping(BACKUPS, "weird")
+    with pytest.raises(KeyError, match="add it with add_check"):
+        sim.add_ping("00000000-0000-4000-8000-000000000000")
+
+
+async def test_the_four_ping_body_404s():
+    sim, _ = recorded_sim()
+    for path in ("00000000-0000-4000-8000-000000000000/pings/1/body",      # no such check
+                 f"{BACKUPS}/pings/99/body",                               # no such ping
+                 f"{BACKUPS}/pings/1/body",                                # a ping without a body
+                 ):
+        answer = await call(sim, "GET", f"/api/v3/checks/{path}")
+        assert (answer.status, answer.body) == (404, NOT_FOUND_PAGE), path
+    beyond = await call(sim, "GET", f"/api/v3/checks/{BOBS}/pings/1/body", key=Simulator.OTHER_RW_KEY)
+    assert (beyond.status, beyond.body) == (404, NOT_FOUND_PAGE)           # older than the log
 
 
 async def test_the_ping_log_limit_caps_listings_and_pruning_keeps_what_is_listed():
@@ -453,6 +469,7 @@ async def test_a_flooded_checks_listing_streams_exactly_the_bytes_asked_as_json(
         sim.flood_bytes = size
         answer = await call(sim, "GET", "/api/v3/checks/")
         assert answer.streamed and "content-length" not in answer.headers
+        assert answer.headers["access-control-allow-origin"] == "*"
         assert len(answer.body) == size
         document = json.loads(answer.body)
         assert len(document["checks"]) > 10 and document["checks"][0]["name"] == "Flood"

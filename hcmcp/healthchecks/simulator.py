@@ -19,6 +19,8 @@ Known approximations, on purpose:
   uses its own curated list.
 * Ping bodies are always stored in memory (never the 503 of an unavailable S3 store).
 * Ping dates always carry microseconds; keyword filters decode bodies with errors="replace".
+* No alerting process runs: a check that goes down by time shows "down" but gets no flip.
+* Not simulated: pings by slug, email pings, notifications, bounces; ``metrics/`` is a 403.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ import time
 import unicodedata
 import uuid
 from base64 import urlsafe_b64encode
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
@@ -96,6 +98,13 @@ def _cors(response: Response | StreamingResponse, methods: str) -> Response | St
 
 class _Http404(Exception):
     """Django's Http404: the HTML "Not Found" page, without CORS headers."""
+
+
+class _Refusal(Exception):
+    """An early answer (a bad key, body or identifier) that ends the request."""
+
+    def __init__(self, response: Response) -> None:
+        self.response = response
 
 
 # ---------------------------------------------------------------------------------------
@@ -643,8 +652,30 @@ def validate_spec(body: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
-class _BadChannel(Exception):
-    pass
+def _validated(body: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return validate_spec(body)
+    except ValueError as exc:
+        raise _Refusal(_error(str(exc))) from None
+
+
+def _resolve_channels(project: Project, wanted: str) -> set[str]:
+    """Integration uuids for "*", "" or a comma list of exact uuids or names; else a _Refusal."""
+    if wanted == "*":
+        return {c.code for c in project.channels}
+    if wanted == "":
+        return set()
+    found = set()
+    for item in wanted.split(","):
+        if item == "":
+            raise _Refusal(_error("empty channel identifier"))
+        matches = [c for c in project.channels if c.code == item or c.name == item]
+        if not matches:
+            raise _Refusal(_error(f"invalid channel identifier: {item}"))
+        if len(matches) > 1:
+            raise _Refusal(_error(f"non-unique channel identifier: {item}"))
+        found.add(matches[0].code)
+    return found
 
 
 # ---------------------------------------------------------------------------------------
@@ -746,6 +777,8 @@ class Simulator:
         """
         if kind not in ("success", "start", "fail", "log", "ign"):
             raise ValueError(f"unknown ping kind {kind!r}: use success, start, fail, log or ign")
+        if check_uuid not in self._checks:
+            raise KeyError(f"no check has the uuid {check_uuid}; add it with add_check() first")
         check = self._checks[check_uuid]
         action = self._ping_action(check, kind, method, body[:PING_BODY_LIMIT], exitstatus)
         self._record_ping(check, action, method=method, body=body[:PING_BODY_LIMIT], ua=ua,
@@ -753,6 +786,7 @@ class Simulator:
                           exitstatus=exitstatus, now=self.clock() if at is None else at)
 
     def pause(self, check: Check, now: float | None = None) -> None:
+        """Pause as the API does: a flip to paused, the run forgotten; no-op when paused."""
         if check.status != "paused":
             check.flips.append(Flip(self.clock() if now is None else now, check.status, "paused"))
             check.status = "paused"
@@ -813,6 +847,8 @@ class Simulator:
             response = self._route(request, unquote(request.path))
         except _Http404:
             response = _response(404, NOT_FOUND_PAGE)
+        except _Refusal as refusal:
+            response = refusal.response
         if request.method == "HEAD" and isinstance(response, Response):
             response.body = b""
         return response
@@ -854,52 +890,64 @@ class Simulator:
         if request.method == "OPTIONS":
             response: Response | StreamingResponse = _response(204)
         elif request.method in methods.split(", ")[1:]:
-            response = target(request, **kwargs)
+            try:
+                response = target(request, **kwargs)
+            except _Refusal as refusal:
+                response = refusal.response
         else:
             response = _response(405)
         return _cors(response, methods)
 
     # ---- authentication -----------------------------------------------------------------
 
-    def _authorize(self, request: Request, *, read_only_ok: bool) -> tuple[Project, bool, dict] | Response:
-        """(project, readonly, parsed body) or the 400/401 response, in the server's order."""
+    def _authorize(self, request: Request, *, read_only_ok: bool) -> tuple[Project, bool, dict]:
+        """(project, readonly, parsed body); a _Refusal (400/401) in the server's order."""
         body: Any = {}
         if request.method == "POST" and request.body and not read_only_ok:
             try:
                 body = json.loads(request.body.decode())
             except ValueError:
-                return _error("could not parse request body")
+                raise _Refusal(_error("could not parse request body")) from None
             if not isinstance(body, dict):
-                return _error("json validation error: value is not an object")
+                raise _Refusal(_error("json validation error: value is not an object"))
         key = request.header("x-api-key")
         if key is None:
             key = str(body["api_key"]) if "api_key" in body else ""
         if len(key) != 32:
-            return _error("missing api key", 401)
+            raise _Refusal(_error("missing api key", 401))
         for project in self._projects:
             if key == project.rw_key:
                 return project, False, body
             if read_only_ok and key == project.ro_key:
                 return project, True, body
-        return _error("wrong api key", 401)
+        raise _Refusal(_error("wrong api key", 401))
 
-    def _own_check(self, project: Project, code: str) -> Check | Response:
+    def _project(self, request: Request) -> Project:
+        return self._authorize(request, read_only_ok=False)[0]
+
+    def _own_check(self, project: Project, code: str) -> Check:
         check = self._checks.get(code)
         if check is None:
             raise _Http404()
         if check.project is not project:
-            return _response(403)
+            raise _Refusal(_response(403))      # it exists, in another project
         return check
+
+    def _by_unique_key(self, project: Project, key: str) -> Check:
+        check = next((c for c in project.checks.values() if c.unique_key == key), None)
+        if check is None:
+            raise _Refusal(_response(404))      # empty, unlike the uuid routes' HTML page
+        return check
+
+    def _check_json(self, check: Check, v: int, *, readonly: bool = False, status: int = 200) -> Response:
+        return _json(status, check.to_dict(self.site_root, v, self.clock(), readonly=readonly))
 
     # ---- the Management API -------------------------------------------------------------
 
     def _checks_collection(self, request: Request, v: int) -> Response | StreamingResponse:
         if request.method == "POST":
             return self._create(request, v)
-        auth = self._authorize(request, read_only_ok=True)
-        if isinstance(auth, Response):
-            return auth
-        project, readonly, _ = auth
+        project, readonly, _ = self._authorize(request, read_only_ok=True)
         if self.flood_bytes > 0:
             return self._flood_checks(project, v, readonly)
         tags = {value for name, value in request.query if name == "tag"}
@@ -911,28 +959,19 @@ class Simulator:
         return _json(200, {"checks": checks})
 
     def _create(self, request: Request, v: int) -> Response:
-        auth = self._authorize(request, read_only_ok=False)
-        if isinstance(auth, Response):
-            return auth
-        project, _, body = auth
-        try:
-            spec = validate_spec(body)
-        except ValueError as exc:
-            return _error(str(exc))
+        project, _, body = self._authorize(request, read_only_ok=False)
+        spec = _validated(body)
         check = self._lookup(project, spec)
         created = check is None
         if check is None:
             if project.check_limit - len(project.checks) <= 0:
                 return _response(403)
             check = Check(str(uuid.uuid4()), project)
-        try:
-            self._update(check, spec, v)
-        except _BadChannel as exc:
-            return _error(str(exc))
+        self._update(check, spec, v)
         if created:
             project.checks[check.code] = check
             self._checks[check.code] = check
-        return _json(201 if created else 200, check.to_dict(self.site_root, v, self.clock()))
+        return self._check_json(check, v, status=201 if created else 200)
 
     @staticmethod
     def _lookup(project: Project, spec: dict[str, Any]) -> Check | None:
@@ -948,25 +987,7 @@ class Simulator:
     @staticmethod
     def _update(check: Check, spec: dict[str, Any], v: int) -> None:
         # Channels are resolved first, so a bad one changes nothing.
-        new_channels: set[str] | None = None
-        if "channels" in spec:
-            wanted = spec["channels"]
-            available = check.project.channels
-            if wanted == "*":
-                new_channels = {c.code for c in available}
-            elif wanted == "":
-                new_channels = set()
-            else:
-                new_channels = set()
-                for item in wanted.split(","):
-                    if item == "":
-                        raise _BadChannel("empty channel identifier")
-                    matches = [c for c in available if c.code == item or c.name == item]
-                    if not matches:
-                        raise _BadChannel(f"invalid channel identifier: {item}")
-                    if len(matches) > 1:
-                        raise _BadChannel(f"non-unique channel identifier: {item}")
-                    new_channels.add(matches[0].code)
+        new_channels = None if "channels" not in spec else _resolve_channels(check.project, spec["channels"])
         if "name" in spec:
             check.name = spec["name"]
             if v < 3:
@@ -991,84 +1012,41 @@ class Simulator:
 
     def _single(self, request: Request, code: str, v: int) -> Response:
         if request.method == "GET":
-            return self._get_check(request, code, v)
-        auth = self._authorize(request, read_only_ok=False)
-        if isinstance(auth, Response):
-            return auth
-        project, _, body = auth
+            project, readonly, _ = self._authorize(request, read_only_ok=True)
+            return self._check_json(self._own_check(project, code), v, readonly=readonly)
+        project, _, body = self._authorize(request, read_only_ok=False)
         check = self._own_check(project, code)
-        if isinstance(check, Response):
-            return check
         if request.method == "DELETE":
             del project.checks[code], self._checks[code]
-            check.channels = set()
-            return _json(200, check.to_dict(self.site_root, v, self.clock()))
-        try:
-            self._update(check, validate_spec(body), v)
-        except (ValueError, _BadChannel) as exc:
-            return _error(str(exc))
-        return _json(200, check.to_dict(self.site_root, v, self.clock()))
-
-    def _get_check(self, request: Request, code: str, v: int) -> Response:
-        auth = self._authorize(request, read_only_ok=True)
-        if isinstance(auth, Response):
-            return auth
-        project, readonly, _ = auth
-        check = self._own_check(project, code)
-        if isinstance(check, Response):
-            return check
-        return _json(200, check.to_dict(self.site_root, v, self.clock(), readonly=readonly))
-
-    def _by_unique_key(self, project: Project, key: str) -> Check | None:
-        return next((c for c in project.checks.values() if c.unique_key == key), None)
+            check.channels = set()      # the links go first: the answer shows none
+        else:
+            self._update(check, _validated(body), v)
+        return self._check_json(check, v)
 
     def _get_by_key(self, request: Request, key: str, v: int) -> Response:
-        auth = self._authorize(request, read_only_ok=True)
-        if isinstance(auth, Response):
-            return auth
-        project, readonly, _ = auth
-        check = self._by_unique_key(project, key)
-        if check is None:
-            return _response(404)
-        return _json(200, check.to_dict(self.site_root, v, self.clock(), readonly=readonly))
+        project, readonly, _ = self._authorize(request, read_only_ok=True)
+        return self._check_json(self._by_unique_key(project, key), v, readonly=readonly)
 
     def _pause(self, request: Request, code: str, v: int) -> Response:
-        auth = self._authorize(request, read_only_ok=False)
-        if isinstance(auth, Response):
-            return auth
-        check = self._own_check(auth[0], code)
-        if isinstance(check, Response):
-            return check
+        check = self._own_check(self._project(request), code)
         self.pause(check)       # already paused: unchanged, and no new flip
-        return _json(200, check.to_dict(self.site_root, v, self.clock()))
+        return self._check_json(check, v)
 
     def _resume(self, request: Request, code: str, v: int) -> Response:
-        auth = self._authorize(request, read_only_ok=False)
-        if isinstance(auth, Response):
-            return auth
-        check = self._own_check(auth[0], code)
-        if isinstance(check, Response):
-            return check
+        check = self._own_check(self._project(request), code)
         if check.status != "paused":
             return _response(409, b"check is not paused")
-        now = self.clock()
-        check.flips.append(Flip(now, "paused", "new"))
+        check.flips.append(Flip(self.clock(), "paused", "new"))
         check.status, check.last_start, check.last_ping = "new", None, None
-        return _json(200, check.to_dict(self.site_root, v, now))
+        return self._check_json(check, v)
 
     def _pings(self, request: Request, code: str, v: int) -> Response:
-        auth = self._authorize(request, read_only_ok=False)
-        if isinstance(auth, Response):
-            return auth
-        project = auth[0]
+        project = self._project(request)
         check = self._own_check(project, code)
-        if isinstance(check, Response):
-            return check
         durations = _durations(check.pings)
         limit = min(project.ping_log_limit, 1000)
-        listed = check.pings[-limit:] if limit > 0 else []
         pings = []
-        for ping in reversed(listed):
+        for ping in reversed(check.pings[-limit:] if limit > 0 else []):
             body_url = (f"{self.site_root}/api/v{v}/checks/{check.code}/pings/{ping.n}/body"
                         if ping.body else None)
             entry: dict[str, Any] = {
@@ -1082,44 +1060,27 @@ class Simulator:
         return _json(200, {"pings": pings})
 
     def _ping_body(self, request: Request, code: str, n: str, v: int) -> Response | StreamingResponse:
-        auth = self._authorize(request, read_only_ok=False)
-        if isinstance(auth, Response):
-            return auth
-        project = auth[0]
+        project = self._project(request)
         check = self._own_check(project, code)
-        if isinstance(check, Response):
-            return check
         if self.flood_bytes > 0:
             return StreamingResponse(200, _flood(_FLOOD_LOG_LINES, b"", b"", self.flood_bytes),
-                                     _plain_headers())
+                                     _response(200, content_type="text/plain").headers)
         if int(n) <= check.n_pings - project.ping_log_limit:
-            raise _Http404()
+            raise _Http404()        # older than the log shows, even if still stored
         ping = next((p for p in check.pings if p.n == int(n)), None)
         if ping is None or not ping.body:
             raise _Http404()
         return _response(200, ping.body, "text/plain")
 
     def _flips_by_uuid(self, request: Request, code: str, v: int) -> Response:
-        auth = self._authorize(request, read_only_ok=True)
-        if isinstance(auth, Response):
-            return auth
-        check = self._checks.get(code)
-        if check is None:
-            raise _Http404()
-        return self._flips(request, auth[0], check)
+        project = self._authorize(request, read_only_ok=True)[0]
+        return self._flips(request, self._own_check(project, code))
 
     def _flips_by_key(self, request: Request, key: str, v: int) -> Response:
-        auth = self._authorize(request, read_only_ok=True)
-        if isinstance(auth, Response):
-            return auth
-        check = self._by_unique_key(auth[0], key)
-        if check is None:
-            return _response(404)
-        return self._flips(request, auth[0], check)
+        project = self._authorize(request, read_only_ok=True)[0]
+        return self._flips(request, self._by_unique_key(project, key))
 
-    def _flips(self, request: Request, project: Project, check: Check) -> Response:
-        if check.project is not project:
-            return _response(403)
+    def _flips(self, request: Request, check: Check) -> Response:
         try:
             start = _timestamp_param(_last(request.query, "start"))
             end = _timestamp_param(_last(request.query, "end"))
@@ -1133,26 +1094,16 @@ class Simulator:
         return _json(200, {"flips": flips})
 
     def _channels(self, request: Request, v: int) -> Response:
-        auth = self._authorize(request, read_only_ok=False)
-        if isinstance(auth, Response):
-            return auth
-        return _json(200, {"channels": [c.to_dict() for c in auth[0].channels]})
+        return _json(200, {"channels": [c.to_dict() for c in self._project(request).channels]})
 
     def _badges(self, request: Request, v: int) -> Response:
-        auth = self._authorize(request, read_only_ok=True)
-        if isinstance(auth, Response):
-            return auth
-        project = auth[0]
+        project = self._authorize(request, read_only_ok=True)[0]
         tags = sorted({t for c in project.checks.values() for t in c.tags_list()}) + ["*"]
-        badges = {}
-        for tag in tags:
-            badges[tag] = {
-                name: self._badge_url(project.badge_key, tag, fmt, late)
-                for name, fmt, late in (("svg", "svg", False), ("svg3", "svg", True),
-                                        ("json", "json", False), ("json3", "json", True),
-                                        ("shields", "shields", False),
-                                        ("shields3", "shields", True))
-            }
+        variants = (("svg", "svg", False), ("svg3", "svg", True), ("json", "json", False),
+                    ("json3", "json", True), ("shields", "shields", False),
+                    ("shields3", "shields", True))
+        badges = {tag: {name: self._badge_url(project.badge_key, tag, fmt, late)
+                        for name, fmt, late in variants} for tag in tags}
         return _json(200, {"badges": badges})
 
     def _badge_signature(self, badge_key: str, tag: str) -> str:
@@ -1190,7 +1141,7 @@ class Simulator:
         kind = self._ping_action(check, kind, request.method, body, exitstatus)
         rid = _last(request.query, "rid")
         if rid is not None:
-            if not re.fullmatch(_ANY_UUID.pattern, rid, re.I):
+            if not _ANY_UUID.fullmatch(rid):
                 return _response(400, b"invalid uuid format", extra=no_cache)
             rid = str(uuid.UUID(rid))
         self._record_ping(check, kind, method=request.method, body=body,
@@ -1247,13 +1198,9 @@ class Simulator:
         sample = Check("00000000-0000-4000-8000-00000000f10d", project, name="Flood",
                        badge_key="00000000-0000-4000-8000-00000000f10d")
         unit = json.dumps(sample.to_dict(self.site_root, v, 0.0, readonly=readonly)).encode()
-        headers = _cors(_response(200, content_type=JSON), "OPTIONS, GET, POST").headers
+        headers = _response(200, content_type=JSON).headers       # CORS: added by the wrapper
         return StreamingResponse(200, _flood(unit + b", ", b'{"checks": [', unit, self.flood_bytes),
                                  headers)
-
-
-def _plain_headers() -> list[tuple[str, str]]:
-    return _cors(_response(200, content_type="text/plain"), "OPTIONS, GET").headers
 
 
 _FLOOD_LOG_LINES = b"".join(b"flood line %06d: the quick brown fox jumps over the lazy dog\n" % i
