@@ -14,7 +14,7 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -66,6 +66,9 @@ def remove_control_characters(text: str) -> tuple[str, int]:
 
 
 # -- the result budget ------------------------------------------------------------------------
+
+E = TypeVar("E")
+
 
 @dataclass
 class Fitted:
