@@ -1,7 +1,7 @@
 """The official-suite runner (conformance/suite/run.py) judges a real server honestly.
 
-hcmcp has no Streamable HTTP transport yet, so the server under test here is the mcp SDK's
-own (conformance/suite/sdk_reference_server.py). These tests prove the runner: the measured
+The server under test here is the mcp SDK's own (conformance/suite/sdk_reference_server.py),
+so a bug in hcmcp cannot hide a bug in the runner. These tests prove the runner: the measured
 baselines make every leg pass, a stale or a missing baseline entry makes a leg fail, and a
 server that cannot start is reported as such. They run the real suite (Node 22, installed
 and cached by .ci/node.sh) against real sockets on 127.0.0.1.

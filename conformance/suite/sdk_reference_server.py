@@ -1,7 +1,8 @@
 """A dev-only Streamable HTTP MCP server built with the official `mcp` 2.3.0 SDK.
 
-Why it exists: hcmcp's own HTTP transport is not written yet, and the suite runner
-(run.py) has to be proved against *something* real. This server has the same surface
+Why it exists: the suite runner (run.py) was proved against it before hcmcp had an HTTP
+transport, and it still keeps the runner honest independently of hcmcp (tests/
+test_conformance_suite_runner.py). This server has the same surface
 hcmcp will have when it meets the conformance suite: a couple of ordinary tools, no
 conformance fixtures (no test_* tools, no resources, no prompts). So the failures it
 records in its baselines are, SDK quirks aside, the failures a correct hcmcp will have.
