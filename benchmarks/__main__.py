@@ -12,6 +12,7 @@ import os
 import platform
 import sys
 import time
+from pathlib import Path
 
 from benchmarks._harness import exit_status
 
@@ -29,15 +30,38 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unknown benchmark(s) {', '.join(unknown)}: choose from {', '.join(NAMES)}")
     flags = [flag for flag, on in (("--quick", args.quick), ("--no-install", args.no_install)) if on]
 
-    print(f"# hcmcp benchmarks — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-          f"{os.cpu_count()} CPUs, Python {platform.python_version()}, "
-          f"command: python -m benchmarks {' '.join(argv if argv is not None else sys.argv[1:])}\n",
-          flush=True)
+    command = " ".join(["python -m benchmarks", *(argv if argv is not None else sys.argv[1:])])
+    print("# hcmcp benchmarks\n", flush=True)
+    print(f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    print(f"- machine: {os.cpu_count()} CPUs (nproc), {platform.system()} {platform.release()}, "
+          f"Python {platform.python_version()}")
+    print(f"- command: `{command}`")
+    print(f"- hcmcp at commit {_commit()}")
+    # Other work on the machine moves every number; the load average says how much there was.
+    print(f"- load average at start: {_load()}\n", flush=True)
     for name in args.names or NAMES:
         started = time.perf_counter()
         importlib.import_module(f"benchmarks.{name}").main(flags)
         print(f"({name} took {time.perf_counter() - started:.0f} s)\n", flush=True)
+    print(f"- load average at end: {_load()}", flush=True)
     return exit_status()
+
+
+def _commit() -> str:
+    import subprocess
+
+    try:
+        found = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent,
+                               capture_output=True, text=True, timeout=10)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "hcmcp"], cwd=Path(__file__).parent,
+                               capture_output=True, text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown (no git)"
+    return found.stdout.strip() + (" with uncommitted changes under hcmcp/" if dirty else "")
+
+
+def _load() -> str:
+    return " / ".join(f"{value:.2f}" for value in os.getloadavg()) + " (1 / 5 / 15 min)"
 
 
 if __name__ == "__main__":

@@ -128,7 +128,7 @@ def startup_table(specs: list[ServerSpec], runs: int, warm_ups: int) -> Table:
             if round_number:
                 init_times[spec.key].append(init)
                 list_times[spec.key].append(listed)
-    table = Table(f"Start-up over Streamable HTTP (median of {runs}, after {warm_ups} warm-up)",
+    table = Table(f"Start-up over Streamable HTTP (median of {runs}, " + ("after 1 warm-up)" if warm_ups else "no warm-up)"),
                   ["server", "spawn→initialize", "spawn→tools/list", "× hcmcp"])
     base = median(init_times["hcmcp"]) if init_times.get("hcmcp") else None
     for spec in specs:
