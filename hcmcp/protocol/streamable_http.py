@@ -94,16 +94,26 @@ def _request_id(message: Message) -> Any:
     return message.id if message.is_request else None
 
 
-def decode_header_value(value: str) -> str:
-    """``=?base64?<b64 of UTF-8>?=`` -> its text; any other value as sent (h11 already trimmed it)."""
+def decode_header_value(value: str) -> str | None:
+    """``=?base64?<b64 of UTF-8>?=`` -> its text (None when it does not decode); any other value as sent."""
     value = value.strip()
     if value.startswith("=?base64?") and value.endswith("?=") and len(value) >= 11:
         try:
             return base64.b64decode(value[9:-2], validate=True).decode("utf-8")
         except (ValueError, UnicodeDecodeError):
-            raise _Reply(400, HEADER_MISMATCH, "Header mismatch: a =?base64?...?= header value is not valid "
-                                               "base64 of UTF-8 text") from None
+            return None
     return value
+
+
+def _check_header(request: Request, name: str, expected: Any, what: str, rid: Any) -> None:
+    """A 2026 standard header must be present and equal ``expected`` once decoded; else 400 -32020."""
+    raw = request.header(name)
+    value = decode_header_value(raw) if raw is not None else None
+    if value is None or value != expected:
+        why = ("is missing" if raw is None else "is not valid =?base64?...?= (base64 of UTF-8)"
+               if value is None else "differs")
+        raise _Reply(400, HEADER_MISMATCH, f"Header mismatch: {name} {why}; it must equal the body's {what}",
+                     id=rid)
 
 
 def _host_of(authority: str) -> str:
@@ -284,16 +294,10 @@ class StreamableHttp:
         if meta_version is not None and meta_version != header_version:
             raise _Reply(400, HEADER_MISMATCH, f"Header mismatch: MCP-Protocol-Version {header_version!r} differs "
                                                f"from _meta protocolVersion {meta_version!r}", id=rid)
-        method_header = request.header("mcp-method")
-        if method_header is None or decode_header_value(method_header) != message.method:
-            raise _Reply(400, HEADER_MISMATCH, f"Header mismatch: the Mcp-Method header must equal the body's "
-                                               f"method ({message.method!r})", id=rid)
+        _check_header(request, "Mcp-Method", message.method, "method", rid)
         key = _NAMED.get(message.method)
         if key is not None:
-            name_header = request.header("mcp-name")
-            if name_header is None or decode_header_value(name_header) != params.get(key):
-                raise _Reply(400, HEADER_MISMATCH, f"Header mismatch: the Mcp-Name header must equal the body's "
-                                                   f"params.{key}", id=rid)
+            _check_header(request, "Mcp-Name", params.get(key), f"params.{key}", rid)
         if message.is_notification:
             await self.server.handle(message, Session())
             return Response(202)
