@@ -55,7 +55,7 @@ EXIT_TIMEOUT_S = 5.0
 
 STEP_KINDS = ("send", "send_raw", "expect", "expect_none", "answer")
 STEP_OPTIONS = {"note", "timeout_ms", "http_status", "http_headers", "only"}
-TOP_LEVEL = {"title", "about", "server", "env", "revision", "transports", "transport_notes", "steps"}
+TOP_LEVEL = {"title", "about", "server", "env", "revision", "transports", "transport_notes", "define", "steps"}
 
 
 class TranscriptError(Exception):
@@ -75,6 +75,7 @@ class Transcript:
     revision: str                  # which schema a message is checked against before any negotiation
     transports: tuple[str, ...]
     steps: list[dict[str, Any]]
+    define: dict[str, Any] = field(default_factory=dict)   # named values, usable as ${name} from the start
 
 
 def load(path: Path) -> Transcript:
@@ -102,7 +103,7 @@ def load(path: Path) -> Transcript:
                       about="\n".join(about) if isinstance(about, list) else about,
                       server=data["server"], env={k: str(v) for k, v in data.get("env", {}).items()},
                       revision=data.get("revision", DEFAULT_REVISION), transports=transports,
-                      steps=data["steps"])
+                      steps=data["steps"], define=dict(data.get("define", {})))
 
 
 def _check_step(path: Path, number: int, step: Any) -> None:
@@ -587,7 +588,7 @@ class Replay:
     def __init__(self, transcript: Transcript, peer: StdioPeer | HttpPeer) -> None:
         self.transcript = transcript
         self.peer = peer
-        self.captures: dict[str, Any] = {}
+        self.captures: dict[str, Any] = dict(transcript.define)
         self.methods: dict[Any, str] = {}     # request id -> method, to validate the result it gets
         self.modern_ids: set[Any] = set()     # request ids sent with 2026-07-28 _meta
         self.revision = transcript.revision   # the negotiated legacy revision, once initialize is answered
@@ -696,14 +697,18 @@ def _cached_validate_definition(revision: str, definition: str, value: Any) -> N
         raise error
 
 
+_validation_lock = threading.Lock()   # transcripts may replay in parallel threads; the swap below is global
+
+
 def validate_with_official_schema(revision: str, message: dict[str, Any], method: str | None) -> None:
     """tests/support.validate_server_message, with its schema lookups served from built validators."""
-    original = support.validate_definition
-    support.validate_definition = _cached_validate_definition
-    try:
-        support.validate_server_message(revision, message, method)
-    finally:
-        support.validate_definition = original
+    with _validation_lock:
+        original = support.validate_definition
+        support.validate_definition = _cached_validate_definition
+        try:
+            support.validate_server_message(revision, message, method)
+        finally:
+            support.validate_definition = original
 
 
 def _key(request_id: Any) -> Any:

@@ -1,0 +1,184 @@
+"""Every conformance transcript, replayed over every transport it is written for; and the runner's own checks.
+
+A transcript that fails prints the runner's report (the step, the pattern, what came instead).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from conformance import transcripts as runner
+
+CASES = [(path, transport)
+         for path in runner.find_transcripts()
+         for transport in runner.load(path).transports]
+PARALLEL = 3    # each transcript spends most of its time waiting on its own server process
+
+
+@pytest.fixture(scope="session")
+def replays(request):
+    """The selected transcripts, replayed a few at a time in the background; each test waits for its own."""
+    selected = [item.callspec.params for item in request.session.items
+                if getattr(item, "originalname", None) == "test_transcript"]
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        yield {(p["path"], p["transport"]): pool.submit(runner.run_transcript, runner.load(p["path"]), p["transport"])
+               for p in selected}
+
+
+@pytest.mark.parametrize("path, transport", CASES,
+                         ids=[f"{p.parent.name}/{p.stem}[{t}]" for p, t in CASES])
+def test_transcript(replays, path, transport):
+    outcome = replays[(path, transport)].result()
+    assert outcome.passed, "\n".join([f"{outcome.transcript.name} [{transport}]"] + outcome.report)
+
+
+def test_every_transcript_reads_like_a_spec():
+    names = set()
+    for path in runner.find_transcripts():
+        transcript = runner.load(path)
+        assert path.parent.name in ("2025", "2026"), f"{path}: put it under transcripts/2025 or transcripts/2026"
+        assert len(transcript.title) <= 100 and len(transcript.about) >= 80, f"{path}: a title and real prose"
+        assert set(transcript.transports) == set(runner.TRANSPORTS) or json.loads(path.read_text()).get(
+            "transport_notes"), f"{path}: say in transport_notes why it is not replayed on every transport"
+        assert any("expect" in step for step in transcript.steps), f"{path}: expects nothing"
+        names.add(transcript.name)
+    assert len(names) >= 20
+
+
+# -- the matcher -----------------------------------------------------------------------------
+
+def fits(pattern, actual, captures=None):
+    try:
+        runner.match(pattern, actual, {} if captures is None else captures)
+        return True
+    except runner.Mismatch:
+        return False
+
+
+def test_literals_are_exact_objects_included():
+    assert fits({"a": 1, "b": [1, "x"]}, {"a": 1, "b": [1, "x"]})
+    assert not fits({"a": 1}, {"a": 1, "b": 2}), "an unlisted key is a mismatch without $more"
+    assert fits({"a": 1, "$more": True}, {"a": 1, "b": 2})
+    assert not fits({"a": 1, "b": 2}, {"a": 1})
+    assert not fits([1, 2], [1, 2, 3])
+    assert not fits(1, True) and not fits(True, 1) and not fits("1", 1)
+    assert fits(1, 1.0) and not fits(1, 2)
+    assert not fits(None, {}) and fits(None, None)
+
+
+def test_matchers():
+    assert fits({"$any": "string"}, "x") and not fits({"$any": "string"}, 1)
+    assert fits({"$any": ["string", "integer"]}, 3) and not fits({"$any": "integer"}, 1.5)
+    assert not fits({"$any": "integer"}, True) and fits({"$any": "number"}, 2)
+    assert fits({"$regex": "^v1\\."}, "v1.abc") and not fits({"$regex": "^v1\\."}, "xv1.") and not fits({"$regex": "a"}, 1)
+    assert fits({"$contains": ["ab", "cd"]}, "xxabyycd") and not fits({"$contains": ["ab", "zz"]}, "ab")
+    assert fits({"k": {"$absent": True}}, {}) and not fits({"k": {"$absent": True}}, {"k": None})
+    assert fits({"$includes": [2, {"$any": "string"}]}, [1, "s", 2])
+    assert not fits({"$includes": [2, 2]}, [2, 3]), "each pattern needs its own item"
+    assert fits({"$every": {"$any": "integer"}}, [1, 2]) and not fits({"$every": {"$any": "integer"}}, [1, "2"])
+    assert fits({"$length": 2}, [0, 0]) and not fits({"$length": 2}, "abc")
+    assert fits({"$json": {"sum": 5}}, '{"sum":5}') and not fits({"$json": {"sum": 5}}, '{"sum":6}')
+    assert not fits({"$json": {}}, "not json")
+
+
+def test_captures_are_kept_only_when_the_whole_message_fits():
+    captures: dict = {}
+    assert not fits({"id": {"$capture": "id"}, "x": 1}, {"id": "a", "x": 2}, captures)
+    assert captures == {}
+    assert fits({"id": {"$capture": "id", "$any": "string"}, "x": 1}, {"id": "a", "x": 1}, captures)
+    assert captures == {"id": "a"}
+    assert runner.substitute({"id": "${id}", "s": "${id}-TAMPERED", "n": ["${id}"]}, captures) == \
+        {"id": "a", "s": "a-TAMPERED", "n": ["a"]}
+    assert runner.substitute("${n}", {"n": {"k": 1}}) == {"k": 1}, "a whole-string reference keeps the type"
+
+
+def test_authoring_mistakes_are_reported_not_matched():
+    with pytest.raises(runner.TranscriptError):
+        runner.match({"$anything": 1}, 1, {})
+    with pytest.raises(runner.TranscriptError):
+        runner.substitute("${never}", {})
+    with pytest.raises(runner.TranscriptError):
+        runner.match({"$absent": True}, 1, {})
+
+
+# -- the runner against a transcript that must fail ------------------------------------------
+
+def write(tmp_path, name: str, steps: list, **top) -> str:
+    folder = tmp_path / "2025"
+    folder.mkdir(exist_ok=True)
+    data = {"title": name, "about": "A transcript written to fail.", "server": "fixture", "steps": steps, **top}
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps(data))
+    return str(path)
+
+
+INIT = {"send": {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                 "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                            "clientInfo": {"name": "t", "version": "1"}}}}
+
+
+@pytest.mark.parametrize("transport", runner.TRANSPORTS)
+def test_a_wrong_expectation_fails_and_says_where(tmp_path, transport):
+    path = write(tmp_path, "wrong", [INIT, {"expect": {"jsonrpc": "2.0", "id": 1,
+                                                       "result": {"protocolVersion": "2025-06-18", "$more": True}},
+                                            "note": "deliberately wrong"}])
+    outcome = runner.run_transcript(runner.load(runner.Path(path)), transport)
+    assert not outcome.passed
+    text = "\n".join(outcome.report)
+    assert "step 2 (expect): at $.result.protocolVersion" in text and "deliberately wrong" in text
+    assert '"2025-06-18"' in text and '"2025-11-25"' in text
+
+
+def test_an_unexpected_message_and_a_wrong_status_fail(tmp_path):
+    leftover = write(tmp_path, "leftover", [INIT])
+    outcome = runner.run_transcript(runner.load(runner.Path(leftover)), "stdio")
+    assert not outcome.passed and "no step expected" in "\n".join(outcome.report)
+    status = write(tmp_path, "status", [{"send_raw": "nope"},
+                                        {"expect": {"jsonrpc": "2.0", "id": None, "error": {"$any": "object"}},
+                                         "http_status": 200}])
+    outcome = runner.run_transcript(runner.load(runner.Path(status)), "http")
+    assert not outcome.passed and "expected HTTP status 200, got 400" in "\n".join(outcome.report)
+
+
+def test_expect_none_fails_when_something_arrives(tmp_path):
+    path = write(tmp_path, "chatty", [{"send": {"jsonrpc": "2.0", "id": 1, "method": "ping"}}, {"expect_none": 2000}])
+    outcome = runner.run_transcript(runner.load(runner.Path(path)), "stdio")
+    assert not outcome.passed and "expected no message" in outcome.report[0]
+
+
+def test_a_message_outside_the_schema_fails(tmp_path):
+    # A 2026 answer checked against the 2026 schema: an input_required result without requestState
+    # or inputRequests is invalid; the runner must validate even when the pattern accepts anything.
+    validated = []
+    original = runner.validate_with_official_schema
+
+    def spy(revision, message, method):
+        validated.append((revision, method))
+        original(revision, message, method)
+
+    runner.validate_with_official_schema = spy
+    try:
+        path = write(tmp_path, "validated", [INIT, {"expect": {"$any": "object"}}])
+        assert runner.run_transcript(runner.load(runner.Path(path)), "stdio").passed
+    finally:
+        runner.validate_with_official_schema = original
+    assert validated == [("2025-11-25", "initialize")]
+    with pytest.raises(Exception):
+        runner.validate_with_official_schema("2026-07-28", {"jsonrpc": "2.0", "id": 1, "result": {}}, "tools/list")
+
+
+def test_the_command_prints_one_line_each_and_the_totals(tmp_path):
+    good = str(runner.TRANSCRIPTS / "2025" / "negotiate-unknown-version.json")
+    bad = write(tmp_path, "bad", [INIT, {"expect": {"id": 2}}])
+    done = subprocess.run([sys.executable, "-m", "conformance.transcripts", good, bad],
+                          capture_output=True, text=True, cwd=runner.ROOT, timeout=60)
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("ok   2025/negotiate-unknown-version [stdio]")
+    assert lines[1].startswith("FAIL 2025/bad [stdio]")
+    assert lines[-1] == "1 passed, 1 failed"
