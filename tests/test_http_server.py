@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import anyio
@@ -26,6 +27,15 @@ from hcmcp.http.server import (
 pytestmark = pytest.mark.anyio
 
 READ_TIMEOUT = 5.0   # a safety net so a broken server fails a test instead of hanging it
+TEST_DEADLINE = 20.0
+
+
+@asynccontextmanager
+async def running(app, limits: ServerLimits = ServerLimits()):
+    """serve_in_background with a short shutdown grace and a hard deadline on the whole test."""
+    with anyio.fail_after(TEST_DEADLINE):
+        async with serve_in_background(app, limits=limits, shutdown_grace=1.0) as server:
+            yield server
 
 
 @pytest.fixture
@@ -178,7 +188,7 @@ async def echo_app(request: Request) -> Response:
 
 
 async def test_json_response_carries_content_length_and_the_parsed_request():
-    async with serve_in_background(echo_app) as server, connect(server.port) as client:
+    async with running(echo_app) as server, connect(server.port) as client:
         await client.send(get("/api/v3/checks/?tag=a&tag=b%20c&empty=", "X-Test: yes"))
         answer = await client.read_response()
     assert answer.status == 200
@@ -195,7 +205,7 @@ async def test_json_response_carries_content_length_and_the_parsed_request():
 
 
 async def test_keep_alive_serves_two_requests_on_one_connection():
-    async with serve_in_background(echo_app) as server, connect(server.port) as client:
+    async with running(echo_app) as server, connect(server.port) as client:
         await client.send(post("/one", b"first"))
         first = await client.read_response()
         await client.send(get("/two"))
@@ -206,7 +216,7 @@ async def test_keep_alive_serves_two_requests_on_one_connection():
 
 
 async def test_pipelined_requests_are_answered_in_order_and_none_is_lost():
-    async with serve_in_background(echo_app) as server, connect(server.port) as client:
+    async with running(echo_app) as server, connect(server.port) as client:
         # three requests in one write, the last one split mid-body across two writes
         third = post("/3", b"x" * 5000)
         await client.send(post("/1", b"a" * 100) + get("/2") + third[:-2500])
@@ -218,7 +228,7 @@ async def test_pipelined_requests_are_answered_in_order_and_none_is_lost():
 
 
 async def test_chunked_upload_within_the_limit_is_reassembled():
-    async with serve_in_background(echo_app) as server, connect(server.port) as client:
+    async with running(echo_app) as server, connect(server.port) as client:
         await client.send(b"POST /up HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
                           + chunked(b"hello ", b"chunked ", b"world"))
         answer = await client.read_response()
@@ -226,7 +236,7 @@ async def test_chunked_upload_within_the_limit_is_reassembled():
 
 
 async def test_expect_100_continue_gets_an_interim_answer_before_the_body_is_sent():
-    async with serve_in_background(echo_app) as server, connect(server.port) as client:
+    async with running(echo_app) as server, connect(server.port) as client:
         await client.send(b"POST /e HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n")
         status, _ = await client.read_head()
         assert status == 100
@@ -236,7 +246,7 @@ async def test_expect_100_continue_gets_an_interim_answer_before_the_body_is_sen
 
 
 async def test_connection_close_and_http_1_0_end_the_connection_after_the_answer():
-    async with serve_in_background(echo_app) as server:
+    async with running(echo_app) as server:
         async with connect(server.port) as client:
             await client.send(get("/", "Connection: close"))
             answer = await client.read_response()
@@ -255,7 +265,7 @@ async def test_head_gets_the_length_but_no_body_and_204_gets_neither():
             return Response(204)
         return Response(200, b"twelve bytes")
 
-    async with serve_in_background(app) as server, connect(server.port) as client:
+    async with running(app) as server, connect(server.port) as client:
         await client.send(b"HEAD / HTTP/1.1\r\nHost: t\r\n\r\n")
         head = await client.read_response(head_request=True)
         await client.send(get("/empty"))
@@ -281,7 +291,7 @@ async def test_streaming_response_flushes_each_chunk_before_the_next_exists():
     async def app(request: Request) -> StreamingResponse:
         return StreamingResponse(200, chunks(), [("content-type", "text/event-stream")])
 
-    async with serve_in_background(app) as server, connect(server.port) as client:
+    async with running(app) as server, connect(server.port) as client:
         await client.send(get("/events"))
         status, headers = await client.read_head()
         assert status == 200 and ("transfer-encoding", "chunked") in headers
@@ -314,7 +324,7 @@ async def test_client_closing_during_a_stream_cancels_the_apps_iterator():
             return StreamingResponse(200, chunks())
         return Response(200, b"still here")
 
-    async with serve_in_background(app) as server:
+    async with running(app) as server:
         async with connect(server.port) as client:
             await client.send(get("/stream"))
             await client.read_head()
@@ -342,7 +352,7 @@ async def test_a_request_pipelined_during_a_stream_is_kept_for_the_next_cycle():
             return StreamingResponse(200, chunks())
         return Response(200, request.path.encode())
 
-    async with serve_in_background(app) as server, connect(server.port) as client:
+    async with running(app) as server, connect(server.port) as client:
         await client.send(get("/stream"))
         await client.read_head()
         assert await client.read_chunk() == b"one"
@@ -370,11 +380,14 @@ async def test_a_client_that_stops_reading_is_cut_at_write_timeout():
         finally:
             ended.set()
 
+    kept_alive = []   # a reference, so garbage collection cannot finalize it for the server
+
     async def app(request: Request) -> StreamingResponse:
-        return StreamingResponse(200, endless())
+        kept_alive.append(endless())
+        return StreamingResponse(200, kept_alive[-1])
 
     limits = ServerLimits(write_timeout=0.2)
-    async with serve_in_background(app, limits=limits) as server:
+    async with running(app, limits) as server:
         sock = socket.create_connection(("127.0.0.1", server.port))
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         try:
@@ -394,7 +407,7 @@ async def test_an_iterator_that_raises_midway_closes_the_connection_without_a_cl
     async def app(request: Request) -> StreamingResponse:
         return StreamingResponse(200, broken())
 
-    async with serve_in_background(app) as server, connect(server.port) as client:
+    async with running(app) as server, connect(server.port) as client:
         await client.send(get("/"))
         await client.read_head()
         assert await client.read_chunk() == b"partial"
@@ -416,7 +429,7 @@ async def test_413_for_a_declared_content_length_over_the_limit():
         return Response(200)
 
     limits = ServerLimits(max_body_bytes=1000)
-    async with serve_in_background(app, limits=limits) as server, connect(server.port) as client:
+    async with running(app, limits) as server, connect(server.port) as client:
         # Expect: 100-continue must not be honoured: the client should never send this body
         await client.send(b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 1001\r\nExpect: 100-continue\r\n\r\n")
         answer = await client.read_response()
@@ -429,7 +442,7 @@ async def test_413_for_a_declared_content_length_over_the_limit():
 
 async def test_413_for_a_chunked_body_that_grows_over_the_limit():
     limits = ServerLimits(max_body_bytes=1000)
-    async with serve_in_background(echo_app, limits=limits) as server, connect(server.port) as client:
+    async with running(echo_app, limits) as server, connect(server.port) as client:
         await client.send(b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
                           + chunked(b"a" * 600, b"b" * 600))
         answer = await client.read_response()
@@ -439,14 +452,14 @@ async def test_413_for_a_chunked_body_that_grows_over_the_limit():
 
 async def test_a_body_exactly_at_the_limit_is_accepted():
     limits = ServerLimits(max_body_bytes=1000)
-    async with serve_in_background(echo_app, limits=limits) as server, connect(server.port) as client:
+    async with running(echo_app, limits) as server, connect(server.port) as client:
         await client.send(post("/", b"z" * 1000))
         assert (await client.read_response()).status == 200
 
 
 async def test_431_for_huge_headers_sent_at_once_and_trickled_without_end():
     limits = ServerLimits(max_header_bytes=2048)
-    async with serve_in_background(echo_app, limits=limits) as server:
+    async with running(echo_app, limits) as server:
         async with connect(server.port) as client:   # complete but too large, in one write
             await client.send(get("/", "X-Big: " + "v" * 4000))
             answer = await client.read_response()
@@ -460,38 +473,58 @@ async def test_431_for_huge_headers_sent_at_once_and_trickled_without_end():
             assert answer.status == 431
 
 
+async def trickle_until_answered(client: RawClient, data: bytes) -> tuple[Answer, float]:
+    """Send `data` one byte every 20 ms until the server answers; (answer, seconds taken).
+
+    A slowloris: a byte every 20 ms never lets a per-read timeout fire; only a deadline on
+    the whole head does. The sleeps pace the attacker; nothing waits on them.
+    """
+    started = anyio.current_time()
+    answered = anyio.Event()
+    result: list[Answer] = []
+
+    async def read() -> None:
+        result.append(await client.read_response())
+        answered.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(read)
+        for byte in data:
+            if answered.is_set():
+                break
+            try:
+                await client.send(bytes([byte]))
+            except (anyio.BrokenResourceError, OSError):
+                break
+            await anyio.sleep(0.02)
+    return result[0], anyio.current_time() - started
+
+
+SLOW_HEAD = b"GET / HTTP/1.1\r\nHost: slow\r\nX-Padding: " + b"p" * 200
+
+
 async def test_408_for_headers_trickling_past_header_timeout():
     limits = ServerLimits(header_timeout=0.3)
-    async with serve_in_background(echo_app, limits=limits) as server, connect(server.port) as client:
-        started = anyio.current_time()
-        answered = anyio.Event()
-        result: list[Answer] = []
+    async with running(echo_app, limits) as server, connect(server.port) as client:
+        answer, elapsed = await trickle_until_answered(client, SLOW_HEAD)
+    assert answer.status == 408 and answer.header("connection") == "close"
+    assert 0.3 <= elapsed < 2.0
 
-        async def read() -> None:
-            result.append(await client.read_response())
-            answered.set()
 
-        async with anyio.create_task_group() as group:
-            group.start_soon(read)
-            # A slowloris: one byte every 20 ms never lets a per-read timeout fire; only a
-            # deadline on the whole head does. (These sleeps pace the attacker; nothing waits on them.)
-            for byte in b"GET / HTTP/1.1\r\nHost: slow\r\nX-Padding: " + b"p" * 200:
-                if answered.is_set():
-                    break
-                try:
-                    await client.send(bytes([byte]))
-                except (anyio.BrokenResourceError, OSError):
-                    break
-                await anyio.sleep(0.02)
-        elapsed = anyio.current_time() - started
-    assert result[0].status == 408
-    assert result[0].header("connection") == "close"
+async def test_408_for_the_next_request_head_trickling_on_a_keep_alive_connection():
+    # idle_timeout is long: once a byte of the next request is in, header_timeout rules.
+    limits = ServerLimits(header_timeout=0.3, idle_timeout=30)
+    async with running(echo_app, limits) as server, connect(server.port) as client:
+        await client.send(get("/"))
+        assert (await client.read_response()).status == 200
+        answer, elapsed = await trickle_until_answered(client, SLOW_HEAD)
+    assert answer.status == 408
     assert 0.3 <= elapsed < 2.0
 
 
 async def test_408_for_a_body_that_does_not_arrive_within_body_timeout():
     limits = ServerLimits(body_timeout=0.2)
-    async with serve_in_background(echo_app, limits=limits) as server, connect(server.port) as client:
+    async with running(echo_app, limits) as server, connect(server.port) as client:
         await client.send(post("/", b"x" * 100)[:-50])
         answer = await client.read_response()
         assert answer.status == 408
@@ -500,7 +533,7 @@ async def test_408_for_a_body_that_does_not_arrive_within_body_timeout():
 
 async def test_an_idle_keep_alive_connection_is_closed_silently_at_idle_timeout():
     limits = ServerLimits(idle_timeout=0.2)
-    async with serve_in_background(echo_app, limits=limits) as server, connect(server.port) as client:
+    async with running(echo_app, limits) as server, connect(server.port) as client:
         await client.send(get("/"))
         assert (await client.read_response()).status == 200
         started = anyio.current_time()
@@ -510,7 +543,7 @@ async def test_an_idle_keep_alive_connection_is_closed_silently_at_idle_timeout(
 
 async def test_503_over_max_connections_and_the_slot_is_freed_when_a_client_leaves():
     limits = ServerLimits(max_connections=1)
-    async with serve_in_background(echo_app, limits=limits) as server:
+    async with running(echo_app, limits) as server:
         first = RawClient(await anyio.connect_tcp("127.0.0.1", server.port))
         await first.send(get("/"))
         assert (await first.read_response()).status == 200
@@ -529,7 +562,7 @@ async def test_503_over_max_connections_and_the_slot_is_freed_when_a_client_leav
 
 async def test_error_body_hook_shapes_the_servers_own_errors():
     limits = ServerLimits(max_body_bytes=10, max_header_bytes=1024, error_body=json_error_body)
-    async with serve_in_background(echo_app, limits=limits) as server:
+    async with running(echo_app, limits) as server:
         async with connect(server.port) as client:
             await client.send(post("/", b"x" * 11))
             too_large = await client.read_response()
@@ -554,7 +587,7 @@ async def test_403_without_looking_at_the_body_keeps_the_connection_usable():
             return Response(403, b"forbidden")
         return Response(200, b"fine")
 
-    async with serve_in_background(app) as server, connect(server.port) as client:
+    async with running(app) as server, connect(server.port) as client:
         await client.send(post("/mcp", b'{"jsonrpc": "2.0"}' * 500))
         refused = await client.read_response()
         await client.send(get("/mcp"))
@@ -570,7 +603,7 @@ async def test_an_app_exception_becomes_500_logged_to_the_logger_and_serving_goe
         return Response(200, b"ok")
 
     with caplog.at_level(logging.ERROR, logger="hcmcp.http.server"):
-        async with serve_in_background(app) as server, connect(server.port) as client:
+        async with running(app) as server, connect(server.port) as client:
             await client.send(get("/boom"))
             failed = await client.read_response()
             await client.send(get("/fine"))
@@ -588,7 +621,7 @@ async def test_an_app_returning_the_wrong_type_or_a_bad_header_gets_500():
             return {"not": "a response"}
         return Response(200, b"", [("bad header name", "x")])
 
-    async with serve_in_background(app) as server, connect(server.port) as client:
+    async with running(app) as server, connect(server.port) as client:
         await client.send(get("/wrong"))
         assert (await client.read_response()).status == 500
         await client.send(get("/bad-header"))
@@ -596,7 +629,7 @@ async def test_an_app_returning_the_wrong_type_or_a_bad_header_gets_500():
 
 
 async def test_malformed_http_gets_400_and_close_without_echoing_the_input():
-    async with serve_in_background(echo_app) as server, connect(server.port) as client:
+    async with running(echo_app) as server, connect(server.port) as client:
         await client.send(b"GET / HTTP/1.1\r\nHost: t\r\nX-Api-Key hcw_secret_no_colon\r\n\r\n")
         answer = await client.read_response()
         assert answer.status == 400 and b"hcw_secret" not in answer.body
@@ -604,7 +637,7 @@ async def test_malformed_http_gets_400_and_close_without_echoing_the_input():
 
 
 async def test_an_unsupported_transfer_encoding_gets_501():
-    async with serve_in_background(echo_app) as server, connect(server.port) as client:
+    async with running(echo_app) as server, connect(server.port) as client:
         await client.send(b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: gzip\r\n\r\n")
         answer = await client.read_response()
         assert answer.status == 501
@@ -612,7 +645,7 @@ async def test_an_unsupported_transfer_encoding_gets_501():
 
 
 async def test_a_client_vanishing_mid_request_does_not_disturb_the_server():
-    async with serve_in_background(echo_app) as server:
+    async with running(echo_app) as server:
         async with connect(server.port) as client:
             await client.send(post("/", b"x" * 100)[:-10])
         await wait_until(lambda: server.open_connections == 0)
@@ -702,7 +735,8 @@ async def test_shutdown_cancels_what_is_still_running_after_the_grace_period():
             with anyio.fail_after(READ_TIMEOUT):
                 await started.wait()
             begun = anyio.current_time()
-            await server.shutdown(grace=0.2)
+            with anyio.fail_after(READ_TIMEOUT):
+                await server.shutdown(grace=0.2)
             elapsed = anyio.current_time() - begun
             assert cancelled.is_set()
             assert await client.read_to_eof() == b""
