@@ -22,7 +22,8 @@ NAMES = ("startup", "latency", "memory", "scaling", "http")
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="few runs, small inputs: a check that it works")
-    parser.add_argument("--no-install", action="store_true", help="never create a venv under benchmarks/.venvs")
+    parser.add_argument("--no-install", action="store_true",
+                        help="never create a venv under benchmarks/.venvs")
     parser.add_argument("names", nargs="*", metavar="name", help=f"any of {', '.join(NAMES)}")
     args = parser.parse_args(argv)
     unknown = [name for name in args.names if name not in NAMES]

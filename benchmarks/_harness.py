@@ -523,6 +523,20 @@ def calls_in_flight(server: StdioServer, tool: str, arguments: dict[str, Any], t
     return CallStats(latencies, time.perf_counter() - started, errors, first_error)
 
 
+PEER_LABELS = (("mcpserver", "MCPServer"), ("fastmcp1", "FastMCP 1.x"))
+
+
+def add_ratio_notes(table: Table, tools: list[str], p50s: dict[tuple[str, str], float],
+                    rates: dict[tuple[str, str], float]) -> None:
+    """One note per tool and peer: peer p50 / hcmcp p50, and hcmcp calls/s / peer calls/s."""
+    for tool in tools:
+        for key, label in PEER_LABELS:
+            if ("hcmcp", tool) in p50s and (key, tool) in p50s:
+                table.note(f"{tool}: {label} p50 / hcmcp p50 = "
+                           f"{ratio(p50s[key, tool], p50s['hcmcp', tool])}; hcmcp calls/s / "
+                           f"{label} calls/s = {ratio(rates['hcmcp', tool], rates[key, tool])}")
+
+
 def http_get_bytes(url: str, api_key: str, timeout: float = 10.0) -> bytes:
     """A direct GET on the simulator (loopback only), bypassing every MCP server."""
     import urllib.request

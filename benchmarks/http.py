@@ -21,8 +21,9 @@ import time
 from typing import Any
 
 from benchmarks._harness import (
-    CallStats, ServerGone, Simulator, SimulatorFailed, Table, common_arguments, exit_status,
-    failed, median, ms, not_run, percentile, ratio, runs_from, server_env, simulator, spawn, stop,
+    CallStats, ServerGone, Simulator, SimulatorFailed, Table, add_ratio_notes, common_arguments,
+    exit_status, failed, median, ms, not_run, percentile, ratio, runs_from, server_env, simulator,
+    spawn, stop,
 )
 from benchmarks._http_client import HttpMcpClient, free_port, initialize_when_listening
 from benchmarks.latency import first_check_uuid
@@ -128,7 +129,8 @@ def startup_table(specs: list[ServerSpec], runs: int, warm_ups: int) -> Table:
             if round_number:
                 init_times[spec.key].append(init)
                 list_times[spec.key].append(listed)
-    table = Table(f"Start-up over Streamable HTTP (median of {runs}, " + ("after 1 warm-up)" if warm_ups else "no warm-up)"),
+    warm_up_text = "after 1 warm-up" if warm_ups else "no warm-up"
+    table = Table(f"Start-up over Streamable HTTP (median of {runs}, {warm_up_text})",
                   ["server", "spawn→initialize", "spawn→tools/list", "× hcmcp"])
     base = median(init_times["hcmcp"]) if init_times.get("hcmcp") else None
     for spec in specs:
@@ -157,11 +159,7 @@ def latency_table(specs: list[ServerSpec], calls: int) -> Table:
                 measure(spec, sim, workloads, calls, table, p50s, rates)
     except SimulatorFailed as exc:
         table.add("simulator", "", failed(str(exc)), "", "", "")
-    for tool in workloads:
-        for key, label in (("mcpserver", "MCPServer"), ("fastmcp1", "FastMCP 1.x")):
-            if ("hcmcp", tool) in p50s and (key, tool) in p50s:
-                table.note(f"{tool}: {label} p50 / hcmcp p50 = {ratio(p50s[key, tool], p50s['hcmcp', tool])}; "
-                           f"hcmcp calls/s / {label} calls/s = {ratio(rates['hcmcp', tool], rates[key, tool])}")
+    add_ratio_notes(table, list(workloads), p50s, rates)
     table.note(f"{WARM_UP_CALLS} warm-up calls per tool are not counted. The client is stdlib "
                "http.client, the same for every server, and shares the 2 cores with it.")
     return table

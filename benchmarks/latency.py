@@ -13,8 +13,9 @@ import argparse
 import sys
 
 from benchmarks._harness import (
-    ServerGone, Simulator, SimulatorFailed, Table, calls_in_flight, common_arguments, exit_status, failed,
-    http_get_json, ms, not_run, percentile, ratio, server_env, simulator,
+    ServerGone, Simulator, SimulatorFailed, Table, add_ratio_notes, calls_in_flight,
+    common_arguments, exit_status, failed, http_get_json, ms, not_run, percentile, server_env,
+    simulator,
 )
 from benchmarks._servers import ServerSpec, selected
 
@@ -27,7 +28,8 @@ def first_check_uuid(url: str, api_key: str) -> str:
     try:
         return http_get_json(f"{url}/api/v3/checks/", api_key)["checks"][0]["uuid"]
     except (OSError, ValueError, KeyError, IndexError) as exc:
-        raise SimulatorFailed(f"could not list the simulator's checks with its read-write key: {exc!r}") from exc
+        raise SimulatorFailed("could not list the simulator's checks with its read-write key: "
+                              f"{exc!r}") from exc
 
 
 def measure(spec: ServerSpec, sim: Simulator, workloads: dict[str, dict], calls: int, table: Table,
@@ -78,11 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     except SimulatorFailed as exc:
         table.add("simulator", "", failed(str(exc)), "", "", "")
 
-    for key, label in (("mcpserver", "MCPServer"), ("fastmcp1", "FastMCP 1.x")):
-        for tool in workloads:
-            if ("hcmcp", tool) in p50s and (key, tool) in p50s:
-                table.note(f"{tool}: {label} p50 / hcmcp p50 = {ratio(p50s[key, tool], p50s['hcmcp', tool])}; "
-                           f"hcmcp calls/s / {label} calls/s = {ratio(rates['hcmcp', tool], rates[key, tool])}")
+    add_ratio_notes(table, list(workloads), p50s, rates)
     table.note(f"{WARM_UP_CALLS} warm-up calls per tool are not counted. Latency is send → reply line, "
                "measured by the same client for every server.")
     table.print()

@@ -165,7 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     common_arguments(parser, default_runs=5)
     parser.add_argument("--flood-bytes", type=int,
-                        help=f"size of the flooding body (default {FLOOD_BYTES:,}, --quick {QUICK_FLOOD_BYTES:,})")
+                        help=f"size of the flooding body (default {FLOOD_BYTES:,}, "
+                             f"--quick {QUICK_FLOOD_BYTES:,})")
     parser.add_argument("--flood-servers", default="hcmcp,mcpserver",
                         help="servers to flood (default hcmcp,mcpserver)")
     args = parser.parse_args(argv)

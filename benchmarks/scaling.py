@@ -71,14 +71,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     common_arguments(parser)
     parser.set_defaults(servers="hcmcp,mcpserver")
-    parser.add_argument("--sizes", help="comma-separated check counts (default 10,1000,10000; --quick 10,100)")
+    parser.add_argument("--sizes", help="comma-separated check counts "
+                                         "(default 10,1000,10000; --quick 10,100)")
     args = parser.parse_args(argv)
     runs = runs_from(args)
-    sizes = [int(n) for n in args.sizes.split(",")] if args.sizes else list(QUICK_SIZES if args.quick else SIZES)
+    default_sizes = QUICK_SIZES if args.quick else SIZES
+    sizes = [int(n) for n in args.sizes.split(",")] if args.sizes else list(default_sizes)
     specs = selected(args.servers, allow_install=not args.no_install)
 
     table = Table(f"list_checks against projects of growing size (median of {runs} calls, after 1 warm-up)",
-                  ["checks", "API body", "simulator alone", "server", "time per call", "VmRSS after", "VmHWM (peak)",
+                  ["checks", "API body", "simulator alone", "server", "time per call", "VmRSS after",
+                   "VmHWM (peak)",
                    "refused calls"])
     medians: dict[tuple[int, str], float] = {}
     for size in sizes:

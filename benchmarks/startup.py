@@ -111,7 +111,8 @@ def main(argv: list[str] | None = None) -> int:
                 list_times[spec.key].append(listed)
 
     bare = median(floor_times[next(iter(floors))])
-    table = Table(f"Start-up over stdio (median of {runs}, " + ("after 1 warm-up)" if warm_ups else "no warm-up)"),
+    warm_up_text = "after 1 warm-up" if warm_ups else "no warm-up"
+    table = Table(f"Start-up over stdio (median of {runs}, {warm_up_text})",
                   ["server", "spawn→initialize", "spawn→tools/list", "p99 initialize", "tools",
                    "× bare python"])
     for name, times in floor_times.items():
