@@ -27,6 +27,9 @@ RESULT_OF = {
     "tools/list": "ListToolsResult",
     "tools/call": "CallToolResult",
     "server/discover": "DiscoverResult",
+    "prompts/list": "ListPromptsResult",
+    "resources/list": "ListResourcesResult",
+    "resources/templates/list": "ListResourceTemplatesResult",
 }
 
 

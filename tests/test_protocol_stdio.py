@@ -25,6 +25,7 @@ def test_initialize_negotiates_each_legacy_revision(version):
         response = peer.initialize(version=version)
         assert response["result"]["protocolVersion"] == version
         assert response["result"]["capabilities"]["tools"] == {"listChanged": False}
+        assert set(response["result"]["capabilities"]) == {"tools", "prompts", "resources"}
         tools = peer.request("tools/list")["result"]["tools"]
         assert [t["name"] for t in tools][:2] == ["echo", "add"]
         if version == "2024-11-05":
@@ -80,7 +81,7 @@ def test_wrong_params_type_unknown_method_and_unknown_tool(peer):
     assert peer.request("tools/list", id=10, params=None)["result"]
     peer.send({"jsonrpc": "2.0", "id": 11, "method": "tools/call", "params": [1, 2]})
     assert peer.read_response(11)["error"]["code"] == -32602
-    assert peer.request("resources/list")["error"]["code"] == -32601
+    assert peer.request("completion/complete")["error"]["code"] == -32601
     unknown = peer.request("tools/call", {"name": "nope", "arguments": {}})
     assert unknown["error"]["code"] == -32602 and "Unknown tool: nope" in unknown["error"]["message"]
     not_object = peer.request("tools/call", {"name": "echo", "arguments": [1]})
@@ -224,3 +225,20 @@ def test_legacy_elicitation_is_pushed_and_the_answer_routed_by_id(peer):
     assert peer.no_output(0.2)
     peer.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}})
     assert peer.read_response(50)["result"]["structuredContent"] == {"outcome": "decline"}
+
+
+def test_no_prompts_or_resources_is_answered_truthfully_in_both_eras(peer):
+    listing = peer.request("resources/list", {"_meta": modern_meta()})["result"]
+    assert listing["resources"] == [] and listing["ttlMs"] >= 0 and listing["cacheScope"] == "public"
+    assert peer.request("prompts/list", {"_meta": modern_meta()})["result"]["prompts"] == []
+    templates = peer.request("resources/templates/list", {"_meta": modern_meta()})["result"]
+    assert templates["resourceTemplates"] == []
+    missing = peer.request("resources/read", {"_meta": modern_meta(), "uri": "test://nope"})["error"]
+    assert missing["code"] == -32602 and missing["data"] == {"uri": "test://nope"}
+    peer.initialize()
+    assert peer.request("prompts/list")["result"] == {"prompts": []}
+    legacy_missing = peer.request("resources/read", {"uri": "test://nope"})["error"]
+    assert legacy_missing["code"] == -32002 and legacy_missing["data"] == {"uri": "test://nope"}
+    capabilities = peer.request("server/discover", {"_meta": modern_meta()})["result"]["capabilities"]
+    assert capabilities["resources"] == {"subscribe": False, "listChanged": False}
+    assert capabilities["prompts"] == {"listChanged": False}

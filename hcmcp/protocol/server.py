@@ -30,7 +30,12 @@ Push = Callable[[dict[str, Any]], Awaitable[None]]
 
 # Methods whose handlers never suspend: a transport may answer them before an event loop
 # exists (stdio does, so that start-up does not wait for asyncio). See McpServer.answer_now.
-INSTANT_METHODS = frozenset({"initialize", "ping", "tools/list", "server/discover"})
+INSTANT_METHODS = frozenset({"initialize", "ping", "tools/list", "server/discover", "prompts/list",
+                             "resources/list", "resources/templates/list", "resources/read"})
+# We offer no prompts and no resources, yet declare both: a client that asks gets the truth --
+# empty lists, with the caching hints 2026 requires -- instead of an error it must special-case.
+_EMPTY_LISTS = {"prompts/list": "prompts", "resources/list": "resources", "resources/templates/list": "resourceTemplates"}
+RESOURCE_NOT_FOUND_2025 = -32002
 
 
 class _Waiter:
@@ -147,6 +152,8 @@ class McpServer:
             "ping": self._ping,
             "tools/list": self._tools_list_method,
             "tools/call": self._tools_call,
+            "resources/read": self._resources_read,
+            **{method: self._empty_list for method in _EMPTY_LISTS},
         }
 
     # -- the entry points used by transports ---------------------------------------------------
@@ -182,7 +189,8 @@ class McpServer:
         raise RuntimeError(f"{message.method} suspended; it must not be in INSTANT_METHODS")
 
     def capabilities(self, revision: str) -> dict[str, Any]:
-        return {"tools": {"listChanged": False}}
+        return {"tools": {"listChanged": False}, "prompts": {"listChanged": False},
+                "resources": {"subscribe": False, "listChanged": False}}
 
     # -- requests ----------------------------------------------------------------------------
 
@@ -278,6 +286,16 @@ class McpServer:
             result = revisions.shape_result(result, ctx.revision, self._server_info)
             cached = self._tools_list[ctx.revision] = orjson.Fragment(orjson.dumps(result))
         return cached
+
+    async def _empty_list(self, ctx: RequestContext) -> dict[str, Any]:
+        result = revisions.cacheable({_EMPTY_LISTS[ctx.method]: []}, ctx.revision)
+        return revisions.shape_result(result, ctx.revision, self._server_info)
+
+    async def _resources_read(self, ctx: RequestContext) -> dict[str, Any]:
+        uri = ctx.params.get("uri")
+        # 2025-11-25 names -32002 for this; 2026-07-28 forbids it and uses -32602.
+        code = INVALID_PARAMS if ctx.modern else RESOURCE_NOT_FOUND_2025
+        raise RpcError(code, f"Resource not found: {uri!r}; this server offers no resources", {"uri": uri})
 
     async def _tools_call(self, ctx: RequestContext) -> dict[str, Any]:
         name = ctx.params.get("name")
