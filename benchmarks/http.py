@@ -191,7 +191,7 @@ def measure(spec: ServerSpec, sim: Simulator, workloads: dict[str, dict], calls:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.http", description=__doc__.splitlines()[0])
     common_arguments(parser)
     parser.add_argument("--calls", type=int, help="calls per measurement (default 200, --quick 20)")
     args = parser.parse_args(argv)

@@ -57,7 +57,7 @@ def measure(spec: ServerSpec, sim: Simulator, workloads: dict[str, dict], calls:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.latency", description=__doc__.splitlines()[0])
     common_arguments(parser)
     parser.set_defaults(servers="hcmcp,mcpserver")
     parser.add_argument("--calls", type=int, help="calls per measurement (default 200, --quick 20)")

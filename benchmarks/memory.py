@@ -162,7 +162,7 @@ def installed_sizes(allow_install: bool) -> Table:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.memory", description=__doc__.splitlines()[0])
     common_arguments(parser, default_runs=5)
     parser.add_argument("--flood-bytes", type=int,
                         help=f"size of the flooding body (default {FLOOD_BYTES:,}, "

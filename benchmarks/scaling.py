@@ -68,7 +68,7 @@ def measure(size: int, spec: ServerSpec, sim: Simulator, runs: int, table: Table
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.scaling", description=__doc__.splitlines()[0])
     common_arguments(parser)
     parser.set_defaults(servers="hcmcp,mcpserver")
     parser.add_argument("--sizes", help="comma-separated check counts "

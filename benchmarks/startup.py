@@ -77,7 +77,7 @@ def import_profile(top: int = 10) -> tuple[list[tuple[int, int, str]], int, str]
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.startup", description=__doc__.splitlines()[0])
     common_arguments(parser)
     args = parser.parse_args(argv)
     runs = runs_from(args)
