@@ -441,9 +441,7 @@ class _Connection:
     async def _handle(self, head: h11.Request) -> bool:
         """Read the body, call the app, send its answer. False when the connection must close."""
         if _head_size(head) > self.limits.max_header_bytes:
-            await self._answer_error(431, (
-                f"The request headers are larger than this server accepts ({self.limits.max_header_bytes} bytes). "
-                "Send fewer or shorter headers."))
+            await self._answer_error(431, self._headers_too_large())
             return False
         if head.method == b"CONNECT":
             # A 2xx to CONNECT would turn this connection into a tunnel; we serve no tunnels.
@@ -507,7 +505,7 @@ class _Connection:
             headers.append(("content-length", str(len(response.body))))
         event = self._response_event(response.status, headers)
         if event is None:
-            await self._answer_error(500, "The server produced an invalid response. Try again later.", close=False)
+            await self._answer_invalid_response()
             return True
         data = self.h11.send(event)
         if has_body and not is_head and response.body:
@@ -523,8 +521,7 @@ class _Connection:
             headers = _clean_headers(response.headers, "content-length", "transfer-encoding")
             event = self._response_event(response.status, headers)
             if event is None:
-                await self._answer_error(500, "The server produced an invalid response. Try again later.",
-                                         close=False)
+                await self._answer_invalid_response()
                 return True
             await self._write(self.h11.send(event))
             if is_head or response.status in _NO_BODY_STATUSES:
@@ -543,7 +540,6 @@ class _Connection:
                     state.client_gone = True
                 except Exception:
                     logger.exception("The app's stream failed after its head was sent; closing the connection")
-                    state.failed = True
                 finally:
                     watching.cancel_scope.cancel()
             if state.client_gone:
@@ -583,14 +579,20 @@ class _Connection:
         # h11's own message can quote the offending header line, which may hold an API key:
         # neither the answer nor the log repeats it.
         if status == 431:
-            message = (f"The request headers are larger than this server accepts "
-                       f"({self.limits.max_header_bytes} bytes). Send fewer or shorter headers.")
+            message = self._headers_too_large()
         elif status == 501:
             message = ("The request uses an HTTP feature this server does not implement "
                        "(only Transfer-Encoding: chunked is supported).")
         else:
             message = "The request is not valid HTTP/1.1, so the server could not read it."
         await self._answer_error(status, message)
+
+    def _headers_too_large(self) -> str:
+        return (f"The request headers are larger than this server accepts "
+                f"({self.limits.max_header_bytes} bytes). Send fewer or shorter headers.")
+
+    async def _answer_invalid_response(self) -> None:
+        await self._answer_error(500, "The server produced an invalid response. Try again later.", close=False)
 
     async def _answer_error(self, status: int, message: str, *, close: bool = True) -> None:
         """Send one of the server's own error answers, if a response can still be started."""
@@ -610,7 +612,6 @@ class _Connection:
 class _StreamState:
     finished: bool = False
     client_gone: bool = False
-    failed: bool = False
     kept_bytes: int = 0
 
 
