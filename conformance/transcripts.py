@@ -98,6 +98,9 @@ def load(path: Path) -> Transcript:
         raise TranscriptError(f"{path}: transports must be a non-empty subset of {list(TRANSPORTS)}")
     for number, step in enumerate(data["steps"], 1):
         _check_step(path, number, step)
+    clash = _capture_names(data) & set(data.get("define", {}))
+    if clash:
+        raise TranscriptError(f"{path}: {sorted(clash)} is both a define and a $capture; give them different names")
     about = data["about"]
     return Transcript(path=path, name=f"{path.parent.name}/{path.stem}", title=data["title"],
                       about="\n".join(about) if isinstance(about, list) else about,
@@ -116,6 +119,15 @@ def _check_step(path: Path, number: int, step: Any) -> None:
                               f"unknown keys: {sorted(unknown)}")
     if step.get("only") not in (None, *TRANSPORTS):
         raise TranscriptError(f"{path}: step {number}: only must be one of {list(TRANSPORTS)}")
+
+
+def _capture_names(value: Any) -> set[str]:
+    if isinstance(value, dict):
+        found = {value["$capture"]} if isinstance(value.get("$capture"), str) else set()
+        return found.union(*(_capture_names(v) for v in value.values()))
+    if isinstance(value, list):
+        return set().union(*(_capture_names(v) for v in value))
+    return set()
 
 
 def find_transcripts(paths: list[str] | None = None) -> list[Path]:
@@ -163,24 +175,34 @@ def _is_type(value: Any, name: str) -> bool:
     return _type_of(value) == name
 
 
-def substitute(value: Any, captures: dict[str, Any]) -> Any:
-    """``"${name}"`` -> the captured value (any type); ``"a ${name} b"`` -> text with it spliced in."""
+def substitute(value: Any, captures: dict[str, Any], defines: dict[str, Any] | None = None, depth: int = 0) -> Any:
+    """``"${name}"`` -> the named value (any type); ``"a ${name} b"`` -> text with it spliced in.
+
+    A name is a capture (a value the server sent: used as it is) or a ``define`` of the transcript
+    (a template: the references inside it are resolved in turn, so a defined pattern can use a capture).
+    """
+    if depth > 8:
+        raise TranscriptError("defines refer to each other in a loop")
+    defines = defines or {}
     if isinstance(value, str):
         whole = _PLACEHOLDER.fullmatch(value)
         if whole:
-            return _captured(whole.group(1), captures)
-        return _PLACEHOLDER.sub(lambda m: _as_text(_captured(m.group(1), captures)), value)
+            return _resolve(whole.group(1), captures, defines, depth)
+        return _PLACEHOLDER.sub(lambda m: _as_text(_resolve(m.group(1), captures, defines, depth)), value)
     if isinstance(value, dict):
-        return {k: substitute(v, captures) for k, v in value.items()}
+        return {k: substitute(v, captures, defines, depth) for k, v in value.items()}
     if isinstance(value, list):
-        return [substitute(v, captures) for v in value]
+        return [substitute(v, captures, defines, depth) for v in value]
     return value
 
 
-def _captured(name: str, captures: dict[str, Any]) -> Any:
-    if name not in captures:
-        raise TranscriptError(f"${{{name}}} is used before any step captured it (known: {sorted(captures)})")
-    return captures[name]
+def _resolve(name: str, captures: dict[str, Any], defines: dict[str, Any], depth: int) -> Any:
+    if name in captures:
+        return captures[name]
+    if name in defines:
+        return substitute(defines[name], captures, defines, depth + 1)
+    raise TranscriptError(f"${{{name}}} is used before any step captured it "
+                          f"(captured: {sorted(captures)}; defined: {sorted(defines)})")
 
 
 def _as_text(value: Any) -> str:
@@ -588,7 +610,7 @@ class Replay:
     def __init__(self, transcript: Transcript, peer: StdioPeer | HttpPeer) -> None:
         self.transcript = transcript
         self.peer = peer
-        self.captures: dict[str, Any] = dict(transcript.define)
+        self.captures: dict[str, Any] = {}
         self.methods: dict[Any, str] = {}     # request id -> method, to validate the result it gets
         self.modern_ids: set[Any] = set()     # request ids sent with 2026-07-28 _meta
         self.revision = transcript.revision   # the negotiated legacy revision, once initialize is answered
@@ -605,18 +627,21 @@ class Replay:
                 failed.number, failed.step = number, step
                 raise
 
+    def resolve(self, value: Any) -> Any:
+        return substitute(value, self.captures, self.transcript.define)
+
     def step(self, step: dict[str, Any]) -> None:
-        headers = substitute(step.get("http_headers", {}), self.captures)
+        headers = self.resolve(step.get("http_headers", {}))
         if "send" in step:
-            message = substitute(step["send"], self.captures)
+            message = self.resolve(step["send"])
             self._note_request(message)
             self.peer.send(json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode(), message,
                            headers)
         elif "answer" in step:
-            message = {"jsonrpc": "2.0", **substitute(step["answer"], self.captures)}
+            message = {"jsonrpc": "2.0", **self.resolve(step["answer"])}
             self.peer.send(json.dumps(message, separators=(",", ":")).encode(), message, headers)
         elif "send_raw" in step:
-            self.peer.send(substitute(step["send_raw"], self.captures).encode(), None, headers)
+            self.peer.send(self.resolve(step["send_raw"]).encode(), None, headers)
         elif "expect" in step:
             self._expect(step)
         elif "expect_none" in step:
@@ -634,7 +659,7 @@ class Replay:
             self.modern_ids.add(_key(message["id"]))
 
     def _expect(self, step: dict[str, Any]) -> None:
-        pattern = substitute(step["expect"], self.captures)
+        pattern = self.resolve(step["expect"])
         timeout = step.get("timeout_ms", EXPECT_TIMEOUT_MS) / 1000
         received = self.peer.receive(timeout)
         if received is None:
