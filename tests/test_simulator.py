@@ -551,6 +551,23 @@ async def test_bulk_seeding_is_fast_and_lists_everything():
     assert len((await call(sim, "GET", "/api/v3/checks/", query=[("tag", "db")])).json()["checks"]) > 1000
 
 
+async def test_add_check_and_seeds_refuse_what_would_break_later():
+    sim, _ = recorded_sim()
+    with pytest.raises(ValueError, match="seed it once"):
+        sim.seed_recordings()
+    for fields, message in [({"kind": "weekly"}, "not one of simple, cron, oncalendar"),
+                            ({"kind": "cron", "schedule": "Mon 09:00"}, "not a cron expression"),
+                            ({"kind": "oncalendar", "schedule": "every day"}, "not a valid oncalendar"),
+                            ({"tz": "Mars/Base"}, "not a time zone name"),
+                            ({"name": "dup"}, None)]:
+        if message is None:
+            with pytest.raises(ValueError, match="already exists"):
+                sim.add_check(sim.project_a, BACKUPS, **fields)
+        else:
+            with pytest.raises(ValueError, match=message):
+                sim.add_check(sim.project_a, **fields)
+
+
 async def test_every_request_is_noted():
     sim = Simulator(clock=Clock())
     await call(sim, "GET", "/api/v3/checks/")

@@ -755,9 +755,19 @@ class Simulator:
         return channel
 
     def add_check(self, project: Project, code: str | None = None, **fields: Any) -> Check:
+        """A check with any of ``Check``'s fields set directly (no flips, no validation of
+        limits); its kind, schedule and time zone must make sense, or ValueError says why."""
         check = Check(code or str(uuid.uuid4()), project, **fields)
         if check.code in self._checks:
             raise ValueError(f"a check with uuid {check.code} already exists")
+        if check.kind not in ("simple", "cron", "oncalendar"):
+            raise ValueError(f"kind {check.kind!r} is not one of simple, cron, oncalendar")
+        if check.kind != "simple" and guess_kind(check.schedule) != check.kind:
+            raise ValueError(f"schedule {check.schedule!r} is not a {check.kind} expression")
+        if check.kind != "simple" and not schedule_is_valid(check.schedule):
+            raise ValueError(f"schedule {check.schedule!r} is not a valid {check.kind} expression")
+        if check.tz not in _timezones():
+            raise ValueError(f"tz {check.tz!r} is not a time zone name (for example Europe/Riga)")
         project.checks[check.code] = check
         self._checks[check.code] = check
         return check
@@ -842,6 +852,8 @@ class Simulator:
     # ---- HTTP ---------------------------------------------------------------------------
 
     async def app(self, request: Request) -> Response | StreamingResponse:
+        if len(self.requests) >= 100_000:       # a long-running process keeps the newest half
+            del self.requests[:50_000]
         self.requests.append((request.method, request.path))
         try:
             response = self._route(request, unquote(request.path))

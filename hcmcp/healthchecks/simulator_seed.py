@@ -51,6 +51,8 @@ RECORDED_PINGS: list[tuple[str, str, str, str, bytes, str | None, int | None]] =
 
 
 def seed_recordings(sim: Simulator) -> None:
+    if any(c.code == BACKUPS for c in sim.project_a.checks.values()):
+        raise ValueError("this simulator already has the recordings' data: seed it once")
     now = sim.clock()
 
     def at(clock_time: str) -> float:
