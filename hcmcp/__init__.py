@@ -1,3 +1,27 @@
 """hcmcp: an MCP server for Healthchecks, without an MCP SDK."""
 
 __version__ = "0.1.0"
+
+# Set by the command (hcmcp/__main__.py): log to stderr in our format once logging is first used.
+configure_logging_on_first_use = False
+
+
+class _LazyLogger:
+    """A logging.Logger that imports logging on first use: most runs log nothing, and importing
+    logging costs milliseconds of start-up."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._logger = None
+
+    def __getattr__(self, attribute: str):
+        if self._logger is None:
+            import logging
+            if configure_logging_on_first_use and not logging.getLogger().handlers:
+                logging.basicConfig(level=logging.WARNING, format="hcmcp: %(levelname)s %(name)s: %(message)s")
+            self._logger = logging.getLogger(self._name)
+        return getattr(self._logger, attribute)
+
+
+def get_logger(name: str) -> _LazyLogger:
+    return _LazyLogger(name)

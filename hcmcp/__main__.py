@@ -223,8 +223,8 @@ async def call_once(server, name: str, arguments: Any) -> int:
 def main(argv: list[str] | None = None) -> None:
     opts = _parse(sys.argv[1:] if argv is None else argv)
     config = _config()
-    import logging
-    logging.basicConfig(stream=sys.stderr, level=logging.WARNING, format="hcmcp: %(levelname)s %(name)s: %(message)s")
+    import hcmcp
+    hcmcp.configure_logging_on_first_use = True   # stderr, never stdout
     if not config.elicitation:
         sys.stderr.write(ELICITATION_OFF_LINE + "\n")
     if opts["command"] == "serve" and not opts["http"] and not opts["demo"]:

@@ -7,15 +7,14 @@ expiry and a nonce. Verification is constant-time; a nonce is accepted once per 
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
-import secrets
 import time
 from collections.abc import Callable
 from typing import Any
 
 import orjson
+
+# hashlib, hmac, secrets and base64 are imported where used: a seal is made on a 2026 delete,
+# not at start-up, and together they cost milliseconds to import.
 
 VERSION = "v1"
 DEFAULT_LIFETIME = 600.0   # seconds a person has to answer before the question must be asked again
@@ -30,10 +29,12 @@ class SealBroken(Exception):
 
 
 def _b64(data: bytes) -> str:
+    import base64
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
 def _unb64(text: str) -> bytes:
+    import base64
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
@@ -42,15 +43,28 @@ class Seal:
                  lifetime: float = DEFAULT_LIFETIME) -> None:
         # A random key per process unless one is configured (HEALTHCHECKS_STATE_KEY), so that
         # replicas and a restarted server can open each other's seals.
-        self._key = key if key is not None else secrets.token_bytes(32)
+        self._configured_key = key
+        self._random_key: bytes | None = None
         self._clock = clock
         self.lifetime = lifetime
         self._spent: dict[str, float] = {}   # nonce -> expiry, for single use within this process
 
+    @property
+    def _key(self) -> bytes:
+        if self._configured_key is not None:
+            return self._configured_key
+        if self._random_key is None:
+            import secrets
+            self._random_key = secrets.token_bytes(32)
+        return self._random_key
+
     def _tag(self, signed: bytes) -> bytes:
+        import hashlib
+        import hmac
         return hmac.new(self._key, signed, hashlib.sha256).digest()
 
     def seal(self, tool: str, fingerprint: str, state: dict[str, Any] | None = None) -> str:
+        import secrets
         payload = {"v": 1, "t": tool, "f": fingerprint, "exp": int(self._clock() + self.lifetime),
                    "n": secrets.token_hex(12)}
         if state:
@@ -70,6 +84,7 @@ class Seal:
             given = _unb64(tag)
         except (ValueError, TypeError):
             raise SealBroken("malformed") from None
+        import hmac
         if not hmac.compare_digest(given, self._tag(f"{version}.{body}".encode("ascii"))):
             raise SealBroken("forged")
         try:
@@ -106,6 +121,7 @@ class Seal:
 
 def parse_state_key(text: str) -> bytes:
     """HEALTHCHECKS_STATE_KEY: at least 32 bytes, given as hex or base64. ValueError says what is wrong."""
+    import base64
     raw = text.strip()
     key: bytes | None = None
     if raw and all(c in "0123456789abcdefABCDEF" for c in raw) and len(raw) % 2 == 0:

@@ -7,7 +7,6 @@ A 2025-era ``Session`` is the state of one stdio process or one HTTP session; a
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -16,6 +15,7 @@ from typing import Any
 import msgspec
 import orjson
 
+from .. import get_logger
 from . import revisions
 from .asking import CLIENT_CANNOT, OPERATOR_DISABLED, TRANSPORT_CANNOT, InputRequired
 from .jsonrpc import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Id, Message, RpcError,
@@ -23,7 +23,7 @@ from .jsonrpc import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NO
 from .seal import Seal
 from .tool import Tool, ToolError
 
-log = logging.getLogger("hcmcp.protocol")
+log = get_logger("hcmcp.protocol")
 
 # Sends one message to the client before the response (2025 era); None where impossible.
 Push = Callable[[dict[str, Any]], Awaitable[None]]

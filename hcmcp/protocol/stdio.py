@@ -7,16 +7,16 @@ while a call is still running. stdin EOF or SIGTERM ends the process with exit 0
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import sys
 from typing import Any, BinaryIO
 
+from .. import get_logger
 from .jsonrpc import INVALID_REQUEST, Message, RpcError, decode, encode, error_message
 from .server import McpServer, Session
 
-log = logging.getLogger("hcmcp.stdio")
+log = get_logger("hcmcp.stdio")
 
 MAX_LINE_BYTES = 16 * 1024 * 1024   # one message; a longer line is refused, not buffered without end
 
