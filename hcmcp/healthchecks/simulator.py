@@ -861,9 +861,7 @@ class Simulator:
             response = _response(404, NOT_FOUND_PAGE)
         except _Refusal as refusal:
             response = refusal.response
-        if request.method == "HEAD" and isinstance(response, Response):
-            response.body = b""
-        return response
+        return response     # HEAD: the server sends the head alone, with this body's length
 
     def _match(self, path: str) -> tuple[Callable[..., Any], dict[str, str]] | None:
         """The handler for ``path`` and its arguments, or None when no route matches."""
