@@ -559,6 +559,7 @@ async def test_add_check_and_seeds_refuse_what_would_break_later():
                             ({"kind": "cron", "schedule": "Mon 09:00"}, "not a cron expression"),
                             ({"kind": "oncalendar", "schedule": "every day"}, "not a valid oncalendar"),
                             ({"tz": "Mars/Base"}, "not a time zone name"),
+                            ({"code": BACKUPS.replace("1", "A")}, "not a lowercase hyphenated UUID"),
                             ({"name": "dup"}, None)]:
         if message is None:
             with pytest.raises(ValueError, match="already exists"):

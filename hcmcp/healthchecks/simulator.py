@@ -758,6 +758,9 @@ class Simulator:
         """A check with any of ``Check``'s fields set directly (no flips, no validation of
         limits); its kind, schedule and time zone must make sense, or ValueError says why."""
         check = Check(code or str(uuid.uuid4()), project, **fields)
+        if not re.fullmatch(_UUID, check.code):
+            raise ValueError(f"uuid {check.code!r} is not a lowercase hyphenated UUID; the API "
+                             "could never reach it")
         if check.code in self._checks:
             raise ValueError(f"a check with uuid {check.code} already exists")
         if check.kind not in ("simple", "cron", "oncalendar"):
