@@ -101,6 +101,9 @@ def argument_error_text(tool: Tool, error: str) -> str:
     expected = ""
     if name in props and not problem.startswith("Expected"):
         expected = f" Expected: {_describe(props[name])}."
+    elif name in props and ("minimum" in props[name] or "maximum" in props[name]):
+        prop = props[name]
+        expected = f" Allowed: {prop.get('minimum', '-inf')} to {prop.get('maximum', 'inf')}."
     where = f"field '{name}'" if name else "the arguments"
     return f"Invalid arguments for {tool.name}: {where}: {problem}.{expected}"
 
