@@ -44,6 +44,8 @@ SERVERS: dict[str, dict[str, list[str]]] = {
                 "http": [PY, "-m", "conformance.fixture_server", "--http", "127.0.0.1:0"]},
     "hcmcp-demo": {"stdio": [PY, "-m", "hcmcp", "--demo"],
                    "http": [PY, "-m", "hcmcp", "--http", "127.0.0.1:0", "--demo"]},
+    # The 2025 era without sessions, as behind a gateway: no way to reach the client mid-call.
+    "hcmcp-demo-stateless": {"http": [PY, "-m", "hcmcp", "--http", "127.0.0.1:0", "--stateless", "--demo"]},
 }
 SERVING_LINE = re.compile(r"serving MCP at http://127\.0\.0\.1:(\d+)/mcp")
 DEFAULT_REVISION = "2025-11-25"
@@ -96,6 +98,8 @@ def load(path: Path) -> Transcript:
     transports = tuple(data.get("transports", TRANSPORTS))
     if not transports or set(transports) - set(TRANSPORTS):
         raise TranscriptError(f"{path}: transports must be a non-empty subset of {list(TRANSPORTS)}")
+    if set(transports) - set(SERVERS[data["server"]]):
+        raise TranscriptError(f"{path}: the server {data['server']!r} runs over {sorted(SERVERS[data['server']])} only")
     for number, step in enumerate(data["steps"], 1):
         _check_step(path, number, step)
     clash = _capture_names(data) & set(data.get("define", {}))
@@ -653,10 +657,13 @@ class Replay:
     def _note_request(self, message: Any) -> None:
         if not isinstance(message, dict) or "method" not in message or "id" not in message:
             return
-        self.methods[_key(message["id"])] = message["method"]
+        key = _key(message["id"])     # an id may be reused once its request is answered: last use wins
+        self.methods[key] = message["method"]
         params = message.get("params")
         if isinstance(params, dict) and isinstance(params.get("_meta"), dict) and META_VERSION in params["_meta"]:
-            self.modern_ids.add(_key(message["id"]))
+            self.modern_ids.add(key)
+        else:
+            self.modern_ids.discard(key)
 
     def _expect(self, step: dict[str, Any]) -> None:
         pattern = self.resolve(step["expect"])
