@@ -11,6 +11,7 @@ import base64
 
 import pytest
 
+from hcmcp.protocol.streamable_http import HttpSettings
 from test_http_transport_support import (BOTH, MODERN, endpoint, meta, modern, modern_headers, notification, rpc,
                                          wait_until)
 
@@ -47,8 +48,15 @@ async def test_server_discover_answers_without_any_handshake():
         assert reply.status == 200 and MODERN in reply.result["supportedVersions"]
 
 
-async def test_a_tool_call_is_answered_on_a_stream_that_ends_with_the_response():
+async def test_a_quick_tool_call_is_answered_as_json():
     async with endpoint() as ep, ep.wire() as wire:
+        reply = await wire.modern(call("add", {"a": 2, "b": 3}, id="c-1"))
+        assert reply.status == 200 and reply.content_type == "application/json"
+        assert reply.message["id"] == "c-1" and reply.result["structuredContent"] == {"sum": 5}
+
+
+async def test_a_call_is_streamed_when_stream_after_is_zero_and_its_stream_ends_with_the_response():
+    async with endpoint(HttpSettings(stream_after=0)) as ep, ep.wire() as wire:
         reply = await wire.modern(call("add", {"a": 2, "b": 3}, id="c-1"))
         assert reply.status == 200 and reply.content_type == "text/event-stream"
         assert len(reply.messages) == 1 and reply.message["id"] == "c-1"
@@ -63,13 +71,31 @@ async def test_a_notification_is_202_without_a_body():
 
 
 async def test_closing_the_response_stream_cancels_the_call():
-    async with endpoint() as ep:
+    async with endpoint(HttpSettings(stream_after=0)) as ep:
         async with ep.wire() as wire:
             status, headers = await wire.start(call("hold"), modern_headers(call("hold")))
             assert status == 200 and headers["content-type"] == "text/event-stream"
             await ep.gate.started.wait()
         await ep.gate.cancelled.wait()
         assert not ep.gate.finished.is_set()
+        await wait_until(lambda: ep.transport.streams == 0)
+
+
+async def test_a_call_still_running_after_stream_after_gets_its_stream_then():
+    async with endpoint(HttpSettings(stream_after=0.05)) as ep, ep.wire() as wire:
+        status, headers = await wire.start(call("hold"), modern_headers(call("hold")))
+        assert status == 200 and headers["content-type"] == "text/event-stream"
+        ep.gate.release.set()
+        reply = await wire.read_reply()
+        assert reply.result["structuredContent"] == {"released": True}
+
+
+async def test_hanging_up_before_the_stream_starts_still_cancels_the_call():
+    async with endpoint(HttpSettings(stream_after=0.05)) as ep:
+        async with ep.wire() as wire:
+            await wire.begin(call("hold"), modern_headers(call("hold")))
+            await ep.gate.started.wait()
+        await ep.gate.cancelled.wait()   # seen once the stream starts, stream_after later
         await wait_until(lambda: ep.transport.streams == 0)
 
 

@@ -21,6 +21,7 @@ import hashlib
 import hmac
 import ipaddress
 import logging
+import math
 import secrets
 import signal
 import sys
@@ -64,6 +65,7 @@ class HttpSettings:
     max_sessions: int = 1000
     max_streams: int = 64                     # requests being answered at once, over all connections
     shutdown_grace: float = 10.0              # SIGTERM: how long in-flight calls may go on
+    stream_after: float = 0.5                 # a 2026 tools/call still running this long is streamed
 
 
 class _Reply(Exception):
@@ -306,20 +308,13 @@ class StreamableHttp:
         except RpcError as error:
             raise _Reply(400, error.code, error.message, data=error.data, id=rid) from None
         if message.method == "tools/call":
-            # A stream, so that the client closing it is seen, and cancels the call.
-            release = self._take_stream(rid)
-            return StreamingResponse(200, _Body(self._modern_call(message), release), list(_SSE_HEADERS))
+            return await self._call(message, Session(), modern=True)
         with self._stream(rid):
             response = await self.server.handle(message, Session())
         if response is None:
             return Response(202)
         status = _STATUS_OF_ERROR.get(response["error"]["code"], 200) if "error" in response else 200
         return _json(status, response)
-
-    async def _modern_call(self, message: Message) -> AsyncIterator[bytes]:
-        response = await self.server.handle(message, Session())
-        if response is not None:
-            yield _sse_event(response)
 
     # -- 2025 era ------------------------------------------------------------------------------
 
@@ -345,7 +340,7 @@ class StreamableHttp:
             await self.server.handle(message, entry.state)
             return Response(202)
         if message.method == "tools/call":
-            return await self._legacy_call(message, entry)
+            return await self._call(message, entry.state, entry)
         with self._stream(message.id), self._busy(entry):
             response = await self.server.handle(message, entry.state)
         return _json(200, response) if response is not None else _empty_stream()
@@ -365,17 +360,21 @@ class StreamableHttp:
         self.sessions[session_id] = _HttpSession(session_id, state, self.clock())
         return _json(200, response, [(SESSION_HEADER, session_id)])
 
-    async def _legacy_call(self, message: Message, entry: _HttpSession) -> Response | StreamingResponse:
-        """JSON when the call just answers; SSE when it sends something first (an elicitation).
+    async def _call(self, message: Message, session: Session, entry: _HttpSession | None = None, *,
+                    modern: bool = False) -> Response | StreamingResponse:
+        """A tools/call: JSON when it just answers, SSE when it has something to send first.
 
-        The call runs in the transport's task group: which kind of response to start is only
-        known once it produces its first message, and a 2025-era call outlives a client that
-        hangs up (a disconnect is not a cancellation), except when it still has to ask.
+        The call runs in the transport's task group, because which response to start is only
+        known once it produces its first message. 2025 era: an elicitation it pushes opens the
+        stream, and the call outlives a client that hangs up (a disconnect is not a
+        cancellation) unless it still has to ask. 2026 era: nothing is pushed, and closing the
+        response cancels the call; so a call still running after ``stream_after`` seconds
+        gets its stream then, the only way the HTTP server reports a client that left.
         """
         assert self._tasks is not None, "StreamableHttp.run() is not running"
         release = self._take_stream(message.id)
         send, receive = anyio.create_memory_object_stream[Any](16)
-        session = entry.state
+        scope = anyio.CancelScope()
 
         async def push(outgoing: dict[str, Any]) -> None:
             try:
@@ -383,39 +382,51 @@ class StreamableHttp:
             except _GONE:
                 # Nobody reads this call's stream any more, so its question can never be
                 # answered: end the call rather than let it wait for the timeout.
-                scope = session.inflight.get(message.id)
-                if scope is not None:
-                    scope.cancel()
+                scope.cancel()
 
         async def run() -> None:
+            response: dict[str, Any] | None = None
             try:
-                try:
-                    response = await self.server.handle(message, session, push)
-                except Exception:
-                    log.exception("tools/call failed outside the tool; answered -32603")
-                    response = error_message(message.id, RpcError(
-                        INTERNAL_ERROR, "Internal error: the server failed while answering; its log has the details"))
+                with scope:
+                    try:
+                        response = await self.server.handle(message, session, None if modern else push)
+                    except Exception:
+                        log.exception("tools/call failed outside the tool; answered -32603")
+                        response = error_message(message.id, RpcError(
+                            INTERNAL_ERROR, "Internal error: the server failed while answering; its log has the "
+                                            "details"))
                 try:
                     await send.send(_Final(response))
                 except _GONE:
                     log.debug("the client left before the answer to %r; dropped", message.id)
             finally:
-                entry.busy -= 1
-                entry.last_used = self.clock()
+                if entry is not None:
+                    entry.busy -= 1
+                    entry.last_used = self.clock()
                 release()
                 send.close()
 
-        entry.busy += 1   # counted before the task starts, so no sweep can end the session in between
-        self._tasks.start_soon(run)
-        try:
-            first = await receive.receive()
-        except BaseException:
+        def on_close() -> None:
             receive.close()
+            if modern:
+                scope.cancel()   # 2026: the client closing the stream cancels the call
+
+        if entry is not None:
+            entry.busy += 1   # counted before the task starts, so no sweep can end the session in between
+        self._tasks.start_soon(run)
+        first: Any = None
+        try:
+            wait = self.settings.stream_after if modern else math.inf
+            if wait > 0:
+                with anyio.move_on_after(wait):
+                    first = await receive.receive()
+        except BaseException:
+            on_close()
             raise
         if isinstance(first, _Final):
             receive.close()
             return _json(200, first.response) if first.response is not None else _empty_stream()
-        return StreamingResponse(200, _Body(_relay(first, receive), receive.close), list(_SSE_HEADERS))
+        return StreamingResponse(200, _Body(_relay(first, receive), on_close), list(_SSE_HEADERS))
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -516,9 +527,10 @@ class StreamableHttp:
                 self.sweep()
 
 
-async def _relay(first: dict[str, Any], receive: Any) -> AsyncIterator[bytes]:
-    """A 2025-era call's SSE body: what it sent first, anything after, then its response."""
-    yield _sse_event(first)
+async def _relay(first: dict[str, Any] | None, receive: Any) -> AsyncIterator[bytes]:
+    """A call's SSE body: what it sent first (if anything yet), anything after, then its response."""
+    if first is not None:
+        yield _sse_event(first)
     async for item in receive:
         if isinstance(item, _Final):
             if item.response is not None:
