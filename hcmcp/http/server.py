@@ -94,6 +94,15 @@ class _ClientGone(Exception):
     """The peer reset the connection, stopped reading past write_timeout, or vanished."""
 
 
+def _reason(status: int) -> bytes:
+    """The standard reason phrase (``OK``, ``Not Found``); h11 sends an empty one otherwise."""
+    from http import HTTPStatus
+    try:
+        return HTTPStatus(status).phrase.encode("ascii")
+    except ValueError:
+        return b""
+
+
 def _default_error_body(status: int, message: str) -> tuple[str, bytes]:
     return "text/plain; charset=utf-8", (message + "\n").encode("utf-8")
 
@@ -253,7 +262,7 @@ class HttpServer:
                        "Retry shortly, or reuse an open keep-alive connection.")
             content_type, body = _error_payload(self.limits, 503, message)
             writer = h11.Connection(h11.SERVER)
-            data = writer.send(h11.Response(status_code=503, headers=[
+            data = writer.send(h11.Response(status_code=503, reason=_reason(503), headers=[
                 ("content-type", content_type), ("content-length", str(len(body))),
                 ("retry-after", "1"), ("connection", "close")]))
             data += writer.send(h11.Data(data=body)) + writer.send(h11.EndOfMessage())
@@ -412,7 +421,7 @@ class _Connection:
                     break
                 if event is h11.NEED_DATA:
                     if self.h11.they_are_waiting_for_100_continue:
-                        await self._write(self.h11.send(h11.InformationalResponse(status_code=100, headers=[])))
+                        await self._write(self.h11.send(h11.InformationalResponse(status_code=100, reason=b"Continue", headers=[])))
                     await self._receive()
                 elif isinstance(event, h11.Data):
                     size += len(event.data)
@@ -493,7 +502,7 @@ class _Connection:
         if self.server._closing:
             headers = _clean_headers(headers, "connection") + [("connection", "close")]
         try:
-            return h11.Response(status_code=status, headers=headers)
+            return h11.Response(status_code=status, reason=_reason(status), headers=headers)
         except (h11.LocalProtocolError, TypeError, ValueError):
             logger.exception("The app returned an invalid response head (status %r); answered 500", status)
             return None
@@ -603,7 +612,7 @@ class _Connection:
         headers = [("content-type", content_type), ("content-length", str(len(body)))]
         if close or self.server._closing:
             headers.append(("connection", "close"))
-        data = self.h11.send(h11.Response(status_code=status, headers=headers))
+        data = self.h11.send(h11.Response(status_code=status, reason=_reason(status), headers=headers))
         data += self.h11.send(h11.Data(data=body)) + self.h11.send(h11.EndOfMessage())
         await self._write(data)
 
