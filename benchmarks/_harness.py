@@ -71,7 +71,8 @@ def server_env(url: str = "http://127.0.0.1:9", api_key: str = "hcw_" + "b" * 28
     The default URL is the loopback discard port: start-up needs no instance, and nothing
     may ever be pointed off this machine.
     """
-    env = dict(os.environ)
+    # Every server runs its default configuration, whatever HEALTHCHECKS_* the shell has.
+    env = {name: value for name, value in os.environ.items() if not name.startswith("HEALTHCHECKS_")}
     env.update(HEALTHCHECKS_URL=url, HEALTHCHECKS_API_KEY=api_key, PYTHONUNBUFFERED="1")
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
