@@ -8,22 +8,31 @@ simulator: list_checks and get_check, p50/p99 of N sequential calls on one keep-
 connection, and calls/s with 16 threads in flight, each on its own connection, all in
 one session. Each server answers in the form it prefers (JSON or an SSE stream); the
 client reads either.
+
+Last, throughput under load: a closed-loop load generator of this file's own (asyncio, 16
+keep-alive connections, raw HTTP/1.1) drives tools/list and list_checks in both eras
+(2025-11-25 sessions, 2026-07-28 stateless) against every server at once, interleaved, and
+reports requests/s with p50/p99 under that load (`--load-seconds`, `--load-rounds`).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
 import subprocess
 import sys
 import tempfile
 import threading
 import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks._harness import (
-    CallStats, ServerGone, Simulator, SimulatorFailed, Table, add_ratio_notes, common_arguments,
-    exit_status, failed, median, ms, not_run, percentile, ratio, runs_from, server_env, simulator,
-    spawn, stop,
+    CLIENT_INFO, PEER_LABELS, CallStats, ServerGone, Simulator, SimulatorFailed, Table, add_ratio_notes,
+    common_arguments, exit_status, failed, median, ms, not_run, percentile, ratio, runs_from, server_env,
+    simulator, spawn, stop,
 )
 from benchmarks._http_client import HttpMcpClient, free_port, initialize_when_listening
 from benchmarks.latency import first_check_uuid
@@ -190,16 +199,313 @@ def measure(spec: ServerSpec, sim: Simulator, workloads: dict[str, dict], calls:
         table.add(spec.label, "", failed(str(exc)), "", "", "")
 
 
+# --------------------------------------------------------------------------- throughput under load
+#
+# A load generator of its own, the same for every server: asyncio protocols holding
+# LOAD_CONNECTIONS keep-alive connections, each sending its next request the moment the
+# previous answer is complete (a closed loop). Answers are parsed here (Content-Length or
+# chunked; JSON or SSE) with no MCP library in the way, so the client costs every server the
+# same few microseconds per request and the numbers are the server's.
+
+LOAD_CONNECTIONS = 16
+LOAD_ERAS = ("2025-11-25", "2026-07-28")
+LOAD_WORKLOADS = ("tools/list", "list_checks")
+
+
+@dataclass
+class LoadStats:
+    latencies: list[float] = field(default_factory=list)   # seconds, request written -> answer read
+    errors: int = 0
+    first_error: str = ""
+    elapsed: float = 0.0
+
+    @property
+    def per_second(self) -> float:
+        return len(self.latencies) / self.elapsed if self.elapsed else 0.0
+
+
+def _post_bytes(port: int, body: bytes, headers: dict[str, str]) -> bytes:
+    lines = ["POST /mcp HTTP/1.1", f"Host: 127.0.0.1:{port}", "Content-Type: application/json",
+             "Accept: application/json, text/event-stream", f"Content-Length: {len(body)}"]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
+
+
+class _Answers:
+    """Bytes in, whole HTTP/1.1 answers out: (status, headers, body), chunked bodies joined."""
+
+    def __init__(self) -> None:
+        self.buffer = b""
+
+    def next(self) -> tuple[int, dict[str, str], bytes] | None:
+        end = self.buffer.find(b"\r\n\r\n")
+        if end < 0:
+            return None
+        lines = self.buffer[:end].decode("latin-1").split("\r\n")
+        headers = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        status, rest = int(lines[0].split(" ")[1]), self.buffer[end + 4:]
+        if headers.get("transfer-encoding") != "chunked":
+            length = int(headers.get("content-length", "0"))
+            if len(rest) < length:
+                return None
+            self.buffer = rest[length:]
+            return status, headers, rest[:length]
+        parts, position = [], 0
+        while True:
+            line_end = rest.find(b"\r\n", position)
+            if line_end < 0:
+                return None
+            size = int(rest[position:line_end].split(b";")[0], 16)
+            if size == 0:
+                if len(rest) < line_end + 4:
+                    return None
+                self.buffer = rest[line_end + 4:]   # no trailers from these servers
+                return status, headers, b"".join(parts)
+            if len(rest) < line_end + 4 + size:
+                return None
+            parts.append(rest[line_end + 2:line_end + 2 + size])
+            position = line_end + 4 + size
+
+
+class _LoadConnection(asyncio.Protocol):
+    """One keep-alive connection: `exchange` for the handshake, then `loop` until a deadline."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.answers = _Answers()
+        self.session: dict[str, str] = {}
+        self.pending: asyncio.Future | None = None
+        self.request = b""
+        self.stats = LoadStats()
+        self.until = 0.0
+        self.sent_at = 0.0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.pending is not None and not self.pending.done():
+            self.pending.set_exception(ConnectionError(f"the server closed the connection ({exc or 'EOF'})"))
+
+    async def exchange(self, request: bytes) -> tuple[int, dict[str, str], bytes]:
+        self.pending, self.request = asyncio.get_running_loop().create_future(), b""
+        self.transport.write(request)
+        return await self.pending
+
+    async def loop(self, request: bytes, stats: LoadStats, until: float) -> None:
+        self.pending = asyncio.get_running_loop().create_future()
+        self.request, self.stats, self.until = request, stats, until
+        self.sent_at = time.perf_counter()
+        self.transport.write(request)
+        await self.pending
+
+    def data_received(self, data: bytes) -> None:
+        self.answers.buffer += data
+        while (answer := self.answers.next()) is not None:
+            if self.pending is None or self.pending.done():
+                continue
+            if not self.request:
+                self.pending.set_result(answer)
+                continue
+            now = time.perf_counter()
+            self._count(answer, now - self.sent_at)
+            if now < self.until:
+                self.sent_at = now
+                self.transport.write(self.request)
+            else:
+                self.pending.set_result(None)
+
+    def _count(self, answer: tuple[int, dict[str, str], bytes], latency: float) -> None:
+        status, _, body = answer
+        self.stats.latencies.append(latency)
+        if status != 200 or b'"result"' not in body or b'"isError":true' in body:
+            self.stats.errors += 1
+            self.stats.first_error = self.stats.first_error or f"HTTP {status}: {body[:200].decode(errors='replace')}"
+
+
+def _modern_meta() -> dict[str, Any]:
+    return {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": CLIENT_INFO}
+
+
+def _load_request(workload: str, era: str) -> tuple[bytes, dict[str, str]]:
+    """The body of one request of a workload, and the headers its era adds."""
+    if workload == "tools/list":
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    else:
+        message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": workload, "arguments": {}}}
+    headers = {"MCP-Protocol-Version": era}
+    if era == "2026-07-28":
+        message["params"]["_meta"] = _modern_meta()
+        headers["Mcp-Method"] = message["method"]
+        if message["method"] == "tools/call":
+            headers["Mcp-Name"] = workload
+    return json.dumps(message).encode(), headers
+
+
+async def _open_load_connection(port: int, era: str) -> _LoadConnection:
+    _, connection = await asyncio.get_running_loop().create_connection(_LoadConnection, "127.0.0.1", port)
+    if era == "2025-11-25":   # a session per connection, as separate clients would have
+        initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                      "params": {"protocolVersion": era, "capabilities": {}, "clientInfo": CLIENT_INFO}}
+        status, headers, body = await connection.exchange(_post_bytes(port, json.dumps(initialize).encode(), {}))
+        if status != 200 or "mcp-session-id" not in headers:
+            raise ConnectionError(f"initialize answered HTTP {status}: {body[:200]!r}")
+        connection.session = {"Mcp-Session-Id": headers["mcp-session-id"]}
+        initialized = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
+        await connection.exchange(_post_bytes(port, initialized, {"MCP-Protocol-Version": era, **connection.session}))
+    return connection
+
+
+async def _run_load(port: int, era: str, workload: str, connections: int, warm_up: float,
+                    seconds: float) -> LoadStats:
+    opened = [await _open_load_connection(port, era) for _ in range(connections)]
+    body, headers = _load_request(workload, era)
+    try:
+        for span in (warm_up, seconds):   # the warm-up's numbers are dropped
+            stats = LoadStats()
+            started = time.perf_counter()
+            await asyncio.gather(*(c.loop(_post_bytes(port, body, {**headers, **c.session}), stats, started + span)
+                                   for c in opened))
+            stats.elapsed = time.perf_counter() - started
+        return stats
+    finally:
+        for connection in opened:
+            connection.transport.close()
+
+
+def run_load(port: int, era: str, workload: str, connections: int, warm_up: float, seconds: float) -> LoadStats:
+    """One closed-loop measurement; bounded: a server that stops answering ends it with an error."""
+    async def bounded() -> LoadStats:
+        return await asyncio.wait_for(_run_load(port, era, workload, connections, warm_up, seconds),
+                                      warm_up + seconds + 30)
+    return asyncio.run(bounded())
+
+
+def speaks(port: int, era: str) -> str:
+    """'' if the server serves this era on /mcp, else why not (a table cell)."""
+    if era == "2025-11-25":
+        return ""
+    body, headers = _load_request("tools/list", era)
+    headers["Mcp-Method"] = "server/discover"
+    discover = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+                           "params": {"_meta": _modern_meta()}}).encode()
+
+    async def probe() -> tuple[int, dict[str, str], bytes]:
+        _, connection = await asyncio.get_running_loop().create_connection(_LoadConnection, "127.0.0.1", port)
+        try:
+            return await asyncio.wait_for(connection.exchange(_post_bytes(port, discover, headers)), 10)
+        finally:
+            connection.transport.close()
+    try:
+        status, _, answer = asyncio.run(probe())
+    except (OSError, asyncio.TimeoutError) as exc:
+        return f"server/discover failed: {exc}"
+    return "" if status == 200 and b"supportedVersions" in answer else f"does not speak {era} (HTTP {status})"
+
+
+def throughput_table(specs: list[ServerSpec], rounds: int, seconds: float, warm_up: float,
+                     connections: int) -> Table:
+    """Each server, era and workload measured `rounds` times, interleaved; medians reported."""
+    table = Table(f"Throughput under load over Streamable HTTP: {connections} keep-alive connections, "
+                  f"{seconds:g} s per measurement, median of {rounds}",
+                  ["server", "era", "workload", "requests/s", "p50", "p99", "errors"])
+    samples: dict[tuple[str, str, str], list[LoadStats]] = {}
+    problems: dict[tuple[str, str], str] = {}
+    try:
+        with simulator("demo") as sim, ExitStack() as running:
+            servers: dict[str, HttpServerProcess] = {}
+            for spec in specs:
+                if spec.argv is None:
+                    continue
+                try:
+                    server = running.enter_context(HttpServerProcess(spec, server_env(sim.url, sim.rw_key)))
+                    server.first_session()[0].close()
+                    servers[spec.key] = server
+                except (ServerGone, OSError) as exc:
+                    problems[spec.key, ""] = failed(str(exc))
+            for key, server in servers.items():
+                for era in LOAD_ERAS:
+                    if why := speaks(server.port, era):
+                        problems[key, era] = not_run(why)
+            for _ in range(rounds):
+                for era in LOAD_ERAS:
+                    for workload in LOAD_WORKLOADS:
+                        for key, server in servers.items():
+                            if (key, era) in problems:
+                                continue
+                            try:
+                                stats = run_load(server.port, era, workload, connections, warm_up, seconds)
+                            except (OSError, asyncio.TimeoutError) as exc:
+                                problems[key, era] = failed(f"{era} {workload}: {exc}")
+                                continue
+                            samples.setdefault((key, era, workload), []).append(stats)
+    except SimulatorFailed as exc:
+        table.add("simulator", "", "", failed(str(exc)), "", "", "")
+        return table
+    rates: dict[tuple[str, str, str], float] = {}
+    p99s: dict[tuple[str, str, str], float] = {}
+    for spec in specs:
+        if spec.argv is None:
+            table.add(spec.label, "", "", not_run(spec.unavailable), "", "", "")
+            continue
+        if (spec.key, "") in problems:
+            table.add(spec.label, "", "", problems[spec.key, ""], "", "", "")
+            continue
+        for era in LOAD_ERAS:
+            if (spec.key, era) in problems and (spec.key, era, LOAD_WORKLOADS[0]) not in samples:
+                table.add(spec.label, era, "", problems[spec.key, era], "", "", "")
+                continue
+            for workload in LOAD_WORKLOADS:
+                runs = samples.get((spec.key, era, workload))
+                if not runs:
+                    table.add(spec.label, era, workload, problems.get((spec.key, era), "—"), "", "", "")
+                    continue
+                key = (spec.key, era, workload)
+                rates[key] = median([run.per_second for run in runs])
+                p99s[key] = median([percentile(run.latencies, 99) for run in runs])
+                errors = sum(run.errors for run in runs)
+                first = next((run.first_error for run in runs if run.first_error), "")
+                table.add(spec.label, era, workload, f"{rates[key]:.0f}",
+                          ms(median([percentile(run.latencies, 50) for run in runs])), ms(p99s[key]),
+                          f"{errors} ({failed(first)})" if errors else "0")
+    for key, label in PEER_LABELS:
+        for era in LOAD_ERAS:
+            for workload in LOAD_WORKLOADS:
+                ours, theirs = ("hcmcp", era, workload), (key, era, workload)
+                if ours in rates and theirs in rates:
+                    lower = "lower" if p99s[ours] < p99s[theirs] else "NOT lower"
+                    table.note(f"{era} {workload}: hcmcp requests/s / {label} = {ratio(rates[ours], rates[theirs])}; "
+                               f"hcmcp p99 {ms(p99s[ours])} vs {ms(p99s[theirs])} ({lower})")
+    table.note("Target: hcmcp at least 3× the MCPServer's requests/s, with a lower p99. list_checks goes "
+               "through to the simulator (one for all servers), so its cost is in every row.")
+    table.note(f"2025-11-25: one session per connection. 2026-07-28: stateless requests. Warm-up of "
+               f"{warm_up:g} s per measurement not counted; servers, eras and workloads interleaved per round. "
+               "The load generator shares the 2 cores with the servers and the simulator.")
+    return table
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.http", description=__doc__.splitlines()[0])
     common_arguments(parser)
     parser.add_argument("--calls", type=int, help="calls per measurement (default 200, --quick 20)")
+    parser.add_argument("--load-seconds", type=float, help="length of one load measurement (default 3, --quick 0.3)")
+    parser.add_argument("--load-rounds", type=int, help="load measurements per row, median kept (default 3, --quick 1)")
+    parser.add_argument("--connections", type=int, default=LOAD_CONNECTIONS,
+                        help=f"keep-alive connections of the load generator (default {LOAD_CONNECTIONS})")
     args = parser.parse_args(argv)
     runs = runs_from(args)
     calls = args.calls or (20 if args.quick else 200)
     specs = selected(args.servers, allow_install=not args.no_install)
     startup_table(specs, runs, warm_ups=0 if args.quick else 1).print()
     latency_table(specs, calls).print()
+    throughput_table(specs, rounds=args.load_rounds or (1 if args.quick else 3),
+                     seconds=args.load_seconds or (0.3 if args.quick else 3.0),
+                     warm_up=0.1 if args.quick else 0.5, connections=args.connections).print()
     return exit_status()
 
 
