@@ -57,7 +57,8 @@ EXIT_TIMEOUT_S = 5.0
 
 STEP_KINDS = ("send", "send_raw", "expect", "expect_none", "answer")
 STEP_OPTIONS = {"note", "timeout_ms", "http_status", "http_headers", "only"}
-TOP_LEVEL = {"title", "about", "server", "env", "revision", "transports", "transport_notes", "define", "steps"}
+TOP_LEVEL = {"title", "about", "server", "env", "revision", "transports", "transport_notes", "define", "known_bug",
+             "steps"}
 
 
 class TranscriptError(Exception):
@@ -78,6 +79,9 @@ class Transcript:
     transports: tuple[str, ...]
     steps: list[dict[str, Any]]
     define: dict[str, Any] = field(default_factory=dict)   # named values, usable as ${name} from the start
+    # {"fails_at_step": N, "because": "..."}: the server does not do this yet, so the transcript must
+    # fail, at exactly that step, until the fix lands; then it passes and the mark must go.
+    known_bug: dict[str, Any] | None = None
 
 
 def load(path: Path) -> Transcript:
@@ -105,12 +109,16 @@ def load(path: Path) -> Transcript:
     clash = _capture_names(data) & set(data.get("define", {}))
     if clash:
         raise TranscriptError(f"{path}: {sorted(clash)} is both a define and a $capture; give them different names")
+    known_bug = data.get("known_bug")
+    if known_bug is not None and (not isinstance(known_bug, dict) or set(known_bug) != {"fails_at_step", "because"}
+                                  or not isinstance(known_bug["fails_at_step"], int)):
+        raise TranscriptError(f'{path}: known_bug is {{"fails_at_step": N, "because": "what is wrong and the fix"}}')
     about = data["about"]
     return Transcript(path=path, name=f"{path.parent.name}/{path.stem}", title=data["title"],
                       about="\n".join(about) if isinstance(about, list) else about,
                       server=data["server"], env={k: str(v) for k, v in data.get("env", {}).items()},
                       revision=data.get("revision", DEFAULT_REVISION), transports=transports,
-                      steps=data["steps"], define=dict(data.get("define", {})))
+                      steps=data["steps"], define=dict(data.get("define", {})), known_bug=known_bug)
 
 
 def _check_step(path: Path, number: int, step: Any) -> None:
@@ -603,9 +611,19 @@ class StepFailed(Exception):
 class Outcome:
     transcript: Transcript
     transport: str
-    passed: bool
+    passed: bool                 # every step held
     seconds: float
     report: list[str] = field(default_factory=list)
+    failed_step: int | None = None
+
+    @property
+    def verdict(self) -> str:
+        """ok; FAIL; "known bug" (a known_bug transcript that still fails, as it should until the fix);
+        or FAIL too for a known_bug transcript that passes: the fix landed, so the mark must go."""
+        if self.transcript.known_bug is None:
+            return "ok" if self.passed else "FAIL"
+        expected_step = self.transcript.known_bug["fails_at_step"]
+        return "known bug" if not self.passed and self.failed_step == expected_step else "FAIL"
 
 
 class Replay:
@@ -755,6 +773,7 @@ def _schema_revisions() -> set[str]:
 def run_transcript(transcript: Transcript, transport: str) -> Outcome:
     started = time.monotonic()
     report: list[str] = []
+    failed_step: int | None = None
     peer: StdioPeer | HttpPeer | None = None
     try:
         peer = (StdioPeer if transport == "stdio" else HttpPeer)(transcript.server, transcript.env)
@@ -765,6 +784,7 @@ def run_transcript(transcript: Transcript, transport: str) -> Outcome:
             report.append("after the last step:")
             report.extend(f"  {p}" for p in problems)
     except StepFailed as failed:
+        failed_step = failed.number
         kind = next((k for k in STEP_KINDS if k in failed.step), "note")
         report.append(f"step {failed.number} ({kind}): {failed.why}")
         if failed.step.get("note"):
@@ -782,7 +802,7 @@ def run_transcript(transcript: Transcript, transport: str) -> Outcome:
             if tail:
                 report.append("  server stderr (last lines):")
                 report.extend(f"    | {line}" for line in tail.splitlines()[-15:])
-    return Outcome(transcript, transport, not report, time.monotonic() - started, report)
+    return Outcome(transcript, transport, not report, time.monotonic() - started, report, failed_step)
 
 
 # -- the command -----------------------------------------------------------------------------
@@ -794,7 +814,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("files", nargs="*", help="transcript files or folders (default: every transcript)")
     args = parser.parse_args(argv)
     transports = TRANSPORTS if args.transport == "both" else (args.transport,)
-    passed = failed = 0
+    passed = failed = known = 0
     for path in find_transcripts(args.files):
         try:
             transcript = load(path)
@@ -807,13 +827,24 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"n/a  {transcript.name} [{transport}]: written for {', '.join(transcript.transports)} only")
                 continue
             outcome = run_transcript(transcript, transport)
-            mark = "ok  " if outcome.passed else "FAIL"
-            print(f"{mark} {transcript.name} [{transport}] {outcome.seconds:.2f}s  {transcript.title}")
-            for line in outcome.report:
-                print(f"     {line}")
+            verdict = outcome.verdict
+            print(f"{verdict if verdict != 'ok' else 'ok  '} {transcript.name} [{transport}] {outcome.seconds:.2f}s  "
+                  f"{transcript.title}")
+            if verdict == "known bug":
+                print(f"     known bug, at step {outcome.failed_step} as expected: {transcript.known_bug['because']}")
+                known += 1
+            elif transcript.known_bug is not None:
+                print(f"     marked known_bug at step {transcript.known_bug['fails_at_step']}, but "
+                      + ("it passes: the fix is in, remove the mark" if outcome.passed
+                         else f"it failed at step {outcome.failed_step}: a different failure"))
+            if verdict != "ok":
+                for line in outcome.report:
+                    print(f"     {line}")
             sys.stdout.flush()
-            passed += outcome.passed
-            failed += not outcome.passed
+            passed += verdict == "ok"
+            failed += verdict == "FAIL"
+    if known:
+        print(f"{known} known protocol bug(s) still reproduce (their transcripts fail as expected; see known_bug)")
     print(f"{passed} passed, {failed} failed")
     return 1 if failed else 0
 
