@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -218,10 +219,25 @@ class LoadStats:
     errors: int = 0
     first_error: str = ""
     elapsed: float = 0.0
+    server_cpu: float | None = None   # seconds of CPU (user + system) the server process used meanwhile
 
     @property
     def per_second(self) -> float:
         return len(self.latencies) / self.elapsed if self.elapsed else 0.0
+
+    @property
+    def cpu_per_request(self) -> float | None:
+        return self.server_cpu / len(self.latencies) if self.server_cpu is not None and self.latencies else None
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process so far, from /proc/<pid>/stat; None if unreadable."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _post_bytes(port: int, body: bytes, headers: dict[str, str]) -> bytes:
@@ -362,26 +378,32 @@ async def _open_load_connection(port: int, era: str) -> _LoadConnection:
 
 
 async def _run_load(port: int, era: str, workload: str, connections: int, warm_up: float,
-                    seconds: float) -> LoadStats:
+                    seconds: float, pid: int | None) -> LoadStats:
     opened = [await _open_load_connection(port, era) for _ in range(connections)]
     body, headers = _load_request(workload, era)
     try:
         for span in (warm_up, seconds):   # the warm-up's numbers are dropped
             stats = LoadStats()
+            cpu_before = cpu_seconds(pid) if pid else None
             started = time.perf_counter()
             await asyncio.gather(*(c.loop(_post_bytes(port, body, {**headers, **c.session}), stats, started + span)
                                    for c in opened))
             stats.elapsed = time.perf_counter() - started
+            cpu_after = cpu_seconds(pid) if pid else None
+            if cpu_before is not None and cpu_after is not None:
+                stats.server_cpu = cpu_after - cpu_before
         return stats
     finally:
         for connection in opened:
             connection.transport.close()
 
 
-def run_load(port: int, era: str, workload: str, connections: int, warm_up: float, seconds: float) -> LoadStats:
-    """One closed-loop measurement; bounded: a server that stops answering ends it with an error."""
+def run_load(port: int, era: str, workload: str, connections: int, warm_up: float, seconds: float,
+             pid: int | None = None) -> LoadStats:
+    """One closed-loop measurement (the server's CPU use too, given its pid); bounded: a server
+    that stops answering ends it with an error."""
     async def bounded() -> LoadStats:
-        return await asyncio.wait_for(_run_load(port, era, workload, connections, warm_up, seconds),
+        return await asyncio.wait_for(_run_load(port, era, workload, connections, warm_up, seconds, pid),
                                       warm_up + seconds + 30)
     return asyncio.run(bounded())
 
@@ -413,7 +435,7 @@ def throughput_table(specs: list[ServerSpec], rounds: int, seconds: float, warm_
     """Each server, era and workload measured `rounds` times, interleaved; medians reported."""
     table = Table(f"Throughput under load over Streamable HTTP: {connections} keep-alive connections, "
                   f"{seconds:g} s per measurement, median of {rounds}",
-                  ["server", "era", "workload", "requests/s", "p50", "p99", "errors"])
+                  ["server", "era", "workload", "requests/s", "p50", "p99", "server CPU/request", "errors"])
     samples: dict[tuple[str, str, str], list[LoadStats]] = {}
     problems: dict[tuple[str, str], str] = {}
     try:
@@ -439,39 +461,45 @@ def throughput_table(specs: list[ServerSpec], rounds: int, seconds: float, warm_
                             if (key, era) in problems:
                                 continue
                             try:
-                                stats = run_load(server.port, era, workload, connections, warm_up, seconds)
+                                stats = run_load(server.port, era, workload, connections, warm_up, seconds,
+                                                 server.proc.pid)
                             except (OSError, asyncio.TimeoutError) as exc:
                                 problems[key, era] = failed(f"{era} {workload}: {exc}")
                                 continue
                             samples.setdefault((key, era, workload), []).append(stats)
     except SimulatorFailed as exc:
-        table.add("simulator", "", "", failed(str(exc)), "", "", "")
+        table.add("simulator", "", "", failed(str(exc)), "", "", "", "")
         return table
     rates: dict[tuple[str, str, str], float] = {}
     p99s: dict[tuple[str, str, str], float] = {}
+    cpus: dict[tuple[str, str, str], float] = {}
     for spec in specs:
         if spec.argv is None:
-            table.add(spec.label, "", "", not_run(spec.unavailable), "", "", "")
+            table.add(spec.label, "", "", not_run(spec.unavailable), "", "", "", "")
             continue
         if (spec.key, "") in problems:
-            table.add(spec.label, "", "", problems[spec.key, ""], "", "", "")
+            table.add(spec.label, "", "", problems[spec.key, ""], "", "", "", "")
             continue
         for era in LOAD_ERAS:
             if (spec.key, era) in problems and (spec.key, era, LOAD_WORKLOADS[0]) not in samples:
-                table.add(spec.label, era, "", problems[spec.key, era], "", "", "")
+                table.add(spec.label, era, "", problems[spec.key, era], "", "", "", "")
                 continue
             for workload in LOAD_WORKLOADS:
                 runs = samples.get((spec.key, era, workload))
                 if not runs:
-                    table.add(spec.label, era, workload, problems.get((spec.key, era), "—"), "", "", "")
+                    table.add(spec.label, era, workload, problems.get((spec.key, era), "—"), "", "", "", "")
                     continue
                 key = (spec.key, era, workload)
                 rates[key] = median([run.per_second for run in runs])
                 p99s[key] = median([percentile(run.latencies, 99) for run in runs])
                 errors = sum(run.errors for run in runs)
                 first = next((run.first_error for run in runs if run.first_error), "")
+                cpu = [run.cpu_per_request for run in runs if run.cpu_per_request is not None]
+                if cpu:
+                    cpus[key] = median(cpu)
                 table.add(spec.label, era, workload, f"{rates[key]:.0f}",
                           ms(median([percentile(run.latencies, 50) for run in runs])), ms(p99s[key]),
+                          f"{cpus[key] * 1e6:.0f} µs" if key in cpus else "—",
                           f"{errors} ({failed(first)})" if errors else "0")
     for key, label in PEER_LABELS:
         for era in LOAD_ERAS:
@@ -479,10 +507,13 @@ def throughput_table(specs: list[ServerSpec], rounds: int, seconds: float, warm_
                 ours, theirs = ("hcmcp", era, workload), (key, era, workload)
                 if ours in rates and theirs in rates:
                     lower = "lower" if p99s[ours] < p99s[theirs] else "NOT lower"
+                    cpu = (f"; {label} CPU/request / hcmcp = {ratio(cpus[theirs], cpus[ours])}"
+                           if ours in cpus and theirs in cpus else "")
                     table.note(f"{era} {workload}: hcmcp requests/s / {label} = {ratio(rates[ours], rates[theirs])}; "
-                               f"hcmcp p99 {ms(p99s[ours])} vs {ms(p99s[theirs])} ({lower})")
+                               f"hcmcp p99 {ms(p99s[ours])} vs {ms(p99s[theirs])} ({lower}){cpu}")
     table.note("Target: hcmcp at least 3× the MCPServer's requests/s, with a lower p99. list_checks goes "
-               "through to the simulator (one for all servers), so its cost is in every row.")
+               "through to the simulator (one for all servers), so its cost is in every row, and the "
+               "requests/s ratio is smaller than the ratio of the servers' own CPU per request.")
     table.note(f"2025-11-25: one session per connection. 2026-07-28: stateless requests. Warm-up of "
                f"{warm_up:g} s per measurement not counted; servers, eras and workloads interleaved per round. "
                "The load generator shares the 2 cores with the servers and the simulator.")
