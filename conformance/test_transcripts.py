@@ -35,7 +35,7 @@ def replays(request):
 def test_transcript(replays, path, transport):
     outcome = replays[(path, transport)].result()
     report = "\n".join([f"{outcome.transcript.name} [{transport}]"] + outcome.report)
-    bug = outcome.transcript.known_bug
+    bug = outcome.transcript.bug_on(transport)
     if bug is None:
         assert outcome.passed, report
     elif outcome.verdict == "known bug":
@@ -195,6 +195,14 @@ def test_a_known_bug_must_fail_at_its_step_and_nowhere_else(tmp_path, steps, ver
     assert outcome.verdict == verdict, outcome.report
     with pytest.raises(runner.TranscriptError):
         runner.load(runner.Path(write(tmp_path, "badmark", steps, known_bug="just text")))
+
+
+@pytest.mark.parametrize("expected, verdict", [("2025-11-25", "ok"), ("1999-01-01", "FAIL")])
+def test_a_known_bug_of_one_transport_leaves_the_other_an_ordinary_transcript(tmp_path, expected, verdict):
+    steps = [INIT, {"expect": {"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": expected, "$more": True}}}]
+    path = write(tmp_path, "httpbug", steps,
+                 known_bug={"fails_at_step": 2, "because": "a test", "transports": ["http"]})
+    assert runner.run_transcript(runner.load(runner.Path(path)), "stdio").verdict == verdict
 
 
 def test_the_command_prints_one_line_each_and_the_totals(tmp_path):

@@ -79,9 +79,15 @@ class Transcript:
     transports: tuple[str, ...]
     steps: list[dict[str, Any]]
     define: dict[str, Any] = field(default_factory=dict)   # named values, usable as ${name} from the start
-    # {"fails_at_step": N, "because": "..."}: the server does not do this yet, so the transcript must
-    # fail, at exactly that step, until the fix lands; then it passes and the mark must go.
+    # {"fails_at_step": N, "because": "...", "transports"?: [...]}: the server does not do this yet, so
+    # the transcript must fail, at exactly that step, until the fix lands; then it passes and the mark
+    # must go. With "transports", the bug shows only there, and elsewhere the transcript must pass.
     known_bug: dict[str, Any] | None = None
+
+    def bug_on(self, transport: str) -> dict[str, Any] | None:
+        if self.known_bug is None or transport not in self.known_bug.get("transports", TRANSPORTS):
+            return None
+        return self.known_bug
 
 
 def load(path: Path) -> Transcript:
@@ -110,9 +116,12 @@ def load(path: Path) -> Transcript:
     if clash:
         raise TranscriptError(f"{path}: {sorted(clash)} is both a define and a $capture; give them different names")
     known_bug = data.get("known_bug")
-    if known_bug is not None and (not isinstance(known_bug, dict) or set(known_bug) != {"fails_at_step", "because"}
-                                  or not isinstance(known_bug["fails_at_step"], int)):
-        raise TranscriptError(f'{path}: known_bug is {{"fails_at_step": N, "because": "what is wrong and the fix"}}')
+    if known_bug is not None and (not isinstance(known_bug, dict) or not isinstance(known_bug.get("fails_at_step"), int)
+                                  or not isinstance(known_bug.get("because"), str)
+                                  or set(known_bug) - {"fails_at_step", "because", "transports"}
+                                  or set(known_bug.get("transports", ())) - set(TRANSPORTS)):
+        raise TranscriptError(f'{path}: known_bug is {{"fails_at_step": N, "because": "what is wrong and the fix"}}, '
+                              f'optionally with "transports": the ones where it shows')
     about = data["about"]
     return Transcript(path=path, name=f"{path.parent.name}/{path.stem}", title=data["title"],
                       about="\n".join(about) if isinstance(about, list) else about,
@@ -620,9 +629,10 @@ class Outcome:
     def verdict(self) -> str:
         """ok; FAIL; "known bug" (a known_bug transcript that still fails, as it should until the fix);
         or FAIL too for a known_bug transcript that passes: the fix landed, so the mark must go."""
-        if self.transcript.known_bug is None:
+        bug = self.transcript.bug_on(self.transport)
+        if bug is None:
             return "ok" if self.passed else "FAIL"
-        expected_step = self.transcript.known_bug["fails_at_step"]
+        expected_step = bug["fails_at_step"]
         return "known bug" if not self.passed and self.failed_step == expected_step else "FAIL"
 
 
@@ -833,7 +843,7 @@ def main(argv: list[str] | None = None) -> int:
             if verdict == "known bug":
                 print(f"     known bug, at step {outcome.failed_step} as expected: {transcript.known_bug['because']}")
                 known += 1
-            elif transcript.known_bug is not None:
+            elif transcript.bug_on(transport) is not None:
                 print(f"     marked known_bug at step {transcript.known_bug['fails_at_step']}, but "
                       + ("it passes: the fix is in, remove the mark" if outcome.passed
                          else f"it failed at step {outcome.failed_step}: a different failure"))
