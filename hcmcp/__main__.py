@@ -122,7 +122,7 @@ class _Demo:
 def _api(config, site_root: str | None = None, api_key: str | None = None):
     from .healthchecks.api import HealthchecksApi
     return HealthchecksApi(site_root or config.site_root, api_key if api_key is not None else config.api_key,
-                           timeout=config.request_timeout)
+                           timeout=config.request_timeout, byte_ceiling=config.max_response_bytes)
 
 
 async def _serve(opts: dict[str, Any], config) -> None:

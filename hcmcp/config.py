@@ -29,6 +29,7 @@ class Config:
     elicitation_timeout: float
     state_key: bytes | None
     request_timeout: float
+    max_response_bytes: int
     http_token: str | None
     http_allowed_origins: tuple[str, ...]
 
@@ -89,6 +90,15 @@ def parse_seconds(name: str, raw: str | None, default: float) -> float:
     return value
 
 
+def parse_bytes(name: str, raw: str | None, default: int) -> int:
+    if raw is None:
+        return default
+    low, high = 64 * 1024, 1024 * 1024 * 1024
+    if not raw.strip().isdigit() or not (low <= int(raw) <= high):
+        raise ConfigError(f"{name}={raw!r} is not a valid size: give a whole number of bytes from {low} to {high}")
+    return int(raw)
+
+
 def load(env: Mapping[str, str]) -> Config:
     state_key = None
     if env.get("HEALTHCHECKS_STATE_KEY") is not None:
@@ -114,6 +124,8 @@ def load(env: Mapping[str, str]) -> Config:
                                           env.get("HEALTHCHECKS_ELICITATION_TIMEOUT"), 120.0),
         state_key=state_key,
         request_timeout=parse_seconds("HEALTHCHECKS_TIMEOUT", env.get("HEALTHCHECKS_TIMEOUT"), 15.0),
+        max_response_bytes=parse_bytes("HEALTHCHECKS_MAX_RESPONSE_BYTES", env.get("HEALTHCHECKS_MAX_RESPONSE_BYTES"),
+                                       5 * 1024 * 1024),
         http_token=token.strip() if token is not None else None,
         http_allowed_origins=tuple(o.rstrip("/") for o in origins),
     )

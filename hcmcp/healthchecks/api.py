@@ -145,7 +145,7 @@ class UnexpectedStatus(ApiError):
 
 class HealthchecksApi:
     def __init__(self, site_root: str, api_key: str | None, *, client: HttpClient | None = None,
-                 api_version: int = 3, timeout: float = 15.0) -> None:
+                 api_version: int = 3, timeout: float = 15.0, byte_ceiling: int = 5 * 1024 * 1024) -> None:
         parts = urlsplit(site_root.rstrip("/"))
         self.site_root = site_root.rstrip("/")
         self._origin = f"{parts.scheme}://{parts.netloc}"
@@ -153,6 +153,7 @@ class HealthchecksApi:
         self._key = api_key or None
         self._client = client
         self._timeout = timeout
+        self.byte_ceiling = byte_ceiling
         self.api_version = api_version
         # What we learned about the key; None until an answer settles it.
         self._key_read_write: bool | None = None
@@ -334,7 +335,7 @@ class HealthchecksApi:
     def _http(self) -> HttpClient:
         if self._client is None:
             from ..http.client import HttpClient   # lazily: tools/list must not import the HTTP stack
-            self._client = HttpClient(self._origin, overall_timeout=self._timeout,
+            self._client = HttpClient(self._origin, overall_timeout=self._timeout, byte_ceiling=self.byte_ceiling,
                                       origin_setting="HEALTHCHECKS_URL")
         return self._client
 
@@ -402,7 +403,8 @@ class HealthchecksApi:
         except http.BodyTooLarge as error:
             raise ResponseTooLarge(None, f"The instance's answer for {what} is larger than "
                                          f"{error.ceiling} bytes; it was refused rather than returned half-parsed.",
-                                   advice="Narrow the request if the tool allows it.") from None
+                                   advice="Narrow the request if the tool allows it, or raise "
+                                          "HEALTHCHECKS_MAX_RESPONSE_BYTES.") from None
         except http.Timeout as error:
             # The client's texts are written to be shown and never carry a header value.
             raise Unreachable(None, f"The request for {what} timed out: {self._scrub(str(error))}",

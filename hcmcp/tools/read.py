@@ -7,13 +7,13 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from ..healthchecks.api import (KEY_SETUP, PING_BODY_CEILING, HealthchecksApi, normalise_check_id,
-                                normalise_uuid)
+from ..healthchecks.api import (KEY_SETUP, PING_BODY_CEILING, HealthchecksApi, ResponseTooLarge,
+                                normalise_check_id, normalise_uuid)
 from ..healthchecks.models import Check, Listing
 from ..protocol.tool import Annotations, Tool, ToolError
 from .shaping import (RESULT_BUDGET_BYTES, CheckDetail, CheckedTool, Untrusted, budget_sentence, calling_api,
                       check_detail, fit_entries, join_note, malformed_sentence, refuse_separator_items,
-                      remove_control_characters)
+                      is_api_failure, remove_control_characters, tool_error)
 
 READ = Annotations(read_only=True, destructive=False, idempotent=True, open_world=True)
 ESSENTIAL = frozenset({"essential"})
@@ -104,7 +104,7 @@ class ListChecksResult(Untrusted, kw_only=True):
     checks: list[CheckSummary]
     returned: int
     matched: int
-    project_checks: int
+    project_checks: int | None   # None: the project was too large to fetch whole, so the instance filtered
     note: str | None = None
 
 
@@ -118,8 +118,26 @@ def summary_of(check: Check) -> CheckSummary:
 def _list_checks(api: HealthchecksApi):
     async def handler(ctx: Any, params: ListChecksParams) -> ListChecksResult:
         # The whole project in one request, filtered here: that is how the result can say how
-        # many checks the project holds (the API has no pagination and no count).
-        listing: Listing[Check] = await calling_api(api.list_checks)
+        # many checks the project holds (the API has no pagination and no count). A project too
+        # large for the byte ceiling is asked again with tag/slug, which the instance filters.
+        total_known = True
+        try:
+            listing: Listing[Check] = await api.list_checks()
+        except ResponseTooLarge:
+            if params.tag is UNSET and params.slug is UNSET:
+                raise ToolError(
+                    f"The project's list of checks is larger than {api.byte_ceiling} bytes, this server's "
+                    "ceiling for one answer (HEALTHCHECKS_MAX_RESPONSE_BYTES), so it was refused unread. Pass "
+                    "tag or slug: the instance then filters the list before sending it. Or raise "
+                    "HEALTHCHECKS_MAX_RESPONSE_BYTES.", field="tag") from None
+            total_known = False
+            tags = list(params.tag) if params.tag is not UNSET else None
+            slug = params.slug if params.slug is not UNSET else None
+            listing = await calling_api(lambda: api.list_checks(tags, slug))
+        except Exception as error:
+            if is_api_failure(error):
+                raise tool_error(error) from None
+            raise
         wanted_tags = set(params.tag) if params.tag is not UNSET else set()
         matched = [c for c in listing.items
                    if wanted_tags <= set(c.tag_list)
@@ -129,14 +147,17 @@ def _list_checks(api: HealthchecksApi):
         fitted = fit_entries(summaries, ListChecksResult(checks=[], returned=0, matched=0, project_checks=0))
         shown = summaries[:fitted.kept]
         narrow = "narrow with tag, slug or status"
+        project_checks = len(listing.items) + listing.malformed if total_known else None
         note = join_note([
-            f"The project holds {len(listing.items) + listing.malformed} checks; {len(matched)} match.",
+            f"The project holds {project_checks} checks; {len(matched)} match." if total_known else
+            f"{len(matched)} checks match. The whole project is larger than this server's "
+            f"{api.byte_ceiling}-byte ceiling, so the instance filtered by tag/slug and the total is not known.",
             limit_sentence(len(summaries), len(matched), "matching checks", narrow),
             budget_sentence(fitted.dropped, "check", f"lower limit or {narrow}") if fitted.dropped else "",
             malformed_sentence(listing.malformed, "check") if listing.malformed else "",
         ])
         return ListChecksResult(checks=shown, returned=len(shown), matched=len(matched),
-                                project_checks=len(listing.items) + listing.malformed, note=note)
+                                project_checks=project_checks, note=note)
 
     return CheckedTool(
         name="list_checks", title="List checks",
