@@ -21,11 +21,11 @@ import hashlib
 import hmac
 import ipaddress
 import logging
-import math
 import secrets
 import signal
 import sys
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -53,7 +53,6 @@ _NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 _STATUS_OF_ERROR = {METHOD_NOT_FOUND: 404, INVALID_PARAMS: 400, INVALID_REQUEST: 400, PARSE_ERROR: 400,
                     HEADER_MISMATCH: 400, UNSUPPORTED_PROTOCOL_VERSION: 400, MISSING_REQUIRED_CLIENT_CAPABILITY: 400}
 _SSE_HEADERS = (("content-type", "text/event-stream"), ("cache-control", "no-cache"), ("x-accel-buffering", "no"))
-_GONE = (anyio.BrokenResourceError, anyio.ClosedResourceError)
 
 
 @dataclass
@@ -177,9 +176,46 @@ class _Body:
 
 @dataclass
 class _Final:
-    """The last item a 2025-era call puts in its queue: the response, or None when cancelled."""
+    """The last item a call puts in its outbox: the response, or None when cancelled."""
 
     response: dict[str, Any] | None
+
+
+class _Outbox:
+    """What a running call sends, in order, to the one reader answering its POST.
+
+    Lighter than a memory object stream (this is on every tools/call of the 2026 era), and
+    ``put`` never blocks: a call sends a question or two, then its response.
+    """
+
+    def __init__(self) -> None:
+        self._items: deque[Any] = deque()
+        self._ready = anyio.Event()
+        self._closed = False
+
+    def put(self, item: Any) -> bool:
+        """False when the reader has gone (the item is dropped)."""
+        if self._closed:
+            return False
+        self._items.append(item)
+        self._ready.set()
+        return True
+
+    async def get(self) -> Any:
+        while not self._items:
+            await self._ready.wait()
+            self._ready = anyio.Event()
+        return self._items.popleft()
+
+    def close(self) -> None:
+        self._closed = True
+        self._items.clear()
+
+
+async def _cannot_push(outgoing: dict[str, Any]) -> None:
+    # Calls answered inline are those that cannot ask (see StreamableHttp._may_ask); a push
+    # here is a bug to surface, not a message to lose.
+    raise RuntimeError(f"this call was answered inline and cannot send {outgoing.get('method')!r} first")
 
 
 # A stateless legacy request cannot reach the client mid-call whatever the client could do;
@@ -364,22 +400,26 @@ class StreamableHttp:
                     modern: bool = False) -> Response | StreamingResponse:
         """A tools/call: JSON when it just answers, SSE when it has something to send first.
 
-        The call runs in the transport's task group, because which response to start is only
-        known once it produces its first message. 2025 era: an elicitation it pushes opens the
-        stream, and the call outlives a client that hangs up (a disconnect is not a
-        cancellation) unless it still has to ask. 2026 era: nothing is pushed, and closing the
-        response cancels the call; so a call still running after ``stream_after`` seconds
-        gets its stream then, the only way the HTTP server reports a client that left.
+        A call that may ask (2025 era, a client that declared elicitation) or whose client may
+        cancel it by closing the response (2026 era) runs in the transport's task group: which
+        response to start is only known once it produces its first message. 2025 era: an
+        elicitation it pushes opens the stream, and the call outlives a client that hangs up
+        (a disconnect is not a cancellation) unless it still has to ask. 2026 era: nothing is
+        pushed, and closing the response cancels the call; so a call still running after
+        ``stream_after`` seconds gets its stream then, the only way the HTTP server reports a
+        client that left. Any other call is answered inline, as JSON.
         """
+        if not modern and not self._may_ask(session):
+            with self._stream(message.id), self._busy(entry):
+                response = await self.server.handle(message, session, _cannot_push)
+            return _json(200, response) if response is not None else _empty_stream()
         assert self._tasks is not None, "StreamableHttp.run() is not running"
         release = self._take_stream(message.id)
-        send, receive = anyio.create_memory_object_stream[Any](16)
+        outbox = _Outbox()
         scope = anyio.CancelScope()
 
         async def push(outgoing: dict[str, Any]) -> None:
-            try:
-                await send.send(outgoing)
-            except _GONE:
+            if not outbox.put(outgoing):
                 # Nobody reads this call's stream any more, so its question can never be
                 # answered: end the call rather than let it wait for the timeout.
                 scope.cancel()
@@ -395,19 +435,16 @@ class StreamableHttp:
                         response = error_message(message.id, RpcError(
                             INTERNAL_ERROR, "Internal error: the server failed while answering; its log has the "
                                             "details"))
-                try:
-                    await send.send(_Final(response))
-                except _GONE:
+                if not outbox.put(_Final(response)):
                     log.debug("the client left before the answer to %r; dropped", message.id)
             finally:
                 if entry is not None:
                     entry.busy -= 1
                     entry.last_used = self.clock()
                 release()
-                send.close()
 
         def on_close() -> None:
-            receive.close()
+            outbox.close()
             if modern:
                 scope.cancel()   # 2026: the client closing the stream cancels the call
 
@@ -416,17 +453,23 @@ class StreamableHttp:
         self._tasks.start_soon(run)
         first: Any = None
         try:
-            wait = self.settings.stream_after if modern else math.inf
-            if wait > 0:
-                with anyio.move_on_after(wait):
-                    first = await receive.receive()
+            if not modern:
+                first = await outbox.get()
+            elif self.settings.stream_after > 0:
+                with anyio.move_on_after(self.settings.stream_after):
+                    first = await outbox.get()
         except BaseException:
             on_close()
             raise
         if isinstance(first, _Final):
-            receive.close()
+            outbox.close()
             return _json(200, first.response) if first.response is not None else _empty_stream()
-        return StreamingResponse(200, _Body(_relay(first, receive), on_close), list(_SSE_HEADERS))
+        return StreamingResponse(200, _Body(_relay(first, outbox), on_close), list(_SSE_HEADERS))
+
+    def _may_ask(self, session: Session) -> bool:
+        """Whether a 2025-era call of this session could push a question (and so need a stream)."""
+        return (self.server.elicitation_enabled and not session.stateless
+                and revisions.declares_form_elicitation(session.client_capabilities))
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -449,7 +492,10 @@ class StreamableHttp:
         return entry.busy == 0 and self.clock() - entry.last_used > self.settings.session_idle
 
     @contextmanager
-    def _busy(self, entry: _HttpSession):
+    def _busy(self, entry: _HttpSession | None):
+        if entry is None:
+            yield
+            return
         entry.busy += 1
         try:
             yield
@@ -527,16 +573,17 @@ class StreamableHttp:
                 self.sweep()
 
 
-async def _relay(first: dict[str, Any] | None, receive: Any) -> AsyncIterator[bytes]:
+async def _relay(first: dict[str, Any] | None, outbox: _Outbox) -> AsyncIterator[bytes]:
     """A call's SSE body: what it sent first (if anything yet), anything after, then its response."""
-    if first is not None:
-        yield _sse_event(first)
-    async for item in receive:
+    item = first
+    while True:
         if isinstance(item, _Final):
             if item.response is not None:
                 yield _sse_event(item.response)
             return
-        yield _sse_event(item)
+        if item is not None:
+            yield _sse_event(item)
+        item = await outbox.get()
 
 
 def _empty_stream() -> StreamingResponse:
