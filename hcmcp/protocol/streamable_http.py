@@ -6,8 +6,9 @@ JSON, or as an SSE stream when the server has something to send first (an
 ``elicitation/create``); the client's answer arrives as a separate POST and is routed by
 id to the waiting call of the same session only. ``--stateless`` keeps no sessions, so no
 server->client request is possible there.
-2026 era: POST only, no sessions, the headers must agree with the body, and closing the
-response stream of a ``tools/call`` cancels the call.
+2026 era: POST only, no sessions, the headers must agree with the body. A ``tools/call``
+that answers within ``stream_after`` is answered as JSON; one still running by then gets
+an SSE stream, and closing it cancels the call.
 GET answers 405 in both eras: this server sends nothing that is unrelated to a request, so
 it has no standalone stream to offer; every server message travels on the POST's stream.
 The listener itself is guarded: Host and Origin checked (DNS rebinding), a bearer token
