@@ -524,7 +524,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.http", description=__doc__.splitlines()[0])
     common_arguments(parser)
     parser.add_argument("--calls", type=int, help="calls per measurement (default 200, --quick 20)")
-    parser.add_argument("--load-seconds", type=float, help="length of one load measurement (default 3, --quick 0.3)")
+    parser.add_argument("--load-seconds", type=float, help="length of one load measurement (default 3, --quick 0.2)")
     parser.add_argument("--load-rounds", type=int, help="load measurements per row, median kept (default 3, --quick 1)")
     parser.add_argument("--connections", type=int, default=LOAD_CONNECTIONS,
                         help=f"keep-alive connections of the load generator (default {LOAD_CONNECTIONS})")
@@ -535,8 +535,8 @@ def main(argv: list[str] | None = None) -> int:
     startup_table(specs, runs, warm_ups=0 if args.quick else 1).print()
     latency_table(specs, calls).print()
     throughput_table(specs, rounds=args.load_rounds or (1 if args.quick else 3),
-                     seconds=args.load_seconds or (0.3 if args.quick else 3.0),
-                     warm_up=0.1 if args.quick else 0.5, connections=args.connections).print()
+                     seconds=args.load_seconds or (0.2 if args.quick else 3.0),
+                     warm_up=0.05 if args.quick else 0.5, connections=args.connections).print()
     return exit_status()
 
 
