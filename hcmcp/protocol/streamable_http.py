@@ -219,10 +219,11 @@ async def _cannot_push(outgoing: dict[str, Any]) -> None:
     raise RuntimeError(f"this call was answered inline and cannot send {outgoing.get('method')!r} first")
 
 
-# A stateless legacy request cannot reach the client mid-call whatever the client could do;
-# declaring elicitation here makes RequestContext.why_no_dialog name the transport as the
-# reason (it checks the client's capabilities before the transport). The capabilities are
-# not otherwise read. See the report of issue 5: server.py should check the transport first.
+# A stateless legacy request cannot reach the client mid-call, whatever the client could do.
+# RequestContext.why_no_dialog checks the client's capabilities before the transport, so a
+# client without elicitation would be told it is the reason; declaring it here makes the
+# transport the reason, as it is. Nothing else reads these capabilities. (Once server.py
+# checks the transport first, this can go.)
 _STATELESS_CAPABILITIES = {"elicitation": {"form": {}}}
 
 
