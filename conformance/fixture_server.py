@@ -39,6 +39,10 @@ class NoParams(msgspec.Struct, forbid_unknown_fields=True):
     pass
 
 
+class SleepParams(msgspec.Struct, forbid_unknown_fields=True):
+    seconds: float
+
+
 class ConfirmResult(msgspec.Struct):
     outcome: str
 
@@ -59,6 +63,11 @@ async def add(ctx, params: AddParams) -> AddResult:
 
 async def sleep_forever(ctx, params: NoParams) -> EchoResult:
     await anyio.sleep_forever()
+
+
+async def sleep_then_answer(ctx, params: SleepParams) -> EchoResult:
+    await anyio.sleep(params.seconds)
+    return EchoResult(f"slept {params.seconds:g} s")
 
 
 async def confirm_action(ctx, params: EchoParams) -> ConfirmResult:
@@ -87,6 +96,8 @@ def fixture_tools() -> list[Tool]:
         Tool("add", "Add", "Adds two integers.", AddParams, AddResult, READ, add),
         Tool("sleep_forever", "Sleep", "Never returns (for cancellation tests).", NoParams, EchoResult, READ,
              sleep_forever),
+        Tool("sleep", "Sleep a while", "Answers after the given seconds (cancellation tests).", SleepParams,
+             EchoResult, READ, sleep_then_answer),
         Tool("confirm_action", "Confirm action", "Asks the person before acting.", EchoParams, ConfirmResult,
              Annotations(read_only=False, destructive=True, idempotent=False, open_world=False), confirm_action),
         Tool("test_simple_text", "Simple text", "Tests simple text content response", NoParams, SimpleText, READ,

@@ -242,3 +242,18 @@ def test_no_prompts_or_resources_is_answered_truthfully_in_both_eras(peer):
     capabilities = peer.request("server/discover", {"_meta": modern_meta()})["result"]["capabilities"]
     assert capabilities["resources"] == {"subscribe": False, "listChanged": False}
     assert capabilities["prompts"] == {"listChanged": False}
+
+
+@pytest.mark.parametrize("modern", [False, True])
+def test_notifications_cancelled_stops_a_call_in_either_era(peer, modern):
+    params = {"name": "sleep", "arguments": {"seconds": 0.5}}
+    if modern:
+        params["_meta"] = modern_meta()
+    else:
+        peer.initialize()
+    # Uncancelled, it answers on its own...
+    assert peer.request("tools/call", dict(params))["result"]["structuredContent"] == {"text": "slept 0.5 s"}
+    # ...cancelled, it never does.
+    peer.send({"jsonrpc": "2.0", "id": "c1", "method": "tools/call", "params": params})
+    peer.notify("notifications/cancelled", {"requestId": "c1"})
+    assert peer.no_output(1.0)

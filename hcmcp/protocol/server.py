@@ -60,6 +60,16 @@ class Session:
     inflight: dict[Id, anyio.CancelScope] = field(default_factory=dict)
     waiting: dict[Id, _Waiter] = field(default_factory=dict)
     _next_id: int = 0
+    _initialized_event: Any = None
+
+    async def until_initialized(self) -> None:
+        """The server SHOULD NOT send requests before notifications/initialized (lifecycle)."""
+        if self.initialized:
+            return
+        import anyio
+        if self._initialized_event is None:
+            self._initialized_event = anyio.Event()
+        await self._initialized_event.wait()
 
     def next_request_id(self) -> str:
         self._next_id += 1
@@ -108,6 +118,7 @@ class RequestContext:
         """2025 era: send a request to the client and wait for its response message."""
         if self.push is None:
             raise RuntimeError("this transport cannot send requests to the client")
+        await self.session.until_initialized()
         request_id = self.session.next_request_id()
         waiter = _Waiter()
         self.session.waiting[request_id] = waiter
@@ -203,6 +214,7 @@ class McpServer:
             raise RpcError(INVALID_PARAMS, f"Invalid params: params of {method} must be an object, "
                                            f"not {type(params).__name__}", id=message.id)
         envelope = revisions.modern_envelope(params)
+        connection = session   # where notifications/cancelled will look, in either era
         if envelope is not None:
             revision, capabilities = envelope
             if method in revisions.LEGACY_ONLY_METHODS:
@@ -232,12 +244,12 @@ class McpServer:
             return result_message(message.id, await handler(ctx))
         import anyio
         scope = anyio.CancelScope()
-        session.inflight[message.id] = scope
+        connection.inflight[message.id] = scope
         try:
             with scope:
                 result = await handler(ctx)
         finally:
-            session.inflight.pop(message.id, None)
+            connection.inflight.pop(message.id, None)
         if scope.cancelled_caught:
             return None    # cancelled by notifications/cancelled: nothing more is sent for it
         return result_message(message.id, result)
@@ -310,6 +322,10 @@ class McpServer:
         if not isinstance(arguments, dict):
             raise RpcError(INVALID_PARAMS, f'Invalid params: "arguments" of tools/call must be an object, '
                                            f"not {type(arguments).__name__}")
+        for key, kind, what in (("inputResponses", dict, "an object"), ("requestState", str, "a string")):
+            if key in ctx.params and not isinstance(ctx.params[key], kind):
+                raise RpcError(INVALID_PARAMS, f'Invalid params: "{key}" must be {what} (echo the server\'s '
+                                               "requestState unchanged; answer each inputRequests key)")
         ctx.tool_name = name
         started = time.perf_counter()
         result_type = "complete"
@@ -338,6 +354,8 @@ class McpServer:
         params = message.params if isinstance(message.params, dict) else {}
         if message.method == "notifications/initialized":
             session.initialized = True
+            if session._initialized_event is not None:
+                session._initialized_event.set()
         elif message.method == "notifications/cancelled":
             scope = session.inflight.get(params.get("requestId"))   # unknown or finished ids are ignored
             if scope is not None:
