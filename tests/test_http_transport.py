@@ -333,3 +333,13 @@ async def test_stateless_mode_has_no_session_to_delete_and_no_get_stream():
         assert deleted.status == 405 and deleted.headers["allow"] == "POST"
         got = await wire.post(None, {"Accept": "text/event-stream"}, method="GET")
         assert got.status == 405
+
+
+@pytest.mark.parametrize("params, why", [(["2025-11-25"], "not an object"), ("x", "not an object"),
+                                         ({"protocolVersion": LEGACY, "capabilities": "all"}, "capabilities")])
+async def test_an_initialize_with_params_of_the_wrong_shape_is_400_and_makes_no_session(params, why):
+    async with endpoint() as ep, ep.wire() as wire:
+        reply = await wire.post(rpc("initialize", params, id=1))
+        assert reply.status == 400 and reply.error_code == -32602, why
+        assert "mcp-session-id" not in reply.headers and ep.transport.sessions == {}
+        assert (await wire.post(rpc("initialize", initialize_params(), id=2))).status == 200

@@ -34,6 +34,7 @@ from typing import Any
 
 import anyio
 import anyio.abc
+import msgspec
 
 from ..http.server import HttpServer, Request, Response, ServerLimits, StreamingResponse
 from . import revisions
@@ -385,7 +386,13 @@ class StreamableHttp:
 
     def _initialize(self, message: Message) -> Response:
         state = Session(stateless=self.settings.stateless)
-        params = message.params if isinstance(message.params, dict) else {}
+        params = message.params
+        if params is msgspec.UNSET or params is None:
+            params = {}
+        elif not isinstance(params, dict):
+            # Refused as McpServer refuses it on stdio: nothing is negotiated, no session is made.
+            return _json(400, error_message(message.id, RpcError(
+                INVALID_PARAMS, f"Invalid params: params of initialize must be an object, not {type(params).__name__}")))
         try:
             result = self.server.initialize(params, state)
         except RpcError as error:
