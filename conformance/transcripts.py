@@ -736,39 +736,9 @@ class Replay:
                                       f"{' at ' + where if where else ''}: {detail}", got=message) from None
 
 
-_validators: dict[tuple[str, str], Any] = {}
-
-
-def _cached_validate_definition(revision: str, definition: str, value: Any) -> None:
-    """support.validate_definition without its per-call cost: jsonschema.validate() re-checks the whole
-    official schema against its metaschema on every call (~0.4 s a message); the schema is fixed, so
-    build each validator once. Same target, same errors (best_match), same outcome."""
-    import jsonschema
-    validator = _validators.get((revision, definition))
-    if validator is None:
-        schema = support._schema(revision)
-        key = "$defs" if "$defs" in schema else "definitions"
-        target = {"$ref": f"#/{key}/{definition}", key: schema[key]}
-        if "$schema" in schema:
-            target["$schema"] = schema["$schema"]
-        validator = _validators[(revision, definition)] = jsonschema.validators.validator_for(target)(target)
-    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
-    if error is not None:
-        raise error
-
-
-_validation_lock = threading.Lock()   # transcripts may replay in parallel threads; the swap below is global
-
-
 def validate_with_official_schema(revision: str, message: dict[str, Any], method: str | None) -> None:
-    """tests/support.validate_server_message, with its schema lookups served from built validators."""
-    with _validation_lock:
-        original = support.validate_definition
-        support.validate_definition = _cached_validate_definition
-        try:
-            support.validate_server_message(revision, message, method)
-        finally:
-            support.validate_definition = original
+    """tests/support.validate_server_message (its validators are built once per definition)."""
+    support.validate_server_message(revision, message, method)
 
 
 def _key(request_id: Any) -> Any:
