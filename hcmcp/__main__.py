@@ -209,7 +209,8 @@ async def call_once(server, name: str, arguments: Any) -> int:
         await server.handle(Message(jsonrpc="2.0", id=request["id"], result=answer), session)
 
     message = Message(jsonrpc="2.0", id=1, method="tools/call", params={"name": name, "arguments": arguments})
-    response = await server.handle(message, session, ask_at_terminal if interactive else None)
+    # The terminal can always be reached; whether a dialog is shown follows from the capabilities.
+    response = await server.handle(message, session, ask_at_terminal)
     if response is None or "error" in response:
         error = (response or {}).get("error", {"message": "the call was cancelled"})
         sys.stderr.write(f"hcmcp: {error.get('message')}\n")

@@ -168,3 +168,9 @@ def test_a_terminal_on_stdin_gets_the_two_line_hint_on_stderr():
         proc.terminate()
         assert proc.wait(5) == 0
         os.close(primary)
+
+
+def test_call_without_a_terminal_blames_the_client_not_a_transport():
+    listing = json.loads(_call("list_checks", "{}").stdout)
+    body = json.loads(_call("delete_check", json.dumps({"check": listing["checks"][1]["uuid"]})).stdout)
+    assert "did not declare" in body["message"] and "stateless" not in body["message"]

@@ -336,7 +336,7 @@ class HealthchecksApi:
         if self._client is None:
             from ..http.client import HttpClient   # lazily: tools/list must not import the HTTP stack
             self._client = HttpClient(self._origin, overall_timeout=self._timeout, byte_ceiling=self.byte_ceiling,
-                                      origin_setting="HEALTHCHECKS_URL")
+                                      max_idle=16, origin_setting="HEALTHCHECKS_URL")
         return self._client
 
     async def aclose(self) -> None:

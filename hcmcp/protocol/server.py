@@ -104,10 +104,11 @@ class RequestContext:
         """None when a dialog can be shown on this request, else who prevents it (see asking)."""
         if not self.server.elicitation_enabled:
             return OPERATOR_DISABLED
-        if not revisions.declares_form_elicitation(self.client_capabilities):
-            return CLIENT_CANNOT
+        # The transport before the client: a stateless one cannot ask whatever the client declares.
         if not self.modern and (self.push is None or self.session.stateless):
             return TRANSPORT_CANNOT
+        if not revisions.declares_form_elicitation(self.client_capabilities):
+            return CLIENT_CANNOT
         return None
 
     async def elicit(self, **kwargs: Any):   # -> asking.Answer

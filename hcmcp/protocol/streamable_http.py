@@ -220,12 +220,6 @@ async def _cannot_push(outgoing: dict[str, Any]) -> None:
     raise RuntimeError(f"this call was answered inline and cannot send {outgoing.get('method')!r} first")
 
 
-# A stateless legacy request cannot reach the client mid-call, whatever the client could do.
-# RequestContext.why_no_dialog checks the client's capabilities before the transport, so a
-# client without elicitation would be told it is the reason; declaring it here makes the
-# transport the reason, as it is. Nothing else reads these capabilities. (Once server.py
-# checks the transport first, this can go.)
-_STATELESS_CAPABILITIES = {"elicitation": {"form": {}}}
 
 
 class StreamableHttp:
@@ -365,7 +359,7 @@ class StreamableHttp:
             return self._initialize(message)
         if self.settings.stateless:
             session = Session(revision=header_version or revisions.DEFAULT_HTTP_LEGACY, initialized=True,
-                              stateless=True, client_capabilities=dict(_STATELESS_CAPABILITIES))
+                              stateless=True)
             if not message.is_request:
                 await self.server.handle(message, session)
                 return Response(202)
