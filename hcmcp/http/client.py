@@ -22,6 +22,8 @@ from anyio.abc import ByteStream, SocketAttribute
 
 from hcmcp import __version__
 
+from . import first_header
+
 if TYPE_CHECKING:  # ssl is imported only when an https origin connects
     import ssl
 
@@ -91,11 +93,7 @@ class HttpResponse:
 
     def header(self, name: str) -> str | None:
         """The first value of header ``name`` (case-insensitive), or None."""
-        name = name.lower()
-        for key, value in self.headers:
-            if key == name:
-                return value
-        return None
+        return first_header(self.headers, name)
 
     @property
     def media_type(self) -> str:

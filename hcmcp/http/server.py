@@ -16,6 +16,8 @@ from urllib.parse import parse_qsl, urlsplit
 import anyio
 import anyio.abc
 import h11
+
+from . import first_header
 from anyio.abc import SocketAttribute
 
 logger = logging.getLogger("hcmcp.http.server")
@@ -32,11 +34,7 @@ class Request:
 
     def header(self, name: str) -> str | None:
         """The first value of header ``name`` (case-insensitive), or None."""
-        name = name.lower()
-        for key, value in self.headers:
-            if key == name:
-                return value
-        return None
+        return first_header(self.headers, name)
 
 
 @dataclass
