@@ -203,7 +203,10 @@ async def call_once(server, name: str, arguments: Any) -> int:
         for field, schema in params.get("requestedSchema", {}).get("properties", {}).items():
             if schema.get("type") == "boolean":
                 label = schema.get("title") or field
-                reply = await anyio.to_thread.run_sync(input, f"{label} — type yes to confirm: ")
+                # The prompt goes to stderr (input() would write it to stdout, which carries the result).
+                sys.stderr.write(f"{label} — type yes to confirm: ")
+                sys.stderr.flush()
+                reply = await anyio.to_thread.run_sync(sys.stdin.readline)
                 content[field] = reply.strip().lower() == "yes"
         answer = {"action": "accept", "content": content} if all(content.values()) and content else {"action": "decline"}
         await server.handle(Message(jsonrpc="2.0", id=request["id"], result=answer), session)

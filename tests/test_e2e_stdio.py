@@ -174,3 +174,32 @@ def test_call_without_a_terminal_blames_the_client_not_a_transport():
     listing = json.loads(_call("list_checks", "{}").stdout)
     body = json.loads(_call("delete_check", json.dumps({"check": listing["checks"][1]["uuid"]})).stdout)
     assert "did not declare" in body["message"] and "stateless" not in body["message"]
+
+
+def _pty_call(arguments: str, answer: bytes) -> tuple[bytes, bytes, int]:
+    """hcmcp call delete_check with stdin and stderr on a terminal; answers the prompt with ``answer``."""
+    primary, secondary = pty.openpty()
+    proc = subprocess.Popen(HCMCP + ["call", "delete_check", arguments, "--demo"], stdin=secondary,
+                            stdout=subprocess.PIPE, stderr=secondary, cwd=ROOT, env=dict(os.environ))
+    os.close(secondary)
+    seen = b""
+    deadline = time.monotonic() + 20
+    while b"type yes to confirm" not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([primary], [], [], 0.2)
+        if ready:
+            seen += os.read(primary, 4096)
+    os.write(primary, answer + b"\n")
+    out = proc.stdout.read()
+    code = proc.wait(20)
+    os.close(primary)
+    return seen, out, code
+
+
+@pytest.mark.parametrize("answer, outcome", [(b"yes", "approved_by_dialog"), (b"no", "declined")])
+def test_call_asks_the_person_at_the_terminal(answer, outcome):
+    uuid = json.loads(_call("list_checks", "{}").stdout)["checks"][0]["uuid"]   # the demo's UUIDs are fixed
+    seen, out, code = _pty_call(json.dumps({"check": uuid}), answer)
+    assert uuid in seen.decode() and b"pause_check" in seen and b"type yes to confirm" in seen
+    body = json.loads(out)   # stdout carries the result alone, the prompt went to the terminal
+    assert code == 0 and body["outcome"] == outcome, body
+    assert [c["uuid"] for c in body["deleted"]] == ([uuid] if outcome == "approved_by_dialog" else [])

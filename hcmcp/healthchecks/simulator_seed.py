@@ -6,6 +6,8 @@ durations and ``n_pings`` come out exactly as the real server would have made th
 
 from __future__ import annotations
 
+import uuid
+
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -118,15 +120,25 @@ INJECTION_BODY = (
 )
 
 
+_DEMO_NAMESPACE = uuid.UUID("8c3f0d2e-5b7a-4e61-9f1d-2a6b4c8e0f13")
+
+
 def seed_demo(sim: Simulator) -> None:
     """About nine checks in project A: every status, every kind, telling ping bodies."""
     from hcmcp.healthchecks.simulator import next_run
 
     now = sim.clock()
     a = sim.project_a
-    email = sim.add_channel(a, "Ops email", "email").code
-    slack = sim.add_channel(a, "#alerts", "slack").code
-    webhook = sim.add_channel(a, "Pager bridge", "webhook").code
+
+    # Fixed identifiers, so that `hcmcp call ... --demo` and the docs can name a check that exists.
+    def channel(name: str, kind: str):
+        return sim.add_channel(a, name, kind, str(uuid.uuid5(_DEMO_NAMESPACE, "channel:" + name)))
+
+    def check(**fields):
+        return sim.add_check(a, str(uuid.uuid5(_DEMO_NAMESPACE, "check:" + fields["slug"])), **fields)
+    email = channel("Ops email", "email").code
+    slack = channel("#alerts", "slack").code
+    webhook = channel("Pager bridge", "webhook").code
     ua = "curl/8.5.0"
     hour, minute = 3600.0, 60.0
 
@@ -135,7 +147,7 @@ def seed_demo(sim: Simulator) -> None:
             sim.add_ping(code, "success", body, method="GET" if not body else "POST",
                          ua=ua, at=now - last - i * period)
 
-    backup = sim.add_check(a, name="Nightly backup", slug="nightly-backup", tags="prod backup",
+    backup = check(name="Nightly backup", slug="nightly-backup", tags="prod backup",
                            desc="restic snapshot of /srv to the offsite bucket",
                            timeout=86400, grace=3600, channels={email, slack}).code
     for days_ago in (2, 1, 0):
@@ -144,7 +156,7 @@ def seed_demo(sim: Simulator) -> None:
         sim.add_ping(backup, "start", rid=rid, ua=ua, method="GET", at=started)
         sim.add_ping(backup, "success", ANSI_BACKUP_LOG, rid=rid, ua=ua, at=started + 754.2)
 
-    dump = sim.add_check(a, name="Postgres dump", slug="postgres-dump", tags="prod db backup",
+    dump = check(name="Postgres dump", slug="postgres-dump", tags="prod db backup",
                          kind="cron", schedule="15 3 * * *", tz="Europe/Riga", grace=1800,
                          channels={email}).code
     t = now - 3 * 86400
@@ -152,36 +164,36 @@ def seed_demo(sim: Simulator) -> None:
         sim.add_ping(dump, "success", b"pg_dump: wrote 2.1 GB in 88 s\n", ua=ua, at=fire + 90)
         t = fire
 
-    web = sim.add_check(a, name="Web frontend health", slug="web-health", tags="prod web",
+    web = check(name="Web frontend health", slug="web-health", tags="prod web",
                         desc="checked by the load balancer probe", timeout=300, grace=1800,
                         channels={slack}).code
     every(web, 300, 8 * minute, 6)                       # late: in its grace period
 
-    payments = sim.add_check(a, name="Payments worker", slug="payments-worker", tags="prod",
+    payments = check(name="Payments worker", slug="payments-worker", tags="prod",
                              timeout=3600, grace=600, channels={email, slack, webhook}).code
     every(payments, hour, 80 * minute, 3, b"settled 214 payments\n")
     sim.add_ping(payments, "start", ua=ua, method="GET", at=now - 21 * minute)
     sim.add_ping(payments, "fail", PAYMENTS_TRACEBACK, ua=ua, at=now - 20 * minute)
 
-    disk = sim.add_check(a, name="Disk usage report", slug="disk-usage", tags="db",
+    disk = check(name="Disk usage report", slug="disk-usage", tags="db",
                          timeout=86400, grace=3600).code
     every(disk, 86400, 2 * 86400, 3, b"/dev/sda1  91% used\n")   # silent for too long: down
 
-    rotation = sim.add_check(a, name="Log rotation", slug="log-rotation", tags="cron",
+    rotation = check(name="Log rotation", slug="log-rotation", tags="cron",
                              kind="cron", schedule="0 * * * *", grace=600)
     every(rotation.code, hour, 30 * hour, 4)
     sim.pause(rotation, now - 26 * hour)
 
-    sim.add_check(a, name="Weekly report", slug="weekly-report", tags="cron web",
+    check(name="Weekly report", slug="weekly-report", tags="cron web",
                   kind="oncalendar", schedule="Mon *-*-* 09:00", tz="UTC",
                   desc="not set up yet: no pings so far")
 
-    warmer = sim.add_check(a, name="Cache warmer", slug="cache-warmer", tags="web cron",
+    warmer = check(name="Cache warmer", slug="cache-warmer", tags="web cron",
                            timeout=900, grace=300, channels={slack}).code
     every(warmer, 900, 4 * minute, 4)
     sim.add_ping(warmer, "log", b"warmed 1832 keys, 12 misses\n", ua=ua, at=now - 3 * minute)
 
-    injection = sim.add_check(a, name=INJECTION_NAME, slug="sync-job", tags="cron",
+    injection = check(name=INJECTION_NAME, slug="sync-job", tags="cron",
                               desc=INJECTION_DESC, timeout=86400, grace=3600).code
     sim.add_ping(injection, "success", INJECTION_BODY, ua=ua, at=now - 2 * hour)
 
