@@ -167,3 +167,21 @@ def test_a_client_without_elicitation_gets_the_token_round_trip(mode):
             assert replay.structured_content["outcome"] == "token_refused"
             assert "already used" in replay.structured_content["message"]
     run(scenario)
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy", "2026-07-28"])
+def test_the_official_client_calls_each_write_tool(mode):
+    async def scenario():
+        async with Client(params(), mode=mode, elicitation_callback=_elicitation("accept")) as client:
+            uuid = await _create(client, "write tools")
+            updated = await client.call_tool("update_check", {"check": uuid, "grace": 120, "tags": ["a", "b"]})
+            assert not updated.is_error and updated.structured_content["check"]["grace"] == 120
+            paused = await client.call_tool("pause_check", {"check": uuid})
+            assert paused.structured_content["check"]["status"] == "paused"
+            resumed = await client.call_tool("resume_check", {"check": uuid})
+            assert resumed.structured_content["check"]["status"] == "new"
+            again = await client.call_tool("resume_check", {"check": uuid})
+            assert again.is_error and "not paused" in again.content[0].text
+            deleted = await client.call_tool("delete_check", {"check": uuid})
+            assert deleted.structured_content["outcome"] == "approved_by_dialog"
+    run(scenario)
