@@ -9,6 +9,7 @@ when its `with` block ends (and at exit, should a block be skipped).
 from __future__ import annotations
 
 import atexit
+import io
 import json
 import math
 import os
@@ -29,6 +30,7 @@ REPO = Path(__file__).resolve().parent.parent
 PYTHON = sys.executable
 PROTOCOL_VERSION = "2025-11-25"
 CLIENT_INFO = {"name": "hcmcp-benchmarks", "version": "0"}
+READ_BUFFER = 1 << 16
 
 _live: set[subprocess.Popen] = set()
 
@@ -150,7 +152,10 @@ class StdioServer:
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
+        # The pipe is unbuffered (bufsize=0, so every request is written at once), and
+        # readline on a raw pipe reads one byte per syscall: that alone added ~2 ms to a
+        # 5 KB reply, the same for every server. A buffer reads it in one go.
+        for line in io.BufferedReader(self.proc.stdout, READ_BUFFER):
             at = time.perf_counter()
             try:
                 message = json.loads(line)
@@ -291,6 +296,11 @@ def percentile(values: list[float], pct: float) -> float:
 
 def ms(seconds: float | None) -> str:
     return "—" if seconds is None else f"{seconds * 1000:.1f} ms"
+
+
+def us(seconds: float | None) -> str:
+    """Microseconds, for the differences that a tenth of a millisecond would hide."""
+    return "—" if seconds is None else f"{seconds * 1e6:.0f} µs"
 
 
 def mib(kib: int | float | None) -> str:
@@ -552,6 +562,51 @@ def http_get_bytes(url: str, api_key: str, timeout: float = 10.0) -> bytes:
 def http_get_json(url: str, api_key: str, timeout: float = 10.0) -> Any:
     """A direct GET on the simulator, decoded: to learn ids without any MCP server."""
     return json.loads(http_get_bytes(url, api_key, timeout))
+
+
+class DirectClient:
+    """A keep-alive stdlib `http.client` connection straight to the simulator, no MCP server.
+
+    It measures the floor of a tool call: the upstream request every server has to make.
+    Its time includes this client's own work (formatting the request, http.client parsing
+    the status line and headers, reading the body) but not decoding the JSON.
+    """
+
+    def __init__(self, url: str, api_key: str, timeout: float = 60.0):
+        import http.client
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        if parts.hostname != "127.0.0.1":
+            raise ValueError(f"refusing to connect to {url!r}: the benchmarks only talk to 127.0.0.1")
+        self._connection = http.client.HTTPConnection("127.0.0.1", parts.port, timeout=timeout)
+        self._headers = {"X-Api-Key": api_key}
+
+    def __enter__(self) -> DirectClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._connection.close()
+
+    def get(self, path: str) -> tuple[bytes, float]:
+        """(body, seconds from before the request to the body's last byte)."""
+        started = time.perf_counter()
+        self._connection.request("GET", path, headers=self._headers)
+        response = self._connection.getresponse()
+        body = response.read()
+        elapsed = time.perf_counter() - started
+        if response.status != 200:
+            raise OSError(f"GET {path} on the simulator answered {response.status}: {body[:200]!r}")
+        return body, elapsed
+
+    def timed(self, path: str, count: int) -> tuple[int, list[float]]:
+        """(body size, seconds per request) of `count` GETs of `path` on this connection."""
+        size, times = 0, []
+        for _ in range(count):
+            body, elapsed = self.get(path)
+            size = len(body)
+            times.append(elapsed)
+        return size, times
 
 
 # --------------------------------------------------------------------------- byte counting
