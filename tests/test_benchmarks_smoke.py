@@ -24,7 +24,8 @@ TINY = ["--quick", "--no-install", "--runs", "1"]
 CASES = {
     "startup": (TINY + ["--servers", "hcmcp,mcpserver"],
                 ["Start-up over stdio", "Heaviest imports"]),
-    "latency": (TINY + ["--calls", "5"], ["Tool calls over stdio"]),
+    "latency": (TINY + ["--calls", "5", "--servers", "hcmcp,mcpserver"],
+                ["Tool calls over stdio", "Per-call overhead over stdio"]),
     "memory": (TINY + ["--servers", "hcmcp,mcpserver", "--flood-servers", "hcmcp",
                        "--flood-bytes", "8000000"],
                ["RSS after start-up", "Flooded instance", "Installed size"]),
@@ -85,6 +86,31 @@ def test_startup_rows_hold_numbers_for_each_server() -> None:
         assert label in rows, f"no {label} row:\n{result.stdout}"
         assert re.fullmatch(r"\d+\.\d ms", rows[label][1]), rows[label]
         assert rows[label][4] == "14", f"{label} listed {rows[label][4]} tools, not 14"
+
+
+def test_latency_reports_the_floor_and_each_servers_overhead_against_the_target() -> None:
+    result = run_benchmark("latency")
+    whole = table_rows(result.stdout, "Tool calls over stdio")
+    floors = [row for row in whole if row[0].startswith("floor:")]
+    assert {row[1] for row in floors} == {"list_checks", "get_check"}, whole
+    overhead = table_rows(result.stdout, "Per-call overhead over stdio")
+    pairs = {(row[0], row[1]) for row in overhead}
+    for tool in ("list_checks", "get_check"):
+        for label in ("hcmcp", "MCPServer (mcp 2.3.0)"):
+            assert (tool, label) in pairs, f"no {tool} overhead row for {label}:\n{result.stdout}"
+    for row in overhead:
+        assert re.fullmatch(r"-?\d+ µs", row[4]), row
+    assert re.search(r"target ≥ 5× at p50: (met|missed)", result.stdout), result.stdout
+
+
+def test_scaling_has_a_row_per_variant_and_size() -> None:
+    result = run_benchmark("scaling")
+    rows = table_rows(result.stdout, "list_checks against projects")
+    labels = {row[1] for row in rows}
+    assert labels == {"hcmcp (default 5 MiB ceiling)", "hcmcp, HEALTHCHECKS_MAX_RESPONSE_BYTES=33554432",
+                      "hcmcp, tag=prod", "MCPServer (mcp 2.3.0)", "MCPServer (mcp 2.3.0), tag=prod"}, rows
+    assert all(row[0] == "30" and row[-1] == "answered" for row in rows), rows
+    assert all(re.fullmatch(r"\d+\.\d ms", row[4]) for row in rows), rows
 
 
 def test_unknown_benchmark_name_is_refused() -> None:
