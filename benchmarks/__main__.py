@@ -54,11 +54,14 @@ def _commit() -> str:
     try:
         found = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent,
                                capture_output=True, text=True, timeout=10)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "hcmcp"], cwd=Path(__file__).parent,
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        # The measured code and the measuring code; the Markdown beside them changes nothing.
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "hcmcp", "benchmarks",
+                                ":(exclude)benchmarks/*.md"], cwd=Path(__file__).parent.parent,
+                               capture_output=True, text=True, timeout=10).stdout.splitlines()
+        dirty = [line[3:] for line in dirty]
     except (OSError, subprocess.TimeoutExpired):
         return "unknown (no git)"
-    return found.stdout.strip() + (" with uncommitted changes under hcmcp/" if dirty else "")
+    return found.stdout.strip() + (f" with uncommitted changes in {', '.join(dirty)}" if dirty else "")
 
 
 def _load() -> str:
