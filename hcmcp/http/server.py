@@ -3,6 +3,21 @@
 It knows neither MCP nor Healthchecks. An application is one coroutine,
 ``async def app(request: Request) -> Response | StreamingResponse``; the connection
 loop reads the whole request body (under a ceiling) before it calls the app.
+
+The App contract when the client goes away (EOF or a reset on its connection):
+
+- **The app is cancelled when the client disconnects before the response starts.** While
+  the app computes, the server watches the socket; a disconnect cancels the app (an anyio
+  cancellation at its next await), nothing is sent, and the connection is closed. An app
+  that must outlive its client sets ``request.cancel_on_disconnect = False`` (see Request);
+  it then runs to its end, and its answer is sent if the connection still takes it.
+- While a StreamingResponse is sent, a disconnect cancels its iteration (always).
+- A client that half-closes (``shutdown(SHUT_WR)``) after a complete request counts as
+  gone: EOF is all a closed connection shows, and HTTP/1.1 clients rarely half-close.
+
+Bytes that arrive meanwhile (a pipelined next request) are kept for the next cycle, up to
+max_header_bytes + max_body_bytes unparsed; past that the socket is not read (nor
+watched) until the answer is written, and a failed write is what reports a lost client.
 """
 
 from __future__ import annotations
@@ -31,6 +46,12 @@ class Request:
     headers: list[tuple[str, str]]   # names lowercased, values as sent (latin-1 decoded)
     body: bytes
     client: tuple[str, int] | None = None
+    # True: a client that disconnects before the response starts cancels the app (the default).
+    # An app sets it to False when a disconnect must not cancel it (a protocol that says a
+    # hang-up is no cancellation); it is read when the disconnect is seen, so setting it
+    # before the app's first await always takes effect. The app then finishes, and its answer
+    # is sent if the connection still takes it; the connection closes after that answer.
+    cancel_on_disconnect: bool = True
 
     def header(self, name: str) -> str | None:
         """The first value of header ``name`` (case-insensitive), or None."""
@@ -50,7 +71,10 @@ class StreamingResponse:
 
     ``chunks`` is iterated by the server; each item is written and flushed at once.
     When the client goes away the iteration is cancelled (the task running it sees
-    a cancellation), which is how a transport learns that a stream was closed.
+    a cancellation), which is how a transport learns that a stream was closed; this holds
+    whatever ``Request.cancel_on_disconnect`` says, which governs only the time before the
+    response starts (then the app itself is cancelled). ``aclose()``, when ``chunks`` has
+    one, is called after every stream, even one that was never iterated.
     """
 
     status: int
@@ -289,15 +313,27 @@ async def _linger_and_close(stream: anyio.abc.SocketStream) -> None:
 
 
 class _Connection:
-    """One client connection: requests read and answered in turn (keep-alive, pipelining)."""
+    """One client connection: requests read and answered in turn (keep-alive, pipelining).
+
+    Two tasks share it. ``_read_forever`` is the only reader of the socket: it feeds h11
+    and wakes the request loop, and because it keeps reading while an answer is computed
+    or streamed, it is what sees a client leave. The request loop (``_serve_requests``)
+    parses, calls the app and writes. One reader for the connection's life, rather than a
+    watcher per request: a task per request cost more than the rest of a small request.
+    """
 
     def __init__(self, server: HttpServer, stream: anyio.abc.SocketStream) -> None:
         self.server = server
         self.limits = server.limits
         self.stream = stream
         self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=self.limits.max_header_bytes)
-        self.peer_closed = False
+        self.peer_closed = False     # EOF or a reset was read (h11 has been told of the EOF)
+        self.peer_reset = False      # ... and it was a reset: nothing more can be written either
         self.in_request = False
+        self._arrived = anyio.Event()    # the reader fed h11 (bytes or EOF) since the loop last looked
+        self._room = anyio.Event()       # the loop wants bytes: a reader paused at the ceiling goes on
+        self._loop_waiting = False
+        self._on_gone: Callable[[], None] | None = None   # what a disconnect cancels now (an app, a stream)
         self.waiting_scope: anyio.CancelScope | None = None
         try:
             remote = stream.extra(SocketAttribute.remote_address)
@@ -313,9 +349,14 @@ class _Connection:
     async def run(self) -> None:
         graceful = False
         try:
-            graceful = await self._serve_requests()
-        except _ClientGone:
-            logger.debug("Client %s went away", self.client)
+            async with anyio.create_task_group() as reading:
+                reading.start_soon(self._read_forever)
+                try:
+                    graceful = await self._serve_requests()
+                except _ClientGone:
+                    logger.debug("Client %s went away", self.client)
+                finally:
+                    reading.cancel_scope.cancel()
         finally:
             if graceful:
                 await _linger_and_close(self.stream)
@@ -352,16 +393,46 @@ class _Connection:
 
     # -- reading -------------------------------------------------------------
 
+    async def _read_forever(self) -> None:
+        """Feed h11 everything the client sends, until EOF or a reset; then cancel what ``_on_gone`` says.
+
+        While the loop waits for bytes it reads without limit (h11 and the loop bound a request);
+        otherwise it reads ahead only while less than max_header_bytes + max_body_bytes lies
+        unparsed, then pauses, and a lost client is only noticed when a write fails.
+        """
+        ceiling = self.limits.max_header_bytes + self.limits.max_body_bytes
+        while True:
+            while not self._loop_waiting and len(self.h11.trailing_data[0]) >= ceiling:
+                await self._room.wait()
+                self._room = anyio.Event()
+            try:
+                data = await self.stream.receive(_RECEIVE_SIZE)
+            except anyio.EndOfStream:
+                data = b""
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                data = b""
+                self.peer_reset = True
+            self.h11.receive_data(data)   # b"" tells h11 of the EOF
+            self._arrived.set()
+            if not data:
+                self.peer_closed = True
+                if self._on_gone is not None:
+                    self._on_gone()
+                return
+
     async def _receive(self) -> None:
+        """Wait until the reader has fed h11 more (bytes or EOF); a reset raises _ClientGone."""
+        if self.peer_closed:
+            raise _ClientGone()   # h11 asks for no bytes once it knows of the EOF; never spin if it did
+        self._loop_waiting = True
+        self._room.set()
         try:
-            data = await self.stream.receive(_RECEIVE_SIZE)
-        except anyio.EndOfStream:
-            data = b""
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-            raise _ClientGone() from exc
-        if not data:
-            self.peer_closed = True
-        self.h11.receive_data(data)
+            await self._arrived.wait()
+        finally:
+            self._loop_waiting = False
+        self._arrived = anyio.Event()
+        if self.peer_reset:
+            raise _ClientGone()
 
     def _has_buffered_bytes(self) -> bool:
         return bool(self.h11.trailing_data[0])
@@ -468,18 +539,62 @@ class _Connection:
             body=body,
             client=self.client,
         )
-        try:
-            response = await self.server.app(request)
-            if not isinstance(response, (Response, StreamingResponse)):
-                raise TypeError(f"the app returned {type(response).__name__}, not a Response or StreamingResponse")
-        except Exception:
-            logger.exception("The app failed on %s %s; answered 500", method, path)
+        response = await self._call_app(request)
+        if response is None:
             await self._answer_error(500, "The server failed while handling this request. Try again later.",
                                      close=False)
             return True
         if isinstance(response, StreamingResponse):
             return await self._send_stream(response, is_head=method == "HEAD")
         return await self._send_response(response, is_head=method == "HEAD")
+
+    async def _call_app(self, request: Request) -> Response | StreamingResponse | None:
+        """The app's answer; None when the app failed (logged: a 500 is due).
+
+        A disconnect seen meanwhile cancels the app unless the request opted out of
+        cancel_on_disconnect; then the answer, if any, is dropped and _ClientGone raised.
+        """
+        scope = anyio.CancelScope()
+
+        def cancel_unless_opted_out() -> None:
+            if request.cancel_on_disconnect:
+                scope.cancel()
+
+        response: Response | StreamingResponse | None = None
+        failure: Exception | None = None
+        self._on_gone = cancel_unless_opted_out
+        try:
+            with scope:
+                if not self.peer_closed:
+                    response, failure = await self._app_answer(request)
+                else:
+                    # The client left before this request's turn (pipelined before its EOF): decide
+                    # once the app first waits, when it has had its chance to opt out. Rare, so a task.
+                    async with anyio.create_task_group() as deciding:
+                        deciding.start_soon(_call, cancel_unless_opted_out)
+                        response, failure = await self._app_answer(request)
+        finally:
+            self._on_gone = None
+        if self.peer_closed and request.cancel_on_disconnect:
+            logger.debug("Client %s closed the connection before the answer to %s %s; the app was cancelled",
+                         self.client, request.method, request.path)
+            if isinstance(response, StreamingResponse):
+                await _close_chunks(response.chunks)
+            raise _ClientGone()
+        if failure is not None:
+            logger.error("The app failed on %s %s; answered 500", request.method, request.path, exc_info=failure)
+            return None
+        return response
+
+    async def _app_answer(self, request: Request) -> tuple[Response | StreamingResponse | None, Exception | None]:
+        """(the app's answer, None) or (None, what it raised); a cancellation passes through."""
+        try:
+            response = await self.server.app(request)
+        except Exception as exc:
+            return None, exc
+        if not isinstance(response, (Response, StreamingResponse)):
+            return None, TypeError(f"the app returned {type(response).__name__}, not a Response or StreamingResponse")
+        return response, None
 
     # -- writing -------------------------------------------------------------
 
@@ -534,48 +649,32 @@ class _Connection:
             if is_head or response.status in _NO_BODY_STATUSES:
                 await self._write(self.h11.send(h11.EndOfMessage()))
                 return True
-            state = _StreamState()
-            async with anyio.create_task_group() as watching:
-                watching.start_soon(self._watch_for_disconnect, watching.cancel_scope, state)
-                try:
-                    async for chunk in chunks:
-                        if chunk:
-                            await self._write(self.h11.send(h11.Data(data=chunk)))
-                    await self._write(self.h11.send(h11.EndOfMessage()))
-                    state.finished = True
-                except _ClientGone:
-                    state.client_gone = True
-                except Exception:
-                    logger.exception("The app's stream failed after its head was sent; closing the connection")
-                finally:
-                    watching.cancel_scope.cancel()
-            if state.client_gone:
+            scope = anyio.CancelScope()
+            self._on_gone = scope.cancel   # a stream ends with its client, whatever the request said
+            finished = write_failed = False
+            try:
+                with scope:
+                    if self.peer_closed:
+                        scope.cancel()
+                    try:
+                        async for chunk in chunks:
+                            if chunk:
+                                await self._write(self.h11.send(h11.Data(data=chunk)))
+                        await self._write(self.h11.send(h11.EndOfMessage()))
+                        finished = True
+                    except _ClientGone:
+                        write_failed = True
+                    except Exception:
+                        logger.exception("The app's stream failed after its head was sent; closing the connection")
+            finally:
+                self._on_gone = None
+            if write_failed or self.peer_closed:
                 logger.debug("Client %s closed the connection during a stream; stream cancelled", self.client)
                 raise _ClientGone()
             # A stream that failed midway cannot finish its chunked body: closing tells the client.
-            return state.finished
+            return finished
         finally:
-            aclose = getattr(chunks, "aclose", None)
-            if aclose is not None:
-                try:
-                    await aclose()
-                except Exception:
-                    logger.exception("Closing the app's stream raised")
-
-    async def _watch_for_disconnect(self, stream_scope: anyio.CancelScope, state: _StreamState) -> None:
-        """Read while a stream is sent: EOF or reset cancels the stream; other bytes are kept."""
-        ceiling = self.limits.max_header_bytes + self.limits.max_body_bytes
-        while state.kept_bytes < ceiling:   # past this, a write failure is what tells us
-            try:
-                data = await self.stream.receive(_RECEIVE_SIZE)
-            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                data = b""
-            if not data:
-                state.client_gone = True
-                stream_scope.cancel()
-                return
-            state.kept_bytes += len(data)
-            self.h11.receive_data(data)   # a pipelined next request, parsed after this stream
+            await _close_chunks(chunks)
 
     # -- the server's own answers -------------------------------------------
 
@@ -615,11 +714,18 @@ class _Connection:
         await self._write(data)
 
 
-@dataclass
-class _StreamState:
-    finished: bool = False
-    client_gone: bool = False
-    kept_bytes: int = 0
+async def _call(function: Callable[[], None]) -> None:
+    function()
+
+
+async def _close_chunks(chunks: AsyncIterator[bytes]) -> None:
+    """Call the app's ``aclose()`` on a stream's iterator, if it has one (it may hold resources)."""
+    aclose = getattr(chunks, "aclose", None)
+    if aclose is not None:
+        try:
+            await aclose()
+        except Exception:
+            logger.exception("Closing the app's stream raised")
 
 
 @asynccontextmanager
