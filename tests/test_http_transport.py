@@ -256,6 +256,25 @@ async def test_hanging_up_is_not_a_cancellation_in_the_2025_era():
         assert ep.transport.sessions[sid].busy == 0
 
 
+@pytest.mark.parametrize("stateless, capabilities", [(False, None), (False, ASKS), (True, None)],
+                         ids=["inline", "may ask", "stateless"])
+async def test_hanging_up_before_a_json_answer_is_not_a_cancellation_in_the_2025_era(stateless, capabilities):
+    async with endpoint(HttpSettings(stateless=stateless)) as ep:
+        async with ep.wire() as wire:
+            headers = {"MCP-Protocol-Version": LEGACY} if stateless else session(await wire.initialize(capabilities))
+            await wire.begin(call("hold"), headers)
+            await ep.gate.started.wait()
+            (connection,) = ep.http._connections
+        await wait_until(lambda: connection.peer_closed)   # the server has seen the client leave
+        await anyio.lowlevel.checkpoint()
+        assert not ep.gate.cancelled.is_set()
+        ep.gate.release.set()
+        await ep.gate.finished.wait()
+        await wait_until(lambda: ep.transport.streams == 0 and ep.http.active_requests == 0)
+        assert not ep.gate.cancelled.is_set()
+        assert all(entry.busy == 0 for entry in ep.transport.sessions.values())
+
+
 async def test_notifications_cancelled_ends_the_call_and_its_post_without_a_response():
     async with endpoint() as ep, ep.wire() as wire, ep.wire() as other:
         sid = await wire.initialize()

@@ -1,19 +1,21 @@
 """The Streamable HTTP transport, 2026-07-28 era, over real sockets on 127.0.0.1.
 
 POST only and no sessions; MCP-Protocol-Version, Mcp-Method and Mcp-Name checked against the
-body; -32022 / -32021-class / missing _meta are 400, unknown methods 404; closing a call's
-response stream cancels it; input_required and the seal exactly as on stdio.
+body; -32022 / -32021-class / missing _meta are 400, unknown methods 404; a tools/call is
+answered as JSON, and closing its connection before the answer cancels it; input_required and
+the seal exactly as on stdio.
 """
 
 from __future__ import annotations
 
 import base64
+import socket
 
+import anyio
 import pytest
 
-from hcmcp.protocol.streamable_http import HttpSettings
-from test_http_transport_support import (BOTH, MODERN, endpoint, meta, modern, modern_headers, notification, rpc,
-                                         wait_until)
+from test_http_transport_support import (BOTH, MODERN, READ_TIMEOUT, endpoint, meta, modern, modern_headers,
+                                         notification, rpc, wait_until)
 
 pytestmark = pytest.mark.anyio
 
@@ -55,12 +57,16 @@ async def test_a_quick_tool_call_is_answered_as_json():
         assert reply.message["id"] == "c-1" and reply.result["structuredContent"] == {"sum": 5}
 
 
-async def test_a_call_is_streamed_when_stream_after_is_zero_and_its_stream_ends_with_the_response():
-    async with endpoint(HttpSettings(stream_after=0)) as ep, ep.wire() as wire:
-        reply = await wire.modern(call("add", {"a": 2, "b": 3}, id="c-1"))
-        assert reply.status == 200 and reply.content_type == "text/event-stream"
+async def test_a_call_that_waits_is_answered_as_json_once_it_finishes():
+    async with endpoint() as ep, ep.wire() as wire:
+        await wire.begin(call("hold", id="c-1"), modern_headers(call("hold")))
+        await ep.gate.started.wait()
+        ep.gate.release.set()
+        reply = await wire.read_reply(head_read=False)
+        assert reply.status == 200 and reply.content_type == "application/json"
         assert len(reply.messages) == 1 and reply.message["id"] == "c-1"
-        assert reply.result["structuredContent"] == {"sum": 5}
+        assert reply.result["structuredContent"] == {"released": True}
+        assert (await wire.modern(call("add", {"a": 2, "b": 3}))).result["structuredContent"] == {"sum": 5}
 
 
 async def test_a_notification_is_202_without_a_body():
@@ -70,33 +76,27 @@ async def test_a_notification_is_202_without_a_body():
         assert (reply.status, reply.body) == (202, b"")
 
 
-async def test_closing_the_response_stream_cancels_the_call():
-    async with endpoint(HttpSettings(stream_after=0)) as ep:
-        async with ep.wire() as wire:
-            status, headers = await wire.start(call("hold"), modern_headers(call("hold")))
-            assert status == 200 and headers["content-type"] == "text/event-stream"
-            await ep.gate.started.wait()
-        await ep.gate.cancelled.wait()
-        assert not ep.gate.finished.is_set()
-        await wait_until(lambda: ep.transport.streams == 0)
-
-
-async def test_a_call_still_running_after_stream_after_gets_its_stream_then():
-    async with endpoint(HttpSettings(stream_after=0.05)) as ep, ep.wire() as wire:
-        status, headers = await wire.start(call("hold"), modern_headers(call("hold")))
-        assert status == 200 and headers["content-type"] == "text/event-stream"
-        ep.gate.release.set()
-        reply = await wire.read_reply()
-        assert reply.result["structuredContent"] == {"released": True}
-
-
-async def test_hanging_up_before_the_stream_starts_still_cancels_the_call():
-    async with endpoint(HttpSettings(stream_after=0.05)) as ep:
+async def test_closing_the_connection_before_the_answer_cancels_the_call():
+    async with endpoint() as ep:
         async with ep.wire() as wire:
             await wire.begin(call("hold"), modern_headers(call("hold")))
             await ep.gate.started.wait()
-        await ep.gate.cancelled.wait()   # seen once the stream starts, stream_after later
-        await wait_until(lambda: ep.transport.streams == 0)
+        with anyio.fail_after(READ_TIMEOUT):   # the close is seen at once; a server that misses it fails here
+            await ep.gate.cancelled.wait()
+        assert not ep.gate.finished.is_set()
+        await wait_until(lambda: ep.transport.streams == 0 and ep.http.active_requests == 0)
+        async with ep.wire() as wire:   # and the server goes on serving
+            assert (await wire.modern(call("add", {"a": 2, "b": 3}))).result["structuredContent"] == {"sum": 5}
+
+
+async def test_a_call_cancelled_by_a_half_close_gets_no_answer_ever():
+    async with endpoint() as ep, ep.wire() as wire:
+        message = call("sleep", {"seconds": 30})   # would answer long after READ_TIMEOUT
+        await wire.begin(message, modern_headers(message))
+        await wait_until(lambda: ep.transport.streams == 1)   # the call is running
+        wire.stream.extra(anyio.abc.SocketAttribute.raw_socket).shutdown(socket.SHUT_WR)
+        assert await wire.closed_by_server()   # the connection ends with no answer at all
+        await wait_until(lambda: ep.transport.streams == 0 and ep.http.active_requests == 0)
 
 
 async def test_get_and_delete_are_405():

@@ -29,7 +29,8 @@ START_TIMEOUT = 20.0
 TOKEN = "process-test-token-0123456789abcdef"
 
 # serve_http around the fixture tools plus `slow`, which says on stderr when it starts and
-# answers after half a second: an in-flight call to shut down around.
+# answers after half a second: an in-flight call to shut down around; and `hang`, which says
+# so too and never answers.
 SLOW_SERVER = """
 import sys, anyio, msgspec
 from conformance.fixture_server import fixture_tools
@@ -49,8 +50,14 @@ async def slow(ctx, params):
     await anyio.sleep(0.5)
     return Slept(0.5)
 
-tools = fixture_tools() + [Tool("slow", "Slow", "Answers after 0.5 s.", NoParams, Slept,
-                                Annotations(read_only=True, destructive=False, idempotent=True), slow)]
+async def hang(ctx, params):
+    sys.stderr.write("hang: started\\n")
+    sys.stderr.flush()
+    await anyio.sleep_forever()
+
+READ = Annotations(read_only=True, destructive=False, idempotent=True)
+tools = fixture_tools() + [Tool("slow", "Slow", "Answers after 0.5 s.", NoParams, Slept, READ, slow),
+                           Tool("hang", "Hang", "Never answers.", NoParams, Slept, READ, hang)]
 server = McpServer(ServerIdentity(name="slow-fixture", version="0"), tools)
 settings = HttpSettings(shutdown_grace=float(sys.argv[1]))
 anyio.run(lambda: serve_http(server, "127.0.0.1:0", settings=settings))
@@ -162,17 +169,16 @@ def test_sigterm_lets_the_call_in_flight_finish_stops_accepting_and_exits_0():
 
 def test_sigterm_cuts_a_call_that_outlasts_the_grace_and_still_exits_0():
     with Served([sys.executable, "-c", SLOW_SERVER, "0.3"]) as served:
-        message, headers = modern_call("sleep_forever")
+        message, headers = modern_call("hang")
         conn = served.connection()
         conn.request("POST", "/mcp", json.dumps(message), {"Content-Type": "application/json", "Accept": BOTH,
                                                           **headers})
-        response = conn.getresponse()   # the SSE head is sent at once; the call never answers
-        assert response.status == 200
+        served.wait_for("hang: started")   # the call never answers, so no response has started
         started = time.monotonic()
         assert served.stop(timeout=10) == 0
         assert time.monotonic() - started < 5
-        with pytest.raises((http.client.IncompleteRead, ConnectionError)):
-            response.read()   # the stream was cut, not ended
+        with pytest.raises((http.client.RemoteDisconnected, ConnectionError)):
+            conn.getresponse()   # the call was cut: the connection closed with no response
 
 
 def test_hcmcp_http_demo_exits_0_on_sigterm():

@@ -4,11 +4,14 @@
 without, 404 once the session ended by DELETE or by idling). A request is answered as
 JSON, or as an SSE stream when the server has something to send first (an
 ``elicitation/create``); the client's answer arrives as a separate POST and is routed by
-id to the waiting call of the same session only. ``--stateless`` keeps no sessions, so no
-server->client request is possible there.
-2026 era: POST only, no sessions, the headers must agree with the body. A ``tools/call``
-that answers within ``stream_after`` is answered as JSON; one still running by then gets
-an SSE stream, and closing it cancels the call.
+id to the waiting call of the same session only. A client that disconnects does not
+cancel its request (the spec: a disconnect MUST NOT be read as a cancellation), so these
+requests opt out of the HTTP server's cancel-on-disconnect. ``--stateless`` keeps no
+sessions, so no server->client request is possible there.
+2026 era: POST only, no sessions, the headers must agree with the body. Every request,
+``tools/call`` included, is answered as JSON once it is done; a client that closes the
+connection first cancels it (the spec: closing the response stream cancels the request),
+because the HTTP server cancels the app when its client leaves before the response starts.
 GET answers 405 in both eras: this server sends nothing that is unrelated to a request, so
 it has no standalone stream to offer; every server message travels on the POST's stream.
 The listener itself is guarded: Host and Origin checked (DNS rebinding), a bearer token
@@ -41,7 +44,7 @@ from . import revisions
 from .jsonrpc import (HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,
                       MISSING_REQUIRED_CLIENT_CAPABILITY, METHOD_NOT_FOUND, PARSE_ERROR, UNSUPPORTED_PROTOCOL_VERSION,
                       Message, RpcError, decode, encode, error_message)
-from .server import McpServer, Session
+from .server import McpServer, Push, Session
 
 log = logging.getLogger("hcmcp.http")
 
@@ -66,7 +69,6 @@ class HttpSettings:
     max_sessions: int = 1000
     max_streams: int = 64                     # requests being answered at once, over all connections
     shutdown_grace: float = 10.0              # SIGTERM: how long in-flight calls may go on
-    stream_after: float = 0.5                 # a 2026 tools/call still running this long is streamed
 
 
 class _Reply(Exception):
@@ -341,7 +343,11 @@ class StreamableHttp:
         except RpcError as error:
             raise _Reply(400, error.code, error.message, data=error.data, id=rid) from None
         if message.method == "tools/call":
-            return await self._call(message, Session(), modern=True)
+            # Nothing is pushed in this era, so the answer is JSON. A client that closes the
+            # connection first cancels this app, and with it the call.
+            with self._stream(rid):
+                response = await self._handle_call(message, Session(), None)
+            return _json(200, response) if response is not None else _empty_stream()
         with self._stream(rid):
             response = await self.server.handle(message, Session())
         if response is None:
@@ -355,6 +361,7 @@ class StreamableHttp:
                       header_version: str | None) -> Response | StreamingResponse:
         # A header, when sent, is a 2025-era revision we speak (anything else went to _modern).
         # It need not equal the negotiated one: the session already knows that.
+        request.cancel_on_disconnect = False   # a disconnect MUST NOT be read as a cancellation here
         if message.is_request and message.method == "initialize":
             return self._initialize(message)
         if self.settings.stateless:
@@ -399,20 +406,17 @@ class StreamableHttp:
         self.sessions[session_id] = _HttpSession(session_id, state, self.clock())
         return _json(200, response, [(SESSION_HEADER, session_id)])
 
-    async def _call(self, message: Message, session: Session, entry: _HttpSession | None = None, *,
-                    modern: bool = False) -> Response | StreamingResponse:
-        """A tools/call: JSON when it just answers, SSE when it has something to send first.
+    async def _call(self, message: Message, session: Session,
+                    entry: _HttpSession | None = None) -> Response | StreamingResponse:
+        """A 2025-era tools/call: JSON when it just answers, SSE when it has something to send first.
 
-        A call that may ask (2025 era, a client that declared elicitation) or whose client may
-        cancel it by closing the response (2026 era) runs in the transport's task group: which
-        response to start is only known once it produces its first message. 2025 era: an
-        elicitation it pushes opens the stream, and the call outlives a client that hangs up
-        (a disconnect is not a cancellation) unless it still has to ask. 2026 era: nothing is
-        pushed, and closing the response cancels the call; so a call still running after
-        ``stream_after`` seconds gets its stream then, the only way the HTTP server reports a
-        client that left. Any other call is answered inline, as JSON.
+        A call that may ask (a client that declared elicitation) runs in the transport's task
+        group: which response to start is only known once it produces its first message, and
+        an elicitation it pushes opens the stream. It outlives a client that hangs up (a
+        disconnect is not a cancellation) unless it still has to ask. Any other call is
+        answered inline, as JSON.
         """
-        if not modern and not self._may_ask(session):
+        if not self._may_ask(session):
             with self._stream(message.id), self._busy(entry):
                 response = await self.server.handle(message, session, _cannot_push)
             return _json(200, response) if response is not None else _empty_stream()
@@ -431,13 +435,7 @@ class StreamableHttp:
             response: dict[str, Any] | None = None
             try:
                 with scope:
-                    try:
-                        response = await self.server.handle(message, session, None if modern else push)
-                    except Exception:
-                        log.exception("tools/call failed outside the tool; answered -32603")
-                        response = error_message(message.id, RpcError(
-                            INTERNAL_ERROR, "Internal error: the server failed while answering; its log has the "
-                                            "details"))
+                    response = await self._handle_call(message, session, push)
                 if not outbox.put(_Final(response)):
                     log.debug("the client left before the answer to %r; dropped", message.id)
             finally:
@@ -446,28 +444,27 @@ class StreamableHttp:
                     entry.last_used = self.clock()
                 release()
 
-        def on_close() -> None:
-            outbox.close()
-            if modern:
-                scope.cancel()   # 2026: the client closing the stream cancels the call
-
         if entry is not None:
             entry.busy += 1   # counted before the task starts, so no sweep can end the session in between
         self._tasks.start_soon(run)
-        first: Any = None
         try:
-            if not modern:
-                first = await outbox.get()
-            elif self.settings.stream_after > 0:
-                with anyio.move_on_after(self.settings.stream_after):
-                    first = await outbox.get()
+            first = await outbox.get()
         except BaseException:
-            on_close()
+            outbox.close()
             raise
         if isinstance(first, _Final):
             outbox.close()
             return _json(200, first.response) if first.response is not None else _empty_stream()
-        return StreamingResponse(200, _Body(_relay(first, outbox), on_close), list(_SSE_HEADERS))
+        return StreamingResponse(200, _Body(_relay(first, outbox), outbox.close), list(_SSE_HEADERS))
+
+    async def _handle_call(self, message: Message, session: Session, push: Push | None) -> dict[str, Any] | None:
+        """``server.handle`` for a tools/call, with a failure outside the tool answered as -32603."""
+        try:
+            return await self.server.handle(message, session, push)
+        except Exception:
+            log.exception("tools/call failed outside the tool; answered -32603")
+            return error_message(message.id, RpcError(
+                INTERNAL_ERROR, "Internal error: the server failed while answering; its log has the details"))
 
     def _may_ask(self, session: Session) -> bool:
         """Whether a 2025-era call of this session could push a question (and so need a stream)."""
@@ -576,17 +573,14 @@ class StreamableHttp:
                 self.sweep()
 
 
-async def _relay(first: dict[str, Any] | None, outbox: _Outbox) -> AsyncIterator[bytes]:
-    """A call's SSE body: what it sent first (if anything yet), anything after, then its response."""
-    item = first
-    while True:
-        if isinstance(item, _Final):
-            if item.response is not None:
-                yield _sse_event(item.response)
-            return
-        if item is not None:
-            yield _sse_event(item)
+async def _relay(first: dict[str, Any], outbox: _Outbox) -> AsyncIterator[bytes]:
+    """A call's SSE body: what it sent first, anything after, then its response."""
+    item: Any = first
+    while not isinstance(item, _Final):
+        yield _sse_event(item)
         item = await outbox.get()
+    if item.response is not None:
+        yield _sse_event(item.response)
 
 
 def _empty_stream() -> StreamingResponse:
