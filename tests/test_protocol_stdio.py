@@ -61,6 +61,7 @@ def test_server_discover_without_meta_is_an_error_so_auto_clients_fall_back(peer
     (b'{"id":1,"method":"ping"}', -32600, "jsonrpc"),
     (b'{"jsonrpc":"2.0","id":null,"method":"ping"}', -32600, "not null"),
     (b'{"jsonrpc":"1.0","id":1,"method":"ping"}', -32600, "jsonrpc"),
+    (b'{"jsonrpc":"2.0","id":1180591620717411303424,"method":"ping"}', -32600, "64 bits"),
 ])
 def test_malformed_messages_get_exact_errors(peer, raw, code, fragment):
     peer.send_raw(raw)

@@ -76,6 +76,9 @@ def decode(data: bytes | str) -> Message:
         raise RpcError(INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be exactly "2.0"', id=_usable_id(message))
     if message.id is None:
         raise RpcError(INVALID_REQUEST, "Invalid Request: id must be a string or an integer, not null")
+    if isinstance(message.id, int) and not -2**63 <= message.id < 2**63:
+        # Such an id could not be written back (nor read by most peers): refuse it rather than echo it.
+        raise RpcError(INVALID_REQUEST, "Invalid Request: an integer id must fit in 64 bits; use a string id")
     if message.method is msgspec.UNSET:
         if message.id is msgspec.UNSET or (message.result is msgspec.UNSET and message.error is msgspec.UNSET):
             raise RpcError(INVALID_REQUEST, 'Invalid Request: a message needs "method" (a request or notification) '
