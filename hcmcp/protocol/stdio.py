@@ -28,7 +28,13 @@ class LineWriter:
         self.fd = fd
 
     def write(self, message: dict[str, Any]) -> None:
-        data = memoryview(encode(message) + b"\n")
+        try:
+            encoded = encode(message)
+        except TypeError:   # orjson.JSONEncodeError: never let one bad answer end the server
+            log.exception("could not encode an answer")
+            encoded = encode(error_message(message.get("id"), RpcError(
+                -32603, "Internal error: the answer could not be encoded; the server log has the details")))
+        data = memoryview(encoded + b"\n")
         while data:
             written = os.write(self.fd, data)   # blocking fd: a stalled reader stalls us, nothing is lost
             data = data[written:]
