@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from typing import Any, BinaryIO
+from typing import Any
 
 from .. import get_logger
 from .jsonrpc import INVALID_REQUEST, Message, RpcError, decode, encode, error_message
@@ -41,27 +41,93 @@ class LineWriter:
 
 
 TOO_LONG = object()
+_CHUNK = 1 << 16
 
 
-def _read_line(stream: BinaryIO) -> bytes | object | None:
-    """The next line without its newline; TOO_LONG for an over-long line (drained); None at EOF."""
-    line = stream.readline(MAX_LINE_BYTES + 1)
-    if not line:
-        return None
-    if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
-        while True:   # drain the rest of the over-long line
-            rest = stream.readline(1 << 20)
-            if not rest or rest.endswith(b"\n"):
-                break
-        return TOO_LONG
-    return line.rstrip(b"\r\n")
+class LineReader:
+    """Lines from a file descriptor, through one buffer shared by the synchronous start-up phase
+    and the event loop (so nothing read ahead is lost when the loop takes over).
+
+    On the loop it waits for the descriptor to become readable and reads what is there: no thread
+    hop per line. A descriptor the loop cannot watch (a regular file) is read in a worker thread.
+    """
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.buffer = bytearray()
+        self.eof = False
+        self._discarding = False     # inside an over-long line, until its newline
+        self._pollable: bool | None = None
+
+    def _take(self) -> bytes | object | None:
+        """A complete line from the buffer (TOO_LONG for an over-long one), or None if none yet."""
+        while True:
+            end = self.buffer.find(b"\n")
+            if self._discarding:
+                if end < 0:
+                    self.buffer.clear()
+                    return None
+                del self.buffer[:end + 1]
+                self._discarding = False
+                return TOO_LONG
+            if end < 0:
+                if len(self.buffer) > MAX_LINE_BYTES:
+                    self.buffer.clear()
+                    self._discarding = True
+                    continue
+                if self.eof and self.buffer:   # a last line without its newline
+                    line = bytes(self.buffer)
+                    self.buffer.clear()
+                    return line.rstrip(b"\r")
+                return None
+            line = bytes(self.buffer[:end])
+            del self.buffer[:end + 1]
+            if len(line) > MAX_LINE_BYTES:
+                return TOO_LONG
+            return line.rstrip(b"\r")
+
+    def _fill(self, data: bytes) -> None:
+        if data:
+            self.buffer += data
+        else:
+            self.eof = True
+
+    def read_line(self) -> bytes | object | None:
+        """Blocking: the next line; TOO_LONG for an over-long line; None at EOF."""
+        while True:
+            line = self._take()
+            if line is not None:
+                return line
+            if self.eof:
+                return TOO_LONG if self._discarding else None
+            self._fill(os.read(self.fd, _CHUNK))
+
+    async def next_line(self) -> bytes | object | None:
+        import anyio
+        while True:
+            line = self._take()
+            if line is not None:
+                return line
+            if self.eof:
+                return TOO_LONG if self._discarding else None
+            if self._pollable is not False:
+                try:
+                    await anyio.wait_readable(self.fd)
+                    self._pollable = True
+                except (OSError, NotImplementedError, ValueError):
+                    self._pollable = False    # e.g. a regular file: epoll refuses it
+                    continue
+                self._fill(os.read(self.fd, _CHUNK))
+            else:
+                self._fill(await anyio.to_thread.run_sync(os.read, self.fd, _CHUNK, abandon_on_cancel=True))
 
 
-async def serve_stdio(server: McpServer, stdin: BinaryIO | None = None, stdout_fd: int = 1,
+async def serve_stdio(server: McpServer, reader: LineReader | None = None, stdout_fd: int = 1,
                       session: Session | None = None, first: Message | None = None) -> None:
-    """Serve until stdin EOF or SIGTERM. ``session``/``first``: what run_stdio already read and answered."""
+    """Serve until stdin EOF or SIGTERM. ``reader``/``session``/``first``: what run_stdio already
+    read and answered."""
     import anyio
-    stream = stdin if stdin is not None else sys.stdin.buffer
+    reader = reader or LineReader(0)
     writer = LineWriter(stdout_fd)
     session = session or Session()
 
@@ -79,7 +145,7 @@ async def serve_stdio(server: McpServer, stdin: BinaryIO | None = None, stdout_f
             if first is not None:
                 message, first = first, None
             else:
-                line = await anyio.to_thread.run_sync(_read_line, stream, abandon_on_cancel=True)
+                line = await reader.next_line()
                 if line is None:
                     break
                 message = _message_or_reply(line, writer)
@@ -90,6 +156,9 @@ async def serve_stdio(server: McpServer, stdin: BinaryIO | None = None, stdout_f
                 await run_request(message)
             elif message.is_request:
                 tasks.start_soon(run_request, message)
+                # Let it register as in flight before the next line is looked at: a cancellation
+                # read from the same chunk must find it.
+                await anyio.lowlevel.checkpoint()
             else:
                 await server.handle(message, session, push)
         # stdin closed: the client is gone, so nothing still running can be delivered.
@@ -121,7 +190,7 @@ async def _stop_on_sigterm(scope) -> None:
 
 
 def exit_now(code: int = 0) -> None:
-    """Leave without waiting for the stdin reader thread, which may sit in readline() forever."""
+    """Leave without waiting for a stdin reader thread (regular-file stdin), which may sit in read()."""
     try:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -137,11 +206,11 @@ def run_stdio(server: McpServer) -> None:
     with the first message that needs it (a tools/call, usually).
     """
     signal.signal(signal.SIGTERM, lambda *_: exit_now(0))
-    stream = sys.stdin.buffer
+    reader = LineReader(0)
     writer = LineWriter(1)
     session = Session()
     while True:
-        line = _read_line(stream)
+        line = reader.read_line()
         if line is None:
             exit_now(0)
         message = _message_or_reply(line, writer)
@@ -154,7 +223,7 @@ def run_stdio(server: McpServer) -> None:
             writer.write(response)
     import anyio
     try:
-        anyio.run(serve_stdio, server, stream, 1, session, message)
+        anyio.run(serve_stdio, server, reader, 1, session, message)
     except KeyboardInterrupt:
         pass
     exit_now(0)
