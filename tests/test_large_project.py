@@ -44,3 +44,19 @@ def test_with_a_slug_the_instance_filters_and_the_total_is_said_to_be_unknown():
     assert result.project_checks is None and "total is not known" in result.note
     # First the whole list (refused), then the filtered one.
     assert [path for _, path in sim.requests][-2:] == ["/api/v3/checks/", "/api/v3/checks/"]
+
+
+def test_once_the_project_is_known_to_be_too_large_a_filtered_call_asks_once():
+    async def scenario():
+        sim = Simulator()
+        sim.seed_bulk(300)
+        async with serve(sim):
+            api = HealthchecksApi(sim.site_root, Simulator.RW_KEY, byte_ceiling=CEILING)
+            tool = next(t for t in read_tools(api) if t.name == "list_checks")
+            await tool.handler(None, tool.decode_arguments({"slug": "bulk-00001"}))
+            before = len(sim.requests)
+            second = await tool.handler(None, tool.decode_arguments({"slug": "bulk-00002"}))
+            await api.aclose()
+            return len(sim.requests) - before, second
+    asked, result = anyio.run(scenario)
+    assert asked == 1 and [c.name for c in result.checks] == ["bulk-00002"]

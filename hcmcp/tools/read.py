@@ -116,15 +116,21 @@ def summary_of(check: Check) -> CheckSummary:
 
 
 def _list_checks(api: HealthchecksApi):
+    oversized: list[bool] = []   # non-empty once the whole project was refused for its size
+
     async def handler(ctx: Any, params: ListChecksParams) -> ListChecksResult:
         # The whole project in one request, filtered here: that is how the result can say how
         # many checks the project holds (the API has no pagination and no count). A project too
         # large for the byte ceiling is asked again with tag/slug, which the instance filters.
         total_known = True
+        filtered = params.tag is not UNSET or params.slug is not UNSET
         try:
+            if filtered and oversized:
+                raise ResponseTooLarge(None, "known from an earlier call")   # skip the doomed whole-list fetch
             listing: Listing[Check] = await api.list_checks()
         except ResponseTooLarge:
-            if params.tag is UNSET and params.slug is UNSET:
+            oversized.append(True)
+            if not filtered:
                 raise ToolError(
                     f"The project's list of checks is larger than {api.byte_ceiling} bytes, this server's "
                     "ceiling for one answer (HEALTHCHECKS_MAX_RESPONSE_BYTES), so it was refused unread. Pass "
