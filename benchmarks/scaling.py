@@ -141,9 +141,9 @@ def add_notes(table: Table, sizes: list[int], specs: list[ServerSpec], medians: 
                "failure: the answer names tag/slug and HEALTHCHECKS_MAX_RESPONSE_BYTES. Its time is the time to "
                "the refusal, and it is left out of the ratios.")
     table.note(f"With tag={TAG}, hcmcp first asks for the whole list (that is how it can tell the project's "
-               "size); only when that is over its ceiling does it ask again with ?tag=. So past the ceiling "
-               "its call carries the simulator's unfiltered work too, which the peer (always filtered by the "
-               "instance) does not.")
+               "size); when that is over its ceiling it asks again with ?tag= and remembers, so later filtered "
+               "calls go to ?tag= at once. Under the ceiling its call carries the simulator's unfiltered work, "
+               "which the peer (always filtered by the instance) does not.")
     table.note(f"'simulator alone' is the row's GET (checks/, or checks/?tag={TAG}) straight from the simulator on "
                f"a keep-alive http.client connection, median of {FLOOR_RUNS}: the part of each call that no server "
                "can avoid. 'over the simulator' is time per call minus it.")
