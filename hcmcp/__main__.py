@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import asynccontextmanager
 from typing import Any
 
 from . import __version__
@@ -99,24 +100,18 @@ def build_server(config, api):
                      elicitation_timeout=config.elicitation_timeout, seal=Seal(config.state_key))
 
 
-class _Demo:
-    """The simulated instance, served on 127.0.0.1 inside this process's event loop."""
-
-    def __init__(self) -> None:
-        self._cm = None
-
-    async def __aenter__(self):
-        from .healthchecks.simulator import Simulator
-        from .http.server import serve_in_background
-        sim = Simulator()
-        sim.seed_demo()
-        self._cm = serve_in_background(sim.app)
-        http_server = await self._cm.__aenter__()
-        sim.site_root = f"http://127.0.0.1:{http_server.port}"
-        return sim, sim.site_root
-
-    async def __aexit__(self, *exc):
-        return await self._cm.__aexit__(*exc)
+@asynccontextmanager
+async def _built_server(opts: dict[str, Any], config):
+    """The McpServer for this command: over the configured instance, or (--demo) over the
+    simulated one, served on 127.0.0.1 inside this process's event loop for as long as it is used."""
+    if not opts["demo"]:
+        yield build_server(config, _api(config))
+        return
+    from .healthchecks.simulator import Simulator, serve
+    sim = Simulator()
+    sim.seed_demo()
+    async with serve(sim):
+        yield build_server(config, _api(config, sim.site_root, sim.RW_KEY))
 
 
 def _api(config, site_root: str | None = None, api_key: str | None = None):
@@ -126,12 +121,8 @@ def _api(config, site_root: str | None = None, api_key: str | None = None):
 
 
 async def _serve(opts: dict[str, Any], config) -> None:
-    if opts["demo"]:
-        async with _Demo() as (sim, root):
-            server = build_server(config, _api(config, root, sim.RW_KEY))
-            await _transport(opts, config, server)
-    else:
-        await _transport(opts, config, build_server(config, _api(config)))
+    async with _built_server(opts, config) as server:
+        await _transport(opts, config, server)
 
 
 async def _transport(opts: dict[str, Any], config, server) -> None:
@@ -157,11 +148,8 @@ async def _tools(opts: dict[str, Any], config) -> None:
                 marks.append("essential")
             marks.append("read-only" if tool.annotations.read_only else "writes")
             sys.stdout.write(f"{tool.name:20s} {tool.title}  [{', '.join(marks)}]\n")
-    if opts["demo"]:
-        async with _Demo() as (sim, root):
-            await show(build_server(config, _api(config, root, sim.RW_KEY)))
-    else:
-        await show(build_server(config, _api(config)))
+    async with _built_server(opts, config) as server:
+        await show(server)
 
 
 async def _call(opts: dict[str, Any], config) -> int:
@@ -173,10 +161,8 @@ async def _call(opts: dict[str, Any], config) -> int:
         arguments = orjson.loads(raw)
     except orjson.JSONDecodeError as error:
         _fail(f"the arguments are not valid JSON ({error}); pass one JSON object, e.g. '{{\"check\": \"...\"}}'", 2)
-    if opts["demo"]:
-        async with _Demo() as (sim, root):
-            return await call_once(build_server(config, _api(config, root, sim.RW_KEY)), name, arguments)
-    return await call_once(build_server(config, _api(config)), name, arguments)
+    async with _built_server(opts, config) as server:
+        return await call_once(server, name, arguments)
 
 
 async def call_once(server, name: str, arguments: Any) -> int:
