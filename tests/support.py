@@ -8,7 +8,6 @@ import queue
 import subprocess
 import sys
 import threading
-import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Any

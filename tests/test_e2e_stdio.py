@@ -96,7 +96,7 @@ def test_without_an_api_key_the_server_lists_its_tools_and_explains_setup():
 
 def test_read_only_removes_the_write_tools_entirely():
     with StdioPeer(HCMCP + ["--demo"], env={"HEALTHCHECKS_READ_ONLY": "true"}) as peer:
-        caller = Caller(peer, "2025-11-25")
+        peer.initialize()
         names = [t["name"] for t in peer.request("tools/list")["result"]["tools"]]
         assert "delete_check" not in names and len(names) == 9
         response = peer.request("tools/call", {"name": "delete_check", "arguments": {"check": "x"}})

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 import orjson
@@ -22,6 +22,9 @@ from .jsonrpc import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NO
                       error_message, request_message, result_message)
 from .seal import Seal
 from .tool import Tool, ToolError
+
+if TYPE_CHECKING:
+    import anyio   # at run time anyio is imported where first needed (start-up)
 
 log = get_logger("hcmcp.protocol")
 

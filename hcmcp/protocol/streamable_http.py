@@ -32,7 +32,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import anyio

@@ -167,8 +167,8 @@ def _create_check(api: HealthchecksApi) -> Tool:
         if created:
             notes.append("A new check was created (201).")
         else:
-            notes.append(f"unique matched an existing check, which was updated with the fields passed and is "
-                         f"returned (200); no new check was created.")
+            notes.append("unique matched an existing check, which was updated with the fields passed and is "
+                         "returned (200); no new check was created.")
         if default_applied:
             notes.append("channels was not passed, so the default \"*\" was applied: every integration of the "
                          "project is notified." + ("" if created else " That replaced the existing check's "
