@@ -117,7 +117,10 @@ def main(argv: list[str]) -> None:
         bind = argv[argv.index("--http") + 1]
         anyio.run(lambda: serve_http(fixture_server(elicitation_timeout=5.0), bind, stateless="--stateless" in argv))
     else:
-        run_stdio(fixture_server())
+        # The tests shorten the shutdown drain to see a call cut by it without waiting 10 s.
+        import os
+        grace = os.environ.get("FIXTURE_SHUTDOWN_GRACE")
+        run_stdio(fixture_server(), *([float(grace)] if grace else []))
 
 
 if __name__ == "__main__":

@@ -148,7 +148,7 @@ def test_an_unexpected_message_and_a_wrong_status_fail(tmp_path):
     outcome = runner.run_transcript(runner.load(runner.Path(leftover)), "stdio")
     assert not outcome.passed and "no step expected" in "\n".join(outcome.report)
     status = write(tmp_path, "status", [{"send_raw": "nope"},
-                                        {"expect": {"jsonrpc": "2.0", "id": None, "error": {"$any": "object"}},
+                                        {"expect": {"jsonrpc": "2.0", "id": {"$absent": True}, "error": {"$any": "object"}},
                                          "http_status": 200}])
     outcome = runner.run_transcript(runner.load(runner.Path(status)), "http")
     assert not outcome.passed and "expected HTTP status 200, got 400" in "\n".join(outcome.report)

@@ -30,7 +30,8 @@ STALE_NOTE = ("An earlier answer to this question could not be used: its state h
 @dataclass
 class Answer:
     """What came back. ``action``: accept, decline, cancel, error (the client answered with an
-    error), malformed (an answer we could not read), or timeout (no answer in time)."""
+    error), malformed (an answer we could not read), timeout (no answer in time), or gone (the
+    client can no longer answer: it closed stdin)."""
 
     action: str
     content: dict[str, Any] | None = None
@@ -101,8 +102,13 @@ def _modern_answer(ctx: RequestContext, key: str, params: dict[str, Any], finger
 
 async def _legacy_answer(ctx: RequestContext, params: dict[str, Any]) -> Answer:
     import anyio
-    with anyio.move_on_after(ctx.server.elicitation_timeout) as scope:
-        reply = await ctx.request_client("elicitation/create", params)
+
+    from .server import ClientGone
+    try:
+        with anyio.move_on_after(ctx.server.elicitation_timeout) as scope:
+            reply = await ctx.request_client("elicitation/create", params)
+    except ClientGone as gone:
+        return Answer("gone", detail=f"{gone}, so no answer can come")
     if scope.cancelled_caught:
         return Answer("timeout", detail=f"no answer within {ctx.server.elicitation_timeout:g} seconds")
     if "error" in reply:

@@ -21,11 +21,15 @@ Id = int | str
 
 
 class Message(msgspec.Struct, omit_defaults=True):
-    """Any JSON-RPC message; which kind it is follows from the fields present."""
+    """Any JSON-RPC message; which kind it is follows from the fields present.
 
-    jsonrpc: str | msgspec.UnsetType = msgspec.UNSET
-    id: int | str | None | msgspec.UnsetType = msgspec.UNSET
-    method: str | msgspec.UnsetType = msgspec.UNSET
+    Every field is decoded as ``Any`` and checked by ``decode`` afterwards: a typed decode would
+    fail the whole message on one wrong field, and with it the id the error must carry.
+    """
+
+    jsonrpc: Any = msgspec.UNSET
+    id: Any = msgspec.UNSET          # after decode: UNSET, an int within 64 bits, or a str
+    method: Any = msgspec.UNSET      # after decode: UNSET or a str
     params: Any = msgspec.UNSET
     result: Any = msgspec.UNSET
     error: Any = msgspec.UNSET
@@ -62,34 +66,102 @@ class RpcError(Exception):
 
 
 _decoder = msgspec.json.Decoder(Message)
+_INT64 = range(-2**63, 2**63)
+_MIN, _MAX = -2**63, 2**63 - 1
+_UNSET = msgspec.UNSET
+_PARSE_ERROR_TEXT = "Parse error: the message is not valid JSON; send one JSON-RPC object per line"
 
 
 def decode(data: bytes | str) -> Message:
-    """Bytes -> one valid message, or RpcError (-32700 unparsable, -32600 not a message)."""
+    """Bytes -> one valid message, or RpcError (-32700 unparsable, -32600 not a message).
+
+    The error carries the request's id whenever that id is itself valid (a string, or an integer
+    within 64 bits), however wrong the rest of the message is.
+    """
     try:
         message = _decoder.decode(data)
     except msgspec.ValidationError as exc:
-        raise RpcError(INVALID_REQUEST, _shape_error(data, str(exc))) from None
+        # Not an object at all, or a number msgspec cannot hold (1e400): the id may still be there.
+        raise RpcError(INVALID_REQUEST, _shape_error(data, str(exc)), id=_salvage_id(data)) from None
     except msgspec.DecodeError:
-        raise RpcError(PARSE_ERROR, "Parse error: the message is not valid JSON; send one JSON-RPC object per line") from None
+        salvaged = _salvage_id(data)
+        if salvaged is None:
+            raise RpcError(PARSE_ERROR, _PARSE_ERROR_TEXT) from None
+        # Grammatical JSON that msgspec refuses: a string with a lone surrogate escape (\ud800).
+        raise RpcError(INVALID_REQUEST, "Invalid Request: a string in the message is not valid Unicode "
+                                        "(a lone surrogate escape such as \\ud800); send UTF-8 text",
+                       id=salvaged) from None
+    id = message.id
+    # The common case, a well-formed request, in one test; everything else is looked at field by field.
+    if (type(message.method) is str and message.jsonrpc == "2.0" and message.result is _UNSET
+            and message.error is _UNSET and (type(id) is str or (type(id) is int and _MIN <= id <= _MAX))):
+        return message
+    if id is not msgspec.UNSET and not (type(id) is str or (type(id) is int and id in _INT64)):
+        raise RpcError(INVALID_REQUEST, _bad_id(id))
     if message.jsonrpc != "2.0":
-        raise RpcError(INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be exactly "2.0"', id=_usable_id(message))
-    if message.id is None:
-        raise RpcError(INVALID_REQUEST, "Invalid Request: id must be a string or an integer, not null")
-    if isinstance(message.id, int) and not -2**63 <= message.id < 2**63:
-        # Such an id could not be written back (nor read by most peers): refuse it rather than echo it.
-        raise RpcError(INVALID_REQUEST, "Invalid Request: an integer id must fit in 64 bits; use a string id")
-    if message.method is msgspec.UNSET:
-        if message.id is msgspec.UNSET or (message.result is msgspec.UNSET and message.error is msgspec.UNSET):
+        raise RpcError(INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be exactly "2.0"', id=_id_or_none(id))
+    method = message.method
+    if method is msgspec.UNSET:
+        if id is msgspec.UNSET or (message.result is msgspec.UNSET and message.error is msgspec.UNSET):
             raise RpcError(INVALID_REQUEST, 'Invalid Request: a message needs "method" (a request or notification) '
-                                            'or "id" with "result" or "error" (a response)', id=_usable_id(message))
+                                            'or "id" with "result" or "error" (a response)', id=_id_or_none(id))
+    elif type(method) is not str:
+        raise RpcError(INVALID_REQUEST, f'Invalid Request: field \'method\' has the wrong type (expected a string, '
+                                        f'got {_json_type(method)})', id=_id_or_none(id))
     elif message.result is not msgspec.UNSET or message.error is not msgspec.UNSET:
-        raise RpcError(INVALID_REQUEST, 'Invalid Request: a request cannot carry "result" or "error"', id=_usable_id(message))
+        raise RpcError(INVALID_REQUEST, 'Invalid Request: a request cannot carry "result" or "error"',
+                       id=_id_or_none(id))
     return message
 
 
-def _usable_id(message: Message) -> Id | None:
-    return message.id if isinstance(message.id, (int, str)) else None
+def _id_or_none(id: Any) -> Id | None:
+    return None if id is msgspec.UNSET else id
+
+
+def _bad_id(id: Any) -> str:
+    if id is None:
+        return "Invalid Request: id must be a string or an integer, not null"
+    if type(id) is int:
+        # Such an id could not be written back (nor read by most peers): refuse it rather than echo it.
+        return "Invalid Request: an integer id must fit in 64 bits; use a string id"
+    return f"Invalid Request: id must be a string or an integer, not {_json_type(id)}"
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "an array" if isinstance(value, list) else "an object"
+
+
+def _salvage_id(data: bytes | str) -> Id | None:
+    """The id of a message msgspec refused, when the text is still JSON (error path only).
+
+    Python's json reads what msgspec will not hold (numbers beyond a double, lone surrogates);
+    the id counts only when it is itself valid and can be written back as UTF-8.
+    """
+    import json
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError):
+        return None
+    id = value.get("id") if isinstance(value, dict) else None
+    if type(id) is int and id in _INT64:
+        return id
+    if type(id) is str:
+        try:
+            id.encode("utf-8")
+        except UnicodeEncodeError:
+            return None
+        return id
+    return None
 
 
 def _shape_error(data: bytes | str, detail: str) -> str:
@@ -100,7 +172,7 @@ def _shape_error(data: bytes | str, detail: str) -> str:
         return "Invalid Request: a JSON-RPC message must be a JSON object"
     field = detail.rsplit("at `$.", 1)[-1].rstrip("`") if "at `$." in detail else ""
     if field:
-        return f"Invalid Request: field '{field}' has the wrong type ({detail.split(' - at ', 1)[0]})"
+        return f"Invalid Request: field '{field}' is invalid ({detail.split(' - at ', 1)[0]})"
     return f"Invalid Request: {detail}"
 
 
@@ -114,6 +186,10 @@ def result_message(id: Id, result: dict[str, Any]) -> dict[str, Any]:
 
 
 def error_message(id: Id | None, error: RpcError) -> dict[str, Any]:
+    """An error response. Without a readable id it has no ``id`` at all: MCP's RequestId is a string
+    or an integer, never null, and 2025-11-25 and 2026-07-28 allow leaving it out (DESIGN.md)."""
+    if id is None:
+        return {"jsonrpc": "2.0", "error": error.as_dict()}
     return {"jsonrpc": "2.0", "id": id, "error": error.as_dict()}
 
 

@@ -39,6 +39,8 @@ INSTANT_METHODS = frozenset({"initialize", "ping", "tools/list", "server/discove
 # empty lists, with the caching hints 2026 requires -- instead of an error it must special-case.
 _EMPTY_LISTS = {"prompts/list": "prompts", "resources/list": "resources", "resources/templates/list": "resourceTemplates"}
 RESOURCE_NOT_FOUND_2025 = -32002
+# Stopping (stdin EOF or SIGTERM on stdio, SIGTERM on HTTP): how long calls in flight may go on.
+SHUTDOWN_GRACE = 10.0
 
 
 class _Waiter:
@@ -62,8 +64,18 @@ class Session:
     stateless: bool = False                 # an HTTP mode with no way to reach the client mid-call
     inflight: dict[Id, anyio.CancelScope] = field(default_factory=dict)
     waiting: dict[Id, _Waiter] = field(default_factory=dict)
+    gone: str | None = None                 # why the client can no longer answer our requests
     _next_id: int = 0
     _initialized_event: Any = None
+
+    def client_gone(self, why: str) -> None:
+        """Nothing more can arrive from the client: every question waiting for its answer ends now
+        (with "no answer"), and so does every one asked later."""
+        self.gone = why
+        for waiter in self.waiting.values():
+            waiter.event.set()
+        if self._initialized_event is not None:
+            self._initialized_event.set()
 
     async def until_initialized(self) -> None:
         """The server SHOULD NOT send requests before notifications/initialized (lifecycle)."""
@@ -77,6 +89,10 @@ class Session:
     def next_request_id(self) -> str:
         self._next_id += 1
         return f"hcmcp-{self._next_id}"
+
+
+class ClientGone(Exception):
+    """request_client: the client can no longer answer (stdin closed); the text says why."""
 
 
 @dataclass
@@ -123,12 +139,16 @@ class RequestContext:
         if self.push is None:
             raise RuntimeError("this transport cannot send requests to the client")
         await self.session.until_initialized()
+        if self.session.gone is not None:
+            raise ClientGone(self.session.gone)
         request_id = self.session.next_request_id()
         waiter = _Waiter()
         self.session.waiting[request_id] = waiter
         try:
             await self.push(request_message(request_id, method, params))
             await waiter.event.wait()
+            if waiter.reply is None and self.session.gone is not None:
+                raise ClientGone(self.session.gone)
             return waiter.reply or {}
         finally:
             self.session.waiting.pop(request_id, None)

@@ -2,7 +2,9 @@
 
 Nothing but JSON-RPC ever reaches stdout. Each request runs as its own task, so a
 ``notifications/cancelled`` (or the client's answer to our elicitation) can arrive
-while a call is still running. stdin EOF or SIGTERM ends the process with exit 0.
+while a call is still running. stdin EOF or SIGTERM stops the reading; the calls in flight
+get up to SHUTDOWN_GRACE seconds to finish and their answers are written; then the process
+exits with 0. A second SIGTERM (or one during that drain) exits at once.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ import sys
 from typing import Any
 
 from .. import get_logger
-from .jsonrpc import INVALID_REQUEST, Message, RpcError, decode, encode, error_message
-from .server import McpServer, Session
+from .jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, Message, RpcError, decode, encode, error_message
+from .server import SHUTDOWN_GRACE, McpServer, Session
 
 log = get_logger("hcmcp.stdio")
 
@@ -58,6 +60,7 @@ class LineReader:
         self.eof = False
         self._discarding = False     # inside an over-long line, until its newline
         self._pollable: bool | None = None
+        self.wakeup_fd: int | None = None   # read end of signal.set_wakeup_fd's pipe (read_line)
 
     def _take(self) -> bytes | object | None:
         """A complete line from the buffer (TOO_LONG for an over-long one), or None if none yet."""
@@ -100,7 +103,32 @@ class LineReader:
                 return line
             if self.eof:
                 return TOO_LONG if self._discarding else None
+            if self.wakeup_fd is not None:
+                self._wait_for_input()
             self._fill(os.read(self.fd, _CHUNK))
+
+    def _wait_for_input(self) -> None:
+        """Block until stdin is readable, waking for a signal too.
+
+        A Python signal handler runs between bytecodes, not inside a system call that started after
+        the signal arrived: a SIGTERM landing just before ``read()`` began left the process blocked
+        in that read until the client wrote again (the SIGTERM test that hung under load). The
+        signal's C handler writes to the wakeup pipe whenever it runs, so poll() returns, and the
+        handler runs on the next bytecode.
+        """
+        import select
+        poller = select.poll()
+        poller.register(self.fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+        poller.register(self.wakeup_fd, select.POLLIN)
+        while True:
+            ready = dict(poller.poll())
+            if self.wakeup_fd in ready:
+                try:
+                    os.read(self.wakeup_fd, 512)   # the handler (exit_now) runs before the next line
+                except BlockingIOError:
+                    pass
+            if self.fd in ready:
+                return
 
     async def next_line(self) -> bytes | object | None:
         import anyio
@@ -123,70 +151,101 @@ class LineReader:
 
 
 async def serve_stdio(server: McpServer, reader: LineReader | None = None, stdout_fd: int = 1,
-                      session: Session | None = None, first: Message | None = None) -> None:
-    """Serve until stdin EOF or SIGTERM. ``reader``/``session``/``first``: what run_stdio already
-    read and answered."""
+                      session: Session | None = None, first: Message | None = None,
+                      grace: float = SHUTDOWN_GRACE) -> None:
+    """Serve until stdin EOF or SIGTERM, then let the calls in flight finish (up to ``grace`` s).
+
+    ``reader``/``session``/``first``: what run_stdio already read and answered.
+    """
     import anyio
     reader = reader or LineReader(0)
     writer = LineWriter(stdout_fd)
     session = session or Session()
+    reading = anyio.CancelScope()
+    draining = False
 
     async def push(message: dict[str, Any]) -> None:
         writer.write(message)
 
     async def run_request(message: Message) -> None:
-        response = await server.handle(message, session, push)
+        try:
+            response = await server.handle(message, session, push)
+        except anyio.get_cancelled_exc_class():
+            if draining:   # cut by the shutdown deadline: it still gets its one answer
+                writer.write(error_message(message.id, RpcError(
+                    INTERNAL_ERROR, f"Internal error: the server stopped (stdin closed or SIGTERM) and {message.method} "
+                                    f"did not finish within the {grace:g} s it gives calls in flight")))
+            raise
         if response is not None:
             writer.write(response)
 
+    async def stop_on_sigterm() -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+            async for _ in signals:
+                if draining or reading.cancel_called:
+                    exit_now(0)   # a second SIGTERM, or one while draining: the client wants us gone now
+                log.info("SIGTERM: stopping; calls in flight get up to %g s", grace)
+                reading.cancel()
+
     async with anyio.create_task_group() as tasks:
-        tasks.start_soon(_stop_on_sigterm, tasks.cancel_scope)
-        while True:
-            if first is not None:
-                message, first = first, None
-            else:
-                line = await reader.next_line()
-                if line is None:
-                    break
-                message = _message_or_reply(line, writer)
-                if message is None:
-                    continue
-            if message.is_request and message.method == "initialize":
-                # The handshake is answered before anything read after it is looked at.
-                await run_request(message)
-            elif message.is_request:
-                tasks.start_soon(run_request, message)
-                # Let it register as in flight before the next line is looked at: a cancellation
-                # read from the same chunk must find it.
-                await anyio.lowlevel.checkpoint()
-            else:
-                await server.handle(message, session, push)
-        # stdin closed: the client is gone, so nothing still running can be delivered.
+        tasks.start_soon(stop_on_sigterm)
+        async with anyio.create_task_group() as requests:
+            with reading:
+                while True:
+                    if first is not None:
+                        message, first = first, None
+                    else:
+                        line = await reader.next_line()
+                        if line is None:
+                            break
+                        message = _message_or_reply(line, writer, session)
+                        if message is None:
+                            continue
+                    if message.is_request and message.method == "initialize":
+                        # The handshake is answered before anything read after it is looked at.
+                        await run_request(message)
+                    elif message.is_request:
+                        requests.start_soon(run_request, message)
+                        # Let it register as in flight before the next line is looked at: a cancellation
+                        # read from the same chunk must find it.
+                        await anyio.lowlevel.checkpoint()
+                    else:
+                        await server.handle(message, session, push)
+            # stdin closed (or SIGTERM): nothing more can be read, so no answer to our questions can
+            # come. Those calls end now with their "no answer" result; the rest get the grace period.
+            draining = True
+            session.client_gone("the client closed stdin before answering" if not reading.cancel_called
+                                else "the server is stopping (SIGTERM)")
+            requests.cancel_scope.deadline = anyio.current_time() + grace
         tasks.cancel_scope.cancel()
 
 
-def _message_or_reply(line: bytes | object, writer: LineWriter) -> Message | None:
+# Their schemas require an id on every error response: an error whose id could not be read has
+# no valid form there, so it goes to stderr only (DESIGN.md, "An error without an id").
+ID_REQUIRED_REVISIONS = frozenset({"2024-11-05", "2025-03-26", "2025-06-18"})
+
+
+def _message_or_reply(line: bytes | object, writer: LineWriter, session: Session) -> Message | None:
     """The decoded message; or None after answering a line that is not one (or skipping a blank one)."""
     if line is TOO_LONG:
-        writer.write(error_message(None, RpcError(
-            INVALID_REQUEST, f"Invalid Request: a message longer than {MAX_LINE_BYTES} bytes was refused")))
+        _refuse(writer, session, RpcError(
+            INVALID_REQUEST, f"Invalid Request: a message longer than {MAX_LINE_BYTES} bytes "
+                             f"({MAX_LINE_BYTES // (1 << 20)} MiB) was refused unread; send smaller messages"))
         return None
     if not line.strip():
         return None
     try:
         return decode(line)
     except RpcError as error:
-        writer.write(error_message(error.id, error))
+        _refuse(writer, session, error)
         return None
 
 
-async def _stop_on_sigterm(scope) -> None:
-    import anyio
-    with anyio.open_signal_receiver(signal.SIGTERM) as signals:
-        async for _ in signals:
-            log.info("SIGTERM: stopping")
-            scope.cancel()
-            return
+def _refuse(writer: LineWriter, session: Session, error: RpcError) -> None:
+    if error.id is None and session.revision in ID_REQUIRED_REVISIONS:
+        log.warning("not answered (%s has no error message without an id): %s", session.revision, error.message)
+        return
+    writer.write(error_message(error.id, error))
 
 
 def exit_now(code: int = 0) -> None:
@@ -198,8 +257,9 @@ def exit_now(code: int = 0) -> None:
         os._exit(code)
 
 
-def run_stdio(server: McpServer) -> None:
-    """Serve ``server`` on this process's stdin/stdout until EOF or SIGTERM, then exit 0.
+def run_stdio(server: McpServer, grace: float = SHUTDOWN_GRACE) -> None:
+    """Serve ``server`` on this process's stdin/stdout until EOF or SIGTERM, then exit 0
+    (after up to ``grace`` seconds for the calls in flight).
 
     Start-up is a feature: the handshake and tools/list are answered on this thread, by the
     same McpServer.handle, before asyncio and anyio are even imported. The event loop starts
@@ -207,13 +267,18 @@ def run_stdio(server: McpServer) -> None:
     """
     signal.signal(signal.SIGTERM, lambda *_: exit_now(0))
     reader = LineReader(0)
+    wakeup_read, wakeup_write = os.pipe()
+    os.set_blocking(wakeup_read, False)
+    os.set_blocking(wakeup_write, False)
+    signal.set_wakeup_fd(wakeup_write, warn_on_full_buffer=False)
+    reader.wakeup_fd = wakeup_read
     writer = LineWriter(1)
     session = Session()
     while True:
         line = reader.read_line()
         if line is None:
             exit_now(0)
-        message = _message_or_reply(line, writer)
+        message = _message_or_reply(line, writer, session)
         if message is None:
             continue
         answered, response = server.answer_now(message, session)
@@ -221,9 +286,14 @@ def run_stdio(server: McpServer) -> None:
             break
         if response is not None:
             writer.write(response)
+    # The event loop watches signals its own way (asyncio sets its own wakeup fd).
+    signal.set_wakeup_fd(-1)
+    reader.wakeup_fd = None
+    os.close(wakeup_read)
+    os.close(wakeup_write)
     import anyio
     try:
-        anyio.run(serve_stdio, server, reader, 1, session, message)
+        anyio.run(serve_stdio, server, reader, 1, session, message, grace)
     except KeyboardInterrupt:
         pass
     exit_now(0)

@@ -44,7 +44,7 @@ from . import revisions
 from .jsonrpc import (HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,
                       MISSING_REQUIRED_CLIENT_CAPABILITY, METHOD_NOT_FOUND, PARSE_ERROR, UNSUPPORTED_PROTOCOL_VERSION,
                       Message, RpcError, decode, encode, error_message)
-from .server import McpServer, Push, Session
+from .server import SHUTDOWN_GRACE, McpServer, Push, Session
 
 log = logging.getLogger("hcmcp.http")
 
@@ -68,7 +68,7 @@ class HttpSettings:
     session_idle: float = 1800.0              # a 2025 session unused this long (and not busy) is ended
     max_sessions: int = 1000
     max_streams: int = 64                     # requests being answered at once, over all connections
-    shutdown_grace: float = 10.0              # SIGTERM: how long in-flight calls may go on
+    shutdown_grace: float = SHUTDOWN_GRACE    # SIGTERM: how long in-flight calls may go on
 
 
 class _Reply(Exception):
@@ -373,7 +373,7 @@ class StreamableHttp:
             with self._stream(message.id):
                 response = await self.server.handle(message, session)
             return _json(200, response) if response is not None else _empty_stream()
-        entry = self._session_of(request)
+        entry = self._session_of(request, _request_id(message))
         if not message.is_request:
             # A notification (initialized, cancelled) or the answer to our request: routed within
             # this session only, so an id asked in another session or never asked changes nothing.
@@ -473,18 +473,19 @@ class StreamableHttp:
 
     # -- sessions ------------------------------------------------------------------------------
 
-    def _session_of(self, request: Request) -> _HttpSession:
+    def _session_of(self, request: Request, rid: Any = None) -> _HttpSession:
+        """The request's session, or a 400/404 refusal (carrying the request's id ``rid``, if any)."""
         session_id = request.header(SESSION_HEADER)
         if session_id is None:
             raise _Reply(400, INVALID_REQUEST, "Bad Request: the Mcp-Session-Id header is required; send "
-                                               "initialize first to get one")
+                                               "initialize first to get one", id=rid)
         entry = self.sessions.get(session_id.strip())
         if entry is not None and self._idle_too_long(entry):
             self._end(entry.id)
             entry = None
         if entry is None:
             raise _Reply(404, INVALID_REQUEST, "Not Found: this session has ended (or never existed); send "
-                                               "initialize without Mcp-Session-Id to start a new one")
+                                               "initialize without Mcp-Session-Id to start a new one", id=rid)
         entry.last_used = self.clock()
         return entry
 
