@@ -68,6 +68,7 @@ class RpcError(Exception):
 _decoder = msgspec.json.Decoder(Message)
 _INT64 = range(-2**63, 2**63)
 _MIN, _MAX = -2**63, 2**63 - 1
+_MAX_DEPTH = 900   # what msgspec decodes within Python's default recursion limit, with margin
 _UNSET = msgspec.UNSET
 _PARSE_ERROR_TEXT = "Parse error: the message is not valid JSON; send one JSON-RPC object per line"
 
@@ -80,6 +81,10 @@ def decode(data: bytes | str) -> Message:
     """
     try:
         message = _decoder.decode(data)
+    except RecursionError:
+        # msgspec nests on the C stack up to Python's recursion limit; deeper input must not end us.
+        raise RpcError(INVALID_REQUEST, f"Invalid Request: the message nests arrays or objects deeper than "
+                                        f"{_MAX_DEPTH} levels; flatten it", id=_top_level_id(data)) from None
     except msgspec.ValidationError as exc:
         # Not an object at all, or a number msgspec cannot hold (1e400): the id may still be there.
         raise RpcError(INVALID_REQUEST, _shape_error(data, str(exc)), id=_salvage_id(data)) from None
@@ -161,6 +166,56 @@ def _salvage_id(data: bytes | str) -> Id | None:
         except UnicodeEncodeError:
             return None
         return id
+    return None
+
+
+def _top_level_id(data: bytes | str) -> Id | None:
+    """The top-level "id" of a message too deep to decode, found without recursion (error path only).
+
+    Nested values are skipped by counting brackets outside strings; the id's own text is then
+    decoded alone. The last "id" member wins, as in a full decode.
+    """
+    import json
+    text = data.decode("utf-8", "replace") if isinstance(data, (bytes, bytearray, memoryview)) else data
+    i, n, depth, found = 0, len(text), 0, None
+    expecting_key = False
+    while i < n:
+        c = text[i]
+        if c == '"':
+            end = i + 1
+            while end < n and text[end] != '"':
+                end += 2 if text[end] == "\\" else 1
+            if end >= n:
+                return None
+            if depth == 1 and expecting_key:
+                key = text[i:end + 1]
+                j = end + 1
+                while j < n and text[j] in " \t\r\n":
+                    j += 1
+                if key == '"id"' and j < n and text[j] == ":":
+                    start = j + 1
+                    k = start
+                    while k < n and text[k] not in ",}":
+                        k += 1
+                    try:
+                        found = json.loads(text[start:k])
+                    except (ValueError, RecursionError):   # an id that is itself deep is no id
+                        found = None
+                expecting_key = False
+            i = end + 1
+            continue
+        if c in "[{":
+            depth += 1
+            expecting_key = depth == 1 and c == "{"
+        elif c in "]}":
+            depth -= 1
+        elif c == "," and depth == 1:
+            expecting_key = True
+        i += 1
+    if depth != 0:
+        return None
+    if (type(found) is int and found in _INT64) or type(found) is str:
+        return found
     return None
 
 

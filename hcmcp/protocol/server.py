@@ -381,7 +381,10 @@ class McpServer:
             if session._initialized_event is not None:
                 session._initialized_event.set()
         elif message.method == "notifications/cancelled":
-            scope = session.inflight.get(params.get("requestId"))   # unknown or finished ids are ignored
+            request_id = params.get("requestId")
+            # Unknown or finished ids are ignored, and so is a requestId that is no id (a list is not
+            # even hashable: looking it up used to end the server).
+            scope = session.inflight.get(request_id) if isinstance(request_id, (int, str)) else None
             if scope is not None:
                 scope.cancel()
         else:

@@ -1,0 +1,403 @@
+"""Family 1 of issue 13: protocol fuzzing through the real transports.
+
+A spawned ``python -m hcmcp --demo`` over stdio, and ``--demo --http 127.0.0.1:0``, get lines
+(bodies) drawn from the official schemas and then broken (tests/fuzz_strategies.py). Invariants:
+the process never dies; every request with a readable id gets exactly one answer with that id
+(a cancelled one: at most one); every message validates against the revision's schema; nothing
+but JSON-RPC reaches stdout; memory stays bounded (a 100 MB line is refused, not buffered whole;
+a client that writes thousands of requests without reading stalls the server, not its memory).
+
+The default run draws a few hundred examples; ``--fuzz-examples N`` runs N per test (.ci/run does).
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import queue
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+import fuzz_strategies as fz
+from support import HCMCP, StdioPeer, validate_server_message
+from test_http_transport_process import Served
+
+REVISION = "2025-11-25"
+ANSWER_TIMEOUT = 30.0   # generous: a loaded 2-core machine
+MiB = 1 << 20
+
+
+def _rss(pid: int) -> tuple[int, int]:
+    """(VmRSS, VmHWM) of a process in bytes."""
+    fields = {}
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            name, _, value = line.partition(":")
+            fields[name] = value.strip()
+    return int(fields["VmRSS"].split()[0]) * 1024, int(fields["VmHWM"].split()[0]) * 1024
+
+
+def _revision_of(message: dict[str, Any]) -> str:
+    result = message.get("result")
+    return "2026-07-28" if isinstance(result, dict) and "resultType" in result else REVISION
+
+
+class StdioFuzzer:
+    """One spawned server for many examples; every line it writes is checked."""
+
+    def __init__(self) -> None:
+        self.peer = StdioPeer(HCMCP + ["--demo"])
+        self.peer.initialize()
+        self.tools = self.peer.request("tools/list")["result"]["tools"]
+        self.methods: dict[Any, str] = {}
+        self.late: set = set()       # cancelled ids that may still be answered once
+        self.probes = 0
+        self.examples = 0
+        self.previous: list[bytes] = []
+
+    def _next_message(self, deadline: float) -> dict[str, Any]:
+        try:
+            line = self.peer.lines.get(timeout=max(0.01, deadline - time.monotonic()))
+        except queue.Empty:
+            raise AssertionError("no answer within the deadline; stderr so far is in the server") from None
+        assert line is not None, "the server died: " + self.peer.stderr_text()
+        assert line.endswith(b"\n"), line[:200]
+        message = json.loads(line)   # nothing but JSON reaches stdout
+        assert isinstance(message, dict) and message.get("jsonrpc") == "2.0", line[:200]
+        assert "method" not in message, f"the server sent a request nobody asked for: {line[:300]!r}"
+        id = message.get("id")
+        validate_server_message(_revision_of(message), message, self.methods.get(id) if id is not None else None)
+        return message
+
+    def run(self, lines: list[bytes]) -> None:
+        self.examples += 1
+        values = [fz.parse(line) for line in lines]
+        expected = Counter(fz.readable_id(v) for v in values if fz.must_answer(v))
+        for value in values:
+            if fz.must_answer(value) and isinstance(value.get("method"), str):
+                self.methods[value["id"]] = value["method"]
+        cancelled = fz.cancelled_ids(values)
+        self.probes += 1
+        probe = f"probe-{self.probes}"
+        self.methods[probe] = "ping"
+        payload = b"".join(line + b"\n" for line in lines)
+        try:
+            self.peer.proc.stdin.write(payload + json.dumps({"jsonrpc": "2.0", "id": probe, "method": "ping"})
+                                       .encode() + b"\n")
+            self.peer.proc.stdin.flush()
+        except BrokenPipeError:
+            self.peer.proc.wait(10)
+            shown = b"\n".join(line[:300] for line in self.previous).decode("utf-8", "replace")
+            raise AssertionError(f"the server died after these lines:\n{shown}\nstderr:\n"
+                                 + self.peer.proc.stderr.read().decode(errors="replace")[-3000:]) from None
+        self.previous = lines
+        try:
+            self._check(lines, expected, cancelled, probe)
+        except AssertionError as failure:
+            self._resync(probe)
+            shown = b"\n".join(line[:300] for line in lines).decode("utf-8", "replace")
+            raise AssertionError(f"{failure}\nlines sent:\n{shown}") from None
+
+    def _resync(self, probe: str) -> None:
+        """After a failed example: skip to its probe's answer, so the next example starts clean."""
+        deadline = time.monotonic() + ANSWER_TIMEOUT
+        while time.monotonic() < deadline:
+            try:
+                line = self.peer.lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            except queue.Empty:
+                return
+            if line is None:
+                return
+            try:
+                if json.loads(line).get("id") == probe:
+                    return
+            except ValueError:
+                continue
+
+    def _check(self, lines: list[bytes], expected: Counter, cancelled: set, probe: str) -> None:
+        seen: Counter = Counter()
+        idless = 0
+        must = {id for id in expected if id not in cancelled}
+        deadline = time.monotonic() + ANSWER_TIMEOUT
+        while seen[probe] == 0 or any(seen[id] < expected[id] for id in must):
+            message = self._next_message(deadline)
+            if "id" not in message:
+                idless += 1
+                assert "error" in message
+                continue
+            id = message["id"]
+            if id in self.late:
+                self.late.discard(id)
+                continue
+            seen[id] += 1
+            assert id in expected or id == probe, f"an answer with an id no request carried: {message}"
+            assert seen[id] <= max(expected[id], 1), f"a second answer for {id!r}: {message}"
+        assert idless <= len(lines), "more id-less errors than lines"
+        self.late |= {id for id in cancelled if id in expected and seen[id] == 0}
+
+    def close(self) -> None:
+        assert self.peer.proc.poll() is None, "the server died: " + self.peer.stderr_text()
+        assert self.peer.request("ping", id="final")["result"] == {}
+        self.peer.close()
+
+
+@st.composite
+def _batches(draw, tools: list[dict[str, Any]]) -> list[bytes]:
+    """1-4 lines in one write, sometimes with a cancellation of one of their requests between them."""
+    message = fz.messages(REVISION, tools) | fz.messages("2026-07-28", tools)
+    lines = draw(st.lists(fz.mutated(message), min_size=1, max_size=4))
+    ids = [fz.readable_id(fz.parse(line)) for line in lines]
+    ids = [id for id in ids if id is not None]
+    if ids and draw(st.booleans()):
+        target = draw(st.sampled_from(ids))
+        at = draw(st.integers(0, len(lines)))
+        cancel = json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                             "params": {"requestId": target, "reason": "fuzz"}}).encode()
+        lines.insert(at, cancel)
+    return lines
+
+
+@pytest.fixture(scope="module")
+def stdio_fuzzer():
+    fuzzer = StdioFuzzer()
+    yield fuzzer
+    if fuzzer.peer.proc.poll() is None:
+        fuzzer.peer.proc.kill()
+
+
+def test_stdio_fuzzed_lines_each_get_their_answer(stdio_fuzzer, fuzz_examples, fuzz_record):
+    examples = fuzz_examples(150)
+
+    @settings(max_examples=examples, deadline=None, database=None, phases=[Phase.explicit, Phase.generate],
+              report_multiple_bugs=False,
+              suppress_health_check=list(HealthCheck))
+    @given(_batches(stdio_fuzzer.tools))
+    def one(lines):
+        stdio_fuzzer.run(lines)
+
+    before = stdio_fuzzer.examples
+    try:
+        one()
+    finally:
+        fuzz_record("stdio", stdio_fuzzer.examples - before)
+    stdio_fuzzer.close()
+
+
+# -- HTTP -----------------------------------------------------------------------------------------
+
+class HttpFuzzer:
+    def __init__(self, served: Served) -> None:
+        self.served = served
+        self.conn = served.connection()
+        status, headers, body = self.post(json.dumps({
+            "jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"protocolVersion": REVISION, "capabilities": {},
+                       "clientInfo": {"name": "fuzz", "version": "1"}}}).encode(), session=False)
+        assert status == 200, body
+        self.session = headers["mcp-session-id"]
+        self.post(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+        status, _, body = self.post(b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}')
+        self.tools = json.loads(body)["result"]["tools"]
+        self.examples = 0
+
+    def post(self, body: bytes, session: bool = True) -> tuple[int, dict, bytes]:
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                   "MCP-Protocol-Version": REVISION}
+        if session:
+            headers["Mcp-Session-Id"] = self.session
+        for attempt in range(2):
+            try:
+                self.conn.request("POST", "/mcp", body, headers)
+                response = self.conn.getresponse()
+                data = response.read()
+                result = response.status, {k.lower(): v for k, v in response.getheaders()}, data
+                if result[1].get("connection", "").lower() == "close":
+                    self.conn.close()
+                    self.conn = self.served.connection()
+                return result
+            except (ConnectionError, http.client.HTTPException):
+                assert self.served.proc.poll() is None, "the server died"
+                self.conn.close()
+                self.conn = self.served.connection()
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def run(self, line: bytes) -> None:
+        self.examples += 1
+        value = fz.parse(line)
+        status, headers, body = self.post(line)
+        assert self.served.proc.poll() is None, "the server died"
+        if status == 202:
+            assert not fz.must_answer(value) and not body, (line[:200], body[:200])
+            return
+        content_type = headers.get("content-type", "")
+        if content_type.startswith("text/event-stream"):
+            messages = [json.loads(part[5:]) for part in body.decode().split("\n") if part.startswith("data:")]
+        else:
+            assert content_type.startswith("application/json"), (status, headers, body[:200])
+            messages = [json.loads(body)]
+        method = value.get("method") if isinstance(value, dict) and isinstance(value.get("method"), str) else None
+        for message in messages:
+            assert isinstance(message, dict) and message.get("jsonrpc") == "2.0", message
+            validate_server_message(_revision_of(message), message, None if "method" in message else method)
+        answers = [m for m in messages if "method" not in m]
+        assert len(answers) == 1, (status, answers)
+        if fz.must_answer(value):
+            assert answers[0].get("id") == fz.readable_id(value), (line[:300], answers[0])
+        else:
+            assert answers[0].get("id") in (None, fz.readable_id(value)), (line[:300], answers[0])
+        assert (status == 200) == ("result" in answers[0] or status == 200), (status, answers[0])
+
+
+@pytest.fixture(scope="module")
+def http_served():
+    with Served(HCMCP + ["--demo", "--http", "127.0.0.1:0"]) as served:
+        yield served
+
+
+def test_http_fuzzed_bodies_each_get_their_answer(http_served, fuzz_examples, fuzz_record):
+    fuzzer = HttpFuzzer(http_served)
+    examples = fuzz_examples(100)
+    message = fz.messages(REVISION, fuzzer.tools) | fz.messages("2026-07-28", fuzzer.tools)
+
+    @settings(max_examples=examples, deadline=None, database=None, phases=[Phase.explicit, Phase.generate],
+              report_multiple_bugs=False, suppress_health_check=list(HealthCheck))
+    @given(fz.mutated(message))
+    def one(line):
+        fuzzer.run(line)
+
+    try:
+        one()
+    finally:
+        fuzz_record("http", fuzzer.examples)
+    assert http_served.proc.poll() is None
+
+
+# -- memory: a 100 MB line, and a client that does not read ---------------------------------------
+
+def test_stdio_a_100_mb_line_is_refused_without_being_buffered_whole():
+    with StdioPeer(HCMCP + ["--demo"]) as peer:
+        peer.initialize()
+        _, before = _rss(peer.proc.pid)
+        chunk = b"x" * MiB
+        peer.proc.stdin.write(b'{"jsonrpc":"2.0","id":"huge","method":"tools/call","params":{"name":"echo","text":"')
+        for _ in range(100):
+            peer.proc.stdin.write(chunk)
+        peer.proc.stdin.write(b'"}}\n')
+        peer.proc.stdin.flush()
+        refused = peer.read(timeout=60)
+        assert "id" not in refused and refused["error"]["code"] == -32600
+        assert "longer than 16777216 bytes (16 MiB) was refused" in refused["error"]["message"]
+        assert peer.request("ping")["result"] == {}
+        _, peak = _rss(peer.proc.pid)
+        # The line is dropped as it streams in: at most the 16 MiB limit is ever held, never 100 MB.
+        assert peak - before < 48 * MiB, f"peak RSS grew by {(peak - before) / MiB:.0f} MiB"
+
+
+def test_http_a_100_mb_body_is_refused_without_being_buffered_whole(http_served):
+    _, before = _rss(http_served.proc.pid)
+    conn = http.client.HTTPConnection("127.0.0.1", http_served.port, timeout=30)
+    conn.putrequest("POST", "/mcp")
+    conn.putheader("Content-Type", "application/json")
+    conn.putheader("Accept", "application/json, text/event-stream")
+    conn.putheader("Content-Length", str(100 * MiB))
+    conn.endheaders()
+    try:
+        for _ in range(8):           # the head says 100 MB; the server must answer before it is all here
+            conn.send(b" " * MiB)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    response = conn.getresponse()
+    answer = json.loads(response.read())
+    conn.close()
+    assert response.status == 413 and "id" not in answer and answer["error"]["code"] == -32600
+    validate_server_message(REVISION, answer)
+    _, peak = _rss(http_served.proc.pid)
+    assert peak - before < 32 * MiB
+    assert http_served.proc.poll() is None
+
+
+def test_stdio_a_client_that_writes_thousands_of_requests_without_reading(fuzz_examples):
+    """The server stalls on a full stdout pipe (it never buffers answers without end), and once the
+    client reads, every request has exactly one answer."""
+    import subprocess
+    count = 3000 if fuzz_examples(None) is None else 20000
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HEALTHCHECKS_", "ELICITATION"))}
+    proc = subprocess.Popen(HCMCP + ["--demo"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env)
+    try:
+        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
+            "protocolVersion": REVISION, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode()
+            + b"\n" + b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["id"] == "init"
+        rss_start, _ = _rss(proc.pid)
+        requests = []
+        for n in range(count):
+            kind = n % 4
+            if kind == 0:
+                requests.append({"jsonrpc": "2.0", "id": n, "method": "ping"})
+            elif kind == 1:
+                requests.append({"jsonrpc": "2.0", "id": n, "method": "tools/list"})
+            elif kind == 2:
+                requests.append({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                                 "params": {"name": "list_checks", "arguments": {}}})
+            else:
+                requests.append({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                 "params": {"requestId": n - 1}})
+        expected = {r["id"] for r in requests if "id" in r and r["id"] % 4 != 2}
+        calls = {r["id"] for r in requests if "id" in r and r["id"] % 4 == 2}   # each may be cancelled
+        lines = [json.dumps(r).encode() + b"\n" for r in requests]
+        written = [0]
+
+        def write_all() -> None:
+            for line in lines:
+                proc.stdin.write(line)
+                written[0] += 1
+            proc.stdin.flush()
+
+        writer = threading.Thread(target=write_all, daemon=True)
+        writer.start()
+        # Nobody reads stdout: wait until the writer is stuck (or done), then look at the memory.
+        last, still = -1, 0.0
+        while writer.is_alive() and still < 1.0:
+            time.sleep(0.1)
+            still = still + 0.1 if written[0] == last else 0.0
+            last = written[0]
+        rss_stuck, _ = _rss(proc.pid)
+        assert proc.poll() is None
+        seen: Counter = Counter()
+        deadline = time.monotonic() + 120
+        reader = proc.stdout
+        while not expected <= set(seen):
+            assert time.monotonic() < deadline, f"{len(expected - set(seen))} answers missing"
+            line = reader.readline()
+            assert line, "the server closed stdout"
+            message = json.loads(line)
+            validate_server_message(REVISION, message, {0: "ping", 1: "tools/list", 2: "tools/call"}.get(
+                message.get("id", 0) % 4) if isinstance(message.get("id"), int) else None)
+            seen[message["id"]] += 1
+            assert seen[message["id"]] == 1, f"two answers for {message['id']}"
+        writer.join(30)
+        assert set(seen) <= expected | calls
+        assert rss_stuck - rss_start < 64 * MiB, f"RSS grew by {(rss_stuck - rss_start) / MiB:.0f} MiB"
+        proc.stdin.close()
+        # What was still in flight is answered before the exit (the EOF drain).
+        rest = [json.loads(line) for line in reader]
+        for message in rest:
+            seen[message["id"]] += 1
+            assert seen[message["id"]] == 1
+        assert proc.wait(30) == 0
+        assert set(seen) <= expected | calls
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
