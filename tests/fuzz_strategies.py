@@ -195,6 +195,22 @@ def parse(line: bytes) -> Any:
         sys.setrecursionlimit(limit)
 
 
+def tolerated_id(line: bytes) -> Any:
+    """An id the server may echo for a line that is not strict JSON: msgspec skips the key of an
+    unknown member without checking its UTF-8, so such a line can be read as a message (harmless:
+    it is then refused -32600 with its id instead of -32700)."""
+    if parse(line) is not None:
+        return None
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 20_000))
+    try:
+        return readable_id(json.loads(line.decode("utf-8", "replace")))
+    except (ValueError, RecursionError):
+        return None
+    finally:
+        sys.setrecursionlimit(limit)
+
+
 def readable_id(value: Any) -> Any:
     """The id a correct server must echo, or None when there is none to read."""
     if not isinstance(value, dict) or "id" not in value:

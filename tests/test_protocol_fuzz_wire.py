@@ -98,8 +98,9 @@ class StdioFuzzer:
             raise AssertionError(f"the server died after these lines:\n{shown}\nstderr:\n"
                                  + self.peer.proc.stderr.read().decode(errors="replace")[-3000:]) from None
         self.previous = lines
+        tolerated = {fz.tolerated_id(line) for line in lines} - {None}
         try:
-            self._check(lines, expected, cancelled, probe)
+            self._check(lines, expected, cancelled, probe, tolerated)
         except AssertionError as failure:
             self._resync(probe)
             shown = b"\n".join(line[:300] for line in lines).decode("utf-8", "replace")
@@ -121,7 +122,7 @@ class StdioFuzzer:
             except ValueError:
                 continue
 
-    def _check(self, lines: list[bytes], expected: Counter, cancelled: set, probe: str) -> None:
+    def _check(self, lines: list[bytes], expected: Counter, cancelled: set, probe: str, tolerated: set) -> None:
         seen: Counter = Counter()
         idless = 0
         must = {id for id in expected if id not in cancelled}
@@ -137,7 +138,8 @@ class StdioFuzzer:
                 self.late.discard(id)
                 continue
             seen[id] += 1
-            assert id in expected or id == probe, f"an answer with an id no request carried: {message}"
+            assert id in expected or id == probe or (id in tolerated and seen[id] == 1), \
+                f"an answer with an id no request carried: {message}"
             assert seen[id] <= max(expected[id], 1), f"a second answer for {id!r}: {message}"
         assert idless <= len(lines), "more id-less errors than lines"
         self.late |= {id for id in cancelled if id in expected and seen[id] == 0}
@@ -149,9 +151,8 @@ class StdioFuzzer:
 
 
 @st.composite
-def _batches(draw, tools: list[dict[str, Any]]) -> list[bytes]:
+def _batches(draw, message: st.SearchStrategy) -> list[bytes]:
     """1-4 lines in one write, sometimes with a cancellation of one of their requests between them."""
-    message = fz.messages(REVISION, tools) | fz.messages("2026-07-28", tools)
     lines = draw(st.lists(fz.mutated(message), min_size=1, max_size=4))
     ids = [fz.readable_id(fz.parse(line)) for line in lines]
     ids = [id for id in ids if id is not None]
@@ -178,7 +179,7 @@ def test_stdio_fuzzed_lines_each_get_their_answer(stdio_fuzzer, fuzz_examples, f
     @settings(max_examples=examples, deadline=None, database=None, phases=[Phase.explicit, Phase.generate],
               report_multiple_bugs=False,
               suppress_health_check=list(HealthCheck))
-    @given(_batches(stdio_fuzzer.tools))
+    @given(_batches(fz.messages(REVISION, stdio_fuzzer.tools) | fz.messages("2026-07-28", stdio_fuzzer.tools)))
     def one(lines):
         stdio_fuzzer.run(lines)
 
@@ -253,7 +254,7 @@ class HttpFuzzer:
         if fz.must_answer(value):
             assert answers[0].get("id") == fz.readable_id(value), (line[:300], answers[0])
         else:
-            assert answers[0].get("id") in (None, fz.readable_id(value)), (line[:300], answers[0])
+            assert answers[0].get("id") in (None, fz.readable_id(value), fz.tolerated_id(line)), (line[:300], answers[0])
         assert (status == 200) == ("result" in answers[0] or status == 200), (status, answers[0])
 
 
@@ -265,7 +266,7 @@ def http_served():
 
 def test_http_fuzzed_bodies_each_get_their_answer(http_served, fuzz_examples, fuzz_record):
     fuzzer = HttpFuzzer(http_served)
-    examples = fuzz_examples(100)
+    examples = fuzz_examples(150)
     message = fz.messages(REVISION, fuzzer.tools) | fz.messages("2026-07-28", fuzzer.tools)
 
     @settings(max_examples=examples, deadline=None, database=None, phases=[Phase.explicit, Phase.generate],
@@ -329,7 +330,7 @@ def test_stdio_a_client_that_writes_thousands_of_requests_without_reading(fuzz_e
     """The server stalls on a full stdout pipe (it never buffers answers without end), and once the
     client reads, every request has exactly one answer."""
     import subprocess
-    count = 3000 if fuzz_examples(None) is None else 20000
+    count = 2000 if fuzz_examples(None) is None else 20000
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HEALTHCHECKS_", "ELICITATION"))}
     proc = subprocess.Popen(HCMCP + ["--demo"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, env=env)
@@ -341,20 +342,22 @@ def test_stdio_a_client_that_writes_thousands_of_requests_without_reading(fuzz_e
         assert json.loads(proc.stdout.readline())["id"] == "init"
         rss_start, _ = _rss(proc.pid)
         requests = []
+        methods: dict[int, str] = {}
         for n in range(count):
-            kind = n % 4
-            if kind == 0:
-                requests.append({"jsonrpc": "2.0", "id": n, "method": "ping"})
-            elif kind == 1:
-                requests.append({"jsonrpc": "2.0", "id": n, "method": "tools/list"})
-            elif kind == 2:
+            if n % 50 == 7:
                 requests.append({"jsonrpc": "2.0", "id": n, "method": "tools/call",
                                  "params": {"name": "list_checks", "arguments": {}}})
-            else:
+            elif n % 50 == 8:
                 requests.append({"jsonrpc": "2.0", "method": "notifications/cancelled",
                                  "params": {"requestId": n - 1}})
-        expected = {r["id"] for r in requests if "id" in r and r["id"] % 4 != 2}
-        calls = {r["id"] for r in requests if "id" in r and r["id"] % 4 == 2}   # each may be cancelled
+                continue
+            elif n % 10 == 3:   # a tools/list answer is tens of kB: stdout's pipe fills within a few
+                requests.append({"jsonrpc": "2.0", "id": n, "method": "tools/list"})
+            else:
+                requests.append({"jsonrpc": "2.0", "id": n, "method": "ping"})
+            methods[n] = requests[-1]["method"]
+        calls = {n for n, method in methods.items() if method == "tools/call"}   # each may be cancelled
+        expected = set(methods) - calls
         lines = [json.dumps(r).encode() + b"\n" for r in requests]
         written = [0]
 
@@ -374,7 +377,9 @@ def test_stdio_a_client_that_writes_thousands_of_requests_without_reading(fuzz_e
             last = written[0]
         rss_stuck, _ = _rss(proc.pid)
         assert proc.poll() is None
+        assert writer.is_alive(), "the server took every request without being read: it buffers answers"
         seen: Counter = Counter()
+        validated: set = set()
         deadline = time.monotonic() + 120
         reader = proc.stdout
         while not expected <= set(seen):
@@ -382,8 +387,11 @@ def test_stdio_a_client_that_writes_thousands_of_requests_without_reading(fuzz_e
             line = reader.readline()
             assert line, "the server closed stdout"
             message = json.loads(line)
-            validate_server_message(REVISION, message, {0: "ping", 1: "tools/list", 2: "tools/call"}.get(
-                message.get("id", 0) % 4) if isinstance(message.get("id"), int) else None)
+            method = methods[message["id"]]
+            if method not in validated:   # one of each kind (jsonschema on every tools/list is slow)
+                validate_server_message(REVISION, message, method)
+                validated.add(method)
+            assert message.get("jsonrpc") == "2.0" and ("result" in message or "error" in message)
             seen[message["id"]] += 1
             assert seen[message["id"]] == 1, f"two answers for {message['id']}"
         writer.join(30)
