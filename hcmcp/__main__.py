@@ -217,6 +217,11 @@ def main(argv: list[str] | None = None) -> None:
     hcmcp.configure_logging_on_first_use = True   # stderr, never stdout
     if not config.elicitation:
         sys.stderr.write(ELICITATION_OFF_LINE + "\n")
+    if not opts["demo"]:   # --demo never uses the configured key
+        from .config import api_key_warning
+        warning = api_key_warning(config.api_key)
+        if warning:
+            sys.stderr.write(warning + "\n")
     if opts["command"] == "serve" and not opts["http"] and not opts["demo"]:
         import signal
         from .protocol.stdio import exit_now

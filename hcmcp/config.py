@@ -99,6 +99,34 @@ def parse_bytes(name: str, raw: str | None, default: int) -> int:
     return int(raw)
 
 
+API_KEY_LENGTH = 32
+
+
+def api_key_warning(key: str | None) -> str | None:
+    """One line for a HEALTHCHECKS_API_KEY that cannot be a Healthchecks key, else None.
+
+    Healthchecks keys are 32 printable ASCII characters: hcw_ + 28 (read-write), hcr_ + 28
+    (read-only), or 32 without a prefix (older keys). Any other length is refused by the server
+    with 401 "missing api key". The line describes the value; it never contains any of it.
+    """
+    if key is None:
+        return None
+    problems = []
+    if len(key) != API_KEY_LENGTH:
+        problems.append(f"it has {len(key)} characters, not {API_KEY_LENGTH}")
+    if len(key) >= 2 and key[0] == key[-1] and key[0] in "'\"":
+        problems.append("it is wrapped in quotes; remove them")
+    odd = sum(1 for char in key if not ("!" <= char <= "~"))
+    if odd:
+        problems.append(f"{odd} of its characters {'is' if odd == 1 else 'are'} not printable ASCII "
+                        "(a space, a control character or a non-ASCII letter)")
+    if not problems:
+        return None
+    return (f"hcmcp: warning: HEALTHCHECKS_API_KEY does not look like a Healthchecks API key: {'; '.join(problems)}. "
+            f"A key is {API_KEY_LENGTH} printable characters, e.g. hcw_ + 28 (read-write) or hcr_ + 28 (read-only); "
+            "copy it again from Project Settings > API Access. Healthchecks will refuse this one with 401.")
+
+
 def load(env: Mapping[str, str]) -> Config:
     state_key = None
     if env.get("HEALTHCHECKS_STATE_KEY") is not None:

@@ -29,6 +29,8 @@ import fuzz_strategies as fz
 from support import HCMCP, StdioPeer, validate_server_message
 from test_http_transport_process import Served
 
+pytestmark = pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning")   # big fuzzed reprs
+
 REVISION = "2025-11-25"
 ANSWER_TIMEOUT = 30.0   # generous: a loaded 2-core machine
 MiB = 1 << 20

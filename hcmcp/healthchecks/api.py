@@ -10,6 +10,7 @@ not pay for the HTTP stack.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -517,9 +518,33 @@ class HealthchecksApi:
         return text or None
 
     def _scrub(self, text: str) -> str:
-        if self._key and self._key in text:
-            text = text.replace(self._key, "[the API key]")
+        """Upstream text with the key taken out: as sent, URL-encoded or base64'd (an error page
+        that echoes the request's headers back, in whatever encoding, must not pass it on)."""
+        if not self._key:
+            return text
+        for form in _key_forms(self._key):
+            if form in text:
+                text = text.replace(form, "[the API key]")
         return text
+
+
+@functools.lru_cache(maxsize=4)
+def _key_forms(key: str) -> tuple[str, ...]:
+    """The key, its URL encodings (as quote() does, and every byte as %XX in either case) and its
+    base64 (standard and URL-safe, at each of the three alignments inside a longer encoding)."""
+    import base64
+    import urllib.parse
+    raw = key.encode("utf-8", "surrogateescape")
+    forms = {key, urllib.parse.quote(key, safe=""), urllib.parse.quote_plus(key),
+             "".join(f"%{b:02X}" for b in raw), "".join(f"%{b:02x}" for b in raw)}
+    for pad in range(3):
+        for encode in (base64.b64encode, base64.urlsafe_b64encode):
+            encoded = encode(b"\0" * pad + raw).decode()
+            forms.add(encoded[4:-4] if pad else encoded.rstrip("="))   # the characters that depend on the key alone
+            if not pad:
+                forms.add(encoded)
+    # Longest first, so that a longer form is not left half-replaced by a shorter one inside it.
+    return tuple(sorted((form for form in forms if len(form) >= 8), key=len, reverse=True))
 
 
 _HTML = re.compile(r"^\s*(<!doctype\s+html|<html|<head|<body|<\?xml)|<(html|body|head|title|div|p|h1)[\s>]",
