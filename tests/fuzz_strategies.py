@@ -30,6 +30,9 @@ def _defs(revision: str) -> dict[str, Any]:
     return schema.get("$defs") or schema["definitions"]
 
 
+VERSION_KEYS = frozenset({"io.modelcontextprotocol/protocolVersion", "protocolVersion"})
+
+
 def from_schema(schema: dict[str, Any], defs: dict[str, Any], depth: int = 0) -> st.SearchStrategy:
     """Values that (mostly) satisfy ``schema``: enough of JSON Schema for the MCP definitions."""
     if depth > 8:
@@ -49,9 +52,16 @@ def from_schema(schema: dict[str, Any], defs: dict[str, Any], depth: int = 0) ->
     if kind == "object" or "properties" in schema:
         properties = schema.get("properties", {})
         required = set(schema.get("required", ()))
+
+        def value(key: str, sub: dict[str, Any]) -> st.SearchStrategy:
+            # A version the server speaks, mostly: a random string would stop every request at the door.
+            if key in VERSION_KEYS:
+                return st.sampled_from(["2026-07-28"] * 3 + ["2025-11-25", "2025-06-18"]) | st.text(max_size=10)
+            return from_schema(sub, defs, depth + 1)
+
         return st.fixed_dictionaries(
-            {k: from_schema(v, defs, depth + 1) for k, v in properties.items() if k in required},
-            optional={k: from_schema(v, defs, depth + 1) for k, v in properties.items() if k not in required})
+            {k: value(k, v) for k, v in properties.items() if k in required},
+            optional={k: value(k, v) for k, v in properties.items() if k not in required})
     if kind == "array":
         return st.lists(from_schema(schema.get("items", {}), defs, depth + 1), max_size=3)
     if kind == "string":
@@ -87,11 +97,14 @@ def messages(revision: str, tools: list[dict[str, Any]]) -> st.SearchStrategy:
     defs = _defs(revision)
     requests = [from_schema(defs[name], defs) for name in _kinds(revision, "ClientRequest")]
     notifications = [from_schema(defs[name], defs) for name in _kinds(revision, "ClientNotification")]
+    # 2026-07-28 requests carry _meta (RequestMetaObject: the version and the client's capabilities).
+    envelope = {"_meta": from_schema(defs["RequestMetaObject"], defs)} if "RequestMetaObject" in defs else {}
     tool_calls = [st.fixed_dictionaries({
         "jsonrpc": st.just("2.0"), "method": st.just("tools/call"),
         "params": st.fixed_dictionaries({"name": st.just(tool["name"]),
                                          "arguments": from_schema(tool["inputSchema"],
-                                                                  {**defs, **tool["inputSchema"].get("$defs", {})})})})
+                                                                  {**defs, **tool["inputSchema"].get("$defs", {})}),
+                                         **envelope})})
         for tool in tools]
 
     def with_id(message: dict[str, Any], id: Any) -> dict[str, Any]:
