@@ -238,6 +238,9 @@ def main(argv: list[str] | None = None) -> None:
     if not opts["http"] and sys.stdin.isatty():
         sys.stderr.write(WAITING)
     from .protocol.stdio import exit_now
+    if opts["command"] == "serve" and not opts["http"]:
+        import signal   # --demo over stdio: SIGTERM while the simulator starts is an exit 0 too
+        signal.signal(signal.SIGTERM, lambda *_: exit_now(0))
     try:
         anyio.run(_serve, opts, config)
     except KeyboardInterrupt:

@@ -180,3 +180,16 @@ def test_http_listener_errors_have_no_null_id(http_server):
     conn.close()
     assert response.status == 415 and "id" not in answer and time.monotonic() - started < 10
     validate_server_message("2025-11-25", answer)
+
+
+def test_stdio_unanswerable_lines_are_logged_a_bounded_number_of_times():
+    """The fuzzing's 2025-06-18 run stalled once its stderr pipe filled: each unreadable line was
+    one stderr line, and a client that never reads stderr would stop the server."""
+    with StdioPeer(FIXTURE, revision="2025-06-18") as peer:
+        peer.initialize(version="2025-06-18")
+        peer.send_raw(b"not json\n" * 5000)
+        assert peer.request("ping", id="alive", )["result"] == {}
+        assert peer.close() == 0
+        stderr = peer.stderr_text()
+    assert stderr.count("not answered (") == 20 and "further ones are not logged" in stderr
+    assert len(stderr) < 8000

@@ -67,24 +67,36 @@ class StdioFuzzer:
         self.examples = 0
         self.previous: list[bytes] = []
         self.failures: list[str] = []
+        self.internal: list[str] = []   # -32603 answers: a fuzzed line that found a bug
+        # stderr is read all along: a client that never reads it would stall any server that logs.
+        self.stderr = bytearray()
+        threading.Thread(target=self._drain_stderr, daemon=True).start()
+
+    def _drain_stderr(self) -> None:
+        while chunk := self.peer.proc.stderr.read1(65536):
+            self.stderr += chunk
 
     def _next_message(self, deadline: float) -> dict[str, Any]:
         try:
             line = self.peer.lines.get(timeout=max(0.01, deadline - time.monotonic()))
         except queue.Empty:
             raise AssertionError("no answer within the deadline; stderr so far is in the server") from None
-        assert line is not None, "the server died: " + self.peer.stderr_text()
+        assert line is not None, "the server died: " + self.stderr.decode(errors="replace")[-3000:]
         assert line.endswith(b"\n"), line[:200]
         message = json.loads(line)   # nothing but JSON reaches stdout
         assert isinstance(message, dict) and message.get("jsonrpc") == "2.0", line[:200]
         assert "method" not in message, f"the server sent a request nobody asked for: {line[:300]!r}"
         id = message.get("id")
+        if message.get("error", {}).get("code") == -32603:
+            self.internal.append(json.dumps(message)[:300] + "\n  after: " + b" | ".join(
+                line[:400] for line in self.current).decode("utf-8", "replace"))
         validate_server_message(_revision_of(message, self.revision), message,
                                 self.methods.get(id) if id is not None else None)
         return message
 
     def run(self, lines: list[bytes]) -> None:
         self.examples += 1
+        self.current = lines
         values = [fz.parse(line) for line in lines]
         expected = Counter(fz.readable_id(v) for v in values if fz.must_answer(v))
         for value in values:
@@ -103,7 +115,7 @@ class StdioFuzzer:
             self.peer.proc.wait(10)
             shown = b"\n".join(line[:300] for line in self.previous).decode("utf-8", "replace")
             raise AssertionError(f"the server died after these lines:\n{shown}\nstderr:\n"
-                                 + self.peer.proc.stderr.read().decode(errors="replace")[-3000:]) from None
+                                 + self.stderr.decode(errors="replace")[-3000:]) from None
         self.previous = lines
         tolerated = Counter(fz.tolerated_id(line) for line in lines)
         del tolerated[None]
@@ -155,17 +167,27 @@ class StdioFuzzer:
         self.late |= {id for id in cancelled if id in expected and seen[id] == 0}
 
     def close(self) -> None:
-        assert self.peer.proc.poll() is None, "the server died: " + self.peer.stderr_text()
+        assert self.peer.proc.poll() is None, "the server died: " + self.stderr.decode(errors="replace")[-3000:]
         assert self.peer.request("ping", id="final")["result"] == {}
         self.peer.close()
+        assert not self.internal, ("internal errors on fuzzed input:\n" + "\n".join(self.internal[:3])
+                                   + "\nstderr:\n" + self.stderr.decode(errors="replace")[:3000])
+        assert b"Traceback" not in self.stderr, self.stderr.decode(errors="replace")[-3000:]
 
 
 @st.composite
 def _batches(draw, message: st.SearchStrategy) -> list[bytes]:
     """1-4 lines in one write, sometimes with a cancellation of one of their requests between them."""
-    lines = draw(st.lists(fz.mutated(message), min_size=1, max_size=4))
-    ids = [fz.readable_id(fz.parse(line)) for line in lines]
-    ids = [id for id in ids if id is not None]
+    drawn = draw(st.lists(fz.mutated(message), min_size=1, max_size=4))
+    # One request per id in flight (a client MUST NOT reuse one): otherwise no answer can be matched.
+    lines, ids = [], []
+    for line in drawn:
+        id = fz.readable_id(fz.parse(line))
+        if id is not None and id in ids:
+            continue
+        lines.append(line)
+        if id is not None:
+            ids.append(id)
     if ids and draw(st.booleans()):
         target = draw(st.sampled_from(ids))
         at = draw(st.integers(0, len(lines)))
@@ -298,7 +320,7 @@ def _modern_headers(value: Any) -> dict[str, str]:
         headers["Mcp-Method"] = method
     key = "uri" if value.get("method") == "resources/read" else "name"
     name = _header_value(value["params"].get(key))
-    if name is not None:
+    if name is not None and len(name) < 4096:   # a longer one is the listener's 431, before any body
         headers["Mcp-Name"] = name
     return headers
 
@@ -455,3 +477,36 @@ def test_stdio_a_client_that_writes_thousands_of_requests_without_reading(fuzz_e
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+# -- what the fuzzing found: each a line that ended the server or broke its answer ---------------
+
+DEEP = "[" * 300 + "]" * 300            # encodable by msgspec, not by orjson (255 levels)
+DEEPER = "[" * 5000 + "]" * 5000        # beyond msgspec's recursion limit
+META = '"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}'
+FOUND = {
+    "nesting beyond the decoder's limit ended the server":
+        ('{"jsonrpc":"2.0","id":"deep","method":"ping","params":{"a":' + DEEPER + '}}', "deep", -32600),
+    "an id that is itself too deep ended the server":
+        ('{"jsonrpc":"2.0","id":' + DEEPER + ',"method":"ping"}', None, -32600),
+    "a requestId that is a list ended the server":
+        ('{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":[1]}}', None, None),
+    "a deep _meta protocolVersion could not be encoded in -32022's data":
+        ('{"jsonrpc":"2.0","id":"v","method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":'
+         + DEEP + ',"io.modelcontextprotocol/clientCapabilities":{}}}}', "v", -32602),
+    "a deep resources/read uri could not be encoded in the error's data":
+        ('{"jsonrpc":"2.0","id":"u","method":"resources/read","params":{"uri":' + DEEP + ',' + META + '}}', "u", -32602),
+}
+
+
+@pytest.mark.parametrize("line, id, code", FOUND.values(), ids=FOUND.keys())
+def test_stdio_what_the_fuzzing_found(line, id, code):
+    with StdioPeer(HCMCP + ["--demo"]) as peer:
+        peer.initialize()
+        peer.send_raw(line.encode())
+        if code is not None:
+            answer = peer.read()
+            assert answer.get("id") == id and answer["error"]["code"] == code, answer
+        assert peer.request("ping", id="alive")["result"] == {}
+        assert peer.close() == 0
+        assert "Traceback" not in peer.stderr_text()

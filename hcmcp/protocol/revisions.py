@@ -56,6 +56,10 @@ def modern_envelope(params: Any) -> tuple[str, dict[str, Any]] | None:
     if not isinstance(meta, dict) or META_VERSION not in meta:
         return None
     version = meta[META_VERSION]
+    if not isinstance(version, str):
+        # Not echoed in data.requested (a string there): a deep value could not even be encoded.
+        raise RpcError(INVALID_PARAMS, f"Invalid params: _meta['{META_VERSION}'] must be a string, "
+                                       f"e.g. \"{MODERN_REVISIONS[0]}\"")
     if version not in MODERN_REVISIONS:
         raise RpcError(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
                        {"supported": list(SUPPORTED), "requested": version})

@@ -329,6 +329,8 @@ class McpServer:
 
     async def _resources_read(self, ctx: RequestContext) -> dict[str, Any]:
         uri = ctx.params.get("uri")
+        if not isinstance(uri, str):   # echoed below: only a string (any other value may not even encode)
+            raise RpcError(INVALID_PARAMS, 'Invalid params: resources/read needs "uri", a string')
         # 2025-11-25 names -32002 for this; 2026-07-28 forbids it and uses -32602.
         code = INVALID_PARAMS if ctx.modern else RESOURCE_NOT_FOUND_2025
         raise RpcError(code, f"Resource not found: {uri!r}; this server offers no resources", {"uri": uri})

@@ -241,9 +241,18 @@ def _message_or_reply(line: bytes | object, writer: LineWriter, session: Session
         return None
 
 
+_UNANSWERED_LOGGED = 20   # then one line saying so: a client that never reads stderr must not stall us
+_unanswered = 0
+
+
 def _refuse(writer: LineWriter, session: Session, error: RpcError) -> None:
+    global _unanswered
     if error.id is None and session.revision in ID_REQUIRED_REVISIONS:
-        log.warning("not answered (%s has no error message without an id): %s", session.revision, error.message)
+        _unanswered += 1
+        if _unanswered <= _UNANSWERED_LOGGED:
+            log.warning("not answered (%s has no error message without an id): %s", session.revision, error.message)
+        if _unanswered == _UNANSWERED_LOGGED:
+            log.warning("%d lines were not answered; further ones are not logged", _UNANSWERED_LOGGED)
         return
     writer.write(error_message(error.id, error))
 
