@@ -256,12 +256,12 @@ class _Connection:
                         check_chunk_framing(self.h11, limit - size)
                     event = self.h11.next_event()
                 except Refusal as refusal:
-                    outcome = "refused"
-                    error = refusal
+                    # (status, message), not the exception: its traceback holds this frame, and
+                    # the frame holding it back would keep ``parts`` alive until a GC pass.
+                    outcome, error = "refused", (refusal.status, refusal.message)
                     break
                 except h11.RemoteProtocolError as exc:
-                    outcome = "malformed"
-                    error = exc
+                    outcome, error = "refused", self._protocol_error(exc)
                     break
                 if event is h11.NEED_DATA:
                     if self.h11.they_are_waiting_for_100_continue:
@@ -279,17 +279,16 @@ class _Connection:
                 elif isinstance(event, h11.EndOfMessage):
                     return b"".join(parts)
                 else:
-                    outcome = "malformed"
-                    error = h11.RemoteProtocolError(f"unexpected {type(event).__name__} in a request body")
+                    outcome, error = "refused", (400, _protocol_error_message("unexpected event"))
                     break
+        parts.clear()
         if outcome == "too large":
             await self._answer_error(413, too_large)
         elif outcome == "busy":
             await self._answer_busy()
         elif outcome == "refused":
-            await self._answer_error(error.status, error.message)
-        elif outcome == "malformed":
-            await self._answer_protocol_error(error)
+            if not self.peer_closed:   # the client hung up mid-request: nobody is left to read an answer
+                await self._answer_error(*error)
         else:
             await self._answer_error(408, (
                 f"The request body did not arrive within {self.limits.body_timeout:g} s. "
@@ -492,6 +491,9 @@ class _Connection:
     async def _answer_protocol_error(self, exc: h11.RemoteProtocolError) -> None:
         if self.peer_closed:
             return   # the client hung up mid-request: nobody is left to read an answer
+        await self._answer_error(*self._protocol_error(exc))
+
+    def _protocol_error(self, exc: h11.RemoteProtocolError) -> tuple[int, str]:
         status = exc.error_status_hint if exc.error_status_hint in (400, 431, 501) else 400
         # h11's own message can quote the offending header line, which may hold an API key:
         # neither the answer nor the log repeats it.
@@ -502,7 +504,7 @@ class _Connection:
                        "(only Transfer-Encoding: chunked is supported).")
         else:
             message = _protocol_error_message(str(exc))
-        await self._answer_error(status, message)
+        return status, message
 
     def _headers_too_large(self) -> str:
         return (f"The request headers are larger than this server accepts "

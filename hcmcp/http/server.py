@@ -67,6 +67,9 @@ class HttpServer:
         self.limits = limits
         self._connections: set[_Connection] = set()
         self.buffered_bytes = 0        # request-body bytes reserved now, over all connections
+        self._group: anyio.abc.TaskGroup | None = None
+        self._trimming = False
+        self._closed_count = 0
         self._buffered_peak = 0        # the most since the budget was last empty
         self._rejecting = 0
         self._active_requests = 0
@@ -97,9 +100,30 @@ class HttpServer:
 
     def unreserve(self, size: int) -> None:
         self.buffered_bytes -= size
-        if self.buffered_bytes == 0 and self._buffered_peak >= _TRIM_AFTER_BYTES:
+        self._maybe_trim()
+
+    def _maybe_trim(self) -> None:
+        """After a burst of buffered bodies, once all are let go: return the memory to the system."""
+        if (self.buffered_bytes == 0 and self._buffered_peak >= _TRIM_AFTER_BYTES and not self._trimming
+                and self._group is not None):
+            self._trimming = True
+            self._group.start_soon(self._trim_when_quiet)
+
+    async def _trim_when_quiet(self) -> None:
+        # The connections that held the bodies let go of their buffers as they close (a refused
+        # one lingers up to _LINGER_SECONDS first): trim once no connection closed for a moment.
+        try:
+            while True:
+                closed = self._closed_count
+                await anyio.sleep(0.5)
+                if self.buffered_bytes != 0:
+                    return   # a new burst: its own end will trim
+                if self._closed_count == closed:
+                    break
             self._buffered_peak = 0
             _release_freed_memory()
+        finally:
+            self._trimming = False
 
     async def serve(self, *, task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED) -> None:
         """Bind, report the port through task_status, serve until cancelled or shut down."""
@@ -110,6 +134,7 @@ class HttpServer:
         try:
             async with anyio.create_task_group() as connections:
                 self._connections_scope = connections.cancel_scope
+                self._group = connections
                 with anyio.CancelScope() as accept_scope:
                     self._accept_scope = accept_scope
                     try:
@@ -174,6 +199,7 @@ class HttpServer:
             logger.exception("Connection from %s failed unexpectedly; it was closed", connection.client)
         finally:
             self._connections.discard(connection)
+            self._closed_count += 1
             if self._closing and not self._connections:
                 self._drained.set()
 
@@ -195,6 +221,7 @@ class HttpServer:
             await stream.aclose()
         finally:
             self._rejecting -= 1
+            self._closed_count += 1
 
 
 @asynccontextmanager
@@ -217,7 +244,9 @@ async def serve_in_background(
 
 
 def _release_freed_memory() -> None:
-    """glibc's malloc_trim(0): return freed heap pages to the system (a no-op elsewhere)."""
+    """Collect reference cycles, then glibc's malloc_trim(0): freed heap pages go back to the system."""
+    import gc
+    gc.collect()
     try:
         import ctypes
         ctypes.CDLL("libc.so.6").malloc_trim(0)
