@@ -13,7 +13,6 @@ the full version, which `.ci/run` runs once after the README's test command.
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import sys
@@ -26,7 +25,7 @@ import pytest
 
 from http_raw import linux, rss_kib
 from test_http_transport_process import Served, clean_env
-from test_http_transport_support import MODERN, Wire, modern, rpc, session
+from test_http_transport_support import Wire, modern, rpc, session
 
 pytestmark = pytest.mark.anyio
 

@@ -15,8 +15,9 @@ import anyio.abc
 import h11
 from anyio.abc import SocketAttribute
 
-from .framing import Refusal, check_chunk_framing, check_head, peek, split_target
-from .messages import Request, Response, ServerLimits, StreamingResponse, error_payload, reason
+from .framing import (Refusal, check_chunk_framing, check_head, content_length, head_size, peek,
+                      protocol_error_message, split_target)
+from .messages import Request, Response, StreamingResponse, error_payload, reason
 
 if TYPE_CHECKING:
     from .server import HttpServer
@@ -34,21 +35,6 @@ _NO_BODY_STATUSES = frozenset({204, 304})
 class _ClientGone(Exception):
     """The peer reset the connection, stopped reading past write_timeout, or vanished."""
 
-
-
-def _head_size(event: h11.Request) -> int:
-    """Bytes of the request line and headers, roughly as they were on the wire."""
-    size = len(event.method) + len(event.target) + 12
-    for name, value in event.headers.raw_items():
-        size += len(name) + len(value) + 4
-    return size
-
-
-def _content_length(event: h11.Request) -> int | None:
-    for name, value in event.headers:
-        if name == b"content-length":
-            return int(value)   # h11 has already checked it is digits
-    return None
 
 
 def _clean_headers(headers: list[tuple[str, str]], *drop: str) -> list[tuple[str, str]]:
@@ -239,7 +225,7 @@ class _Connection:
         limit = self.limits.max_body_bytes
         too_large = (f"The request body is larger than this server accepts ({limit} bytes). "
                      "Send a smaller body.")
-        declared = _content_length(head)
+        declared = content_length(head)
         if declared is not None and declared > limit:
             await self._answer_error(413, too_large)   # no 100 Continue: the client need not send it
             return None
@@ -279,7 +265,7 @@ class _Connection:
                 elif isinstance(event, h11.EndOfMessage):
                     return b"".join(parts)
                 else:
-                    outcome, error = "refused", (400, _protocol_error_message("unexpected event"))
+                    outcome, error = "refused", (400, protocol_error_message("unexpected event"))
                     break
         parts.clear()
         if outcome == "too large":
@@ -316,7 +302,7 @@ class _Connection:
 
     async def _handle(self, head: h11.Request) -> bool:
         """Read the body, call the app, send its answer. False when the connection must close."""
-        if _head_size(head) > self.limits.max_header_bytes:
+        if head_size(head) > self.limits.max_header_bytes:
             await self._answer_error(431, self._headers_too_large())
             return False
         if head.method == b"CONNECT":
@@ -503,7 +489,7 @@ class _Connection:
             message = ("The request uses an HTTP feature this server does not implement "
                        "(only Transfer-Encoding: chunked is supported).")
         else:
-            message = _protocol_error_message(str(exc))
+            message = protocol_error_message(str(exc))
         return status, message
 
     def _headers_too_large(self) -> str:
@@ -528,28 +514,6 @@ class _Connection:
         data = self.h11.send(h11.Response(status_code=status, reason=reason(status), headers=headers))
         data += self.h11.send(h11.Data(data=body)) + self.h11.send(h11.EndOfMessage())
         await self._write(data)
-
-
-def _protocol_error_message(text: str) -> str:
-    """h11's verdict, said without h11's text (which can quote a header line, credentials and all)."""
-    if text.startswith("Missing mandatory Host"):
-        return "An HTTP/1.1 request must carry a Host header; add 'Host: <host>:<port>'."
-    if text.startswith("Found multiple Host"):
-        return "The Host header appears more than once; send it once."
-    if text.startswith("conflicting Content-Length") or text.startswith("bad Content-Length"):
-        return "Content-Length must be one non-negative decimal number of bytes."
-    if text.startswith("Illegal header name"):
-        return "A header name holds a character HTTP does not allow (only letters, digits and !#$%&'*+-.^_`|~)."
-    if text.startswith("Illegal header value"):
-        return "A header value holds a character HTTP does not allow (NUL, CR, LF or another control character)."
-    if text.startswith("illegal header line"):
-        return ("A header line is not 'Name: value' (a name of letters, digits and !#$%&'*+-.^_`|~, "
-                "a value without NUL, CR or other control characters).")
-    if text.startswith("illegal request line"):
-        return "The request line is not 'METHOD /path HTTP/1.1'."
-    if text.startswith("illegal chunk header") or text.startswith("malformed chunk footer"):
-        return "The chunked body is malformed; each chunk is its size in hex, CRLF, the data, CRLF."
-    return "The request is not valid HTTP/1.1, so the server could not read it."
 
 
 async def _call(function: Callable[[], None]) -> None:

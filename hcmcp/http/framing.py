@@ -150,3 +150,40 @@ def split_target(method: str, target: str) -> tuple[str, list[tuple[str, str]], 
             return parts.path or "/", parse_qsl(parts.query, keep_blank_values=True), parts.netloc
     raise Refusal(400, "The request target must be a path such as /mcp (or an absolute http:// URL "
                        "whose authority matches Host).")
+
+
+def head_size(event: h11.Request) -> int:
+    """Bytes of the request line and headers, roughly as they were on the wire."""
+    size = len(event.method) + len(event.target) + 12
+    for name, value in event.headers.raw_items():
+        size += len(name) + len(value) + 4
+    return size
+
+
+def content_length(event: h11.Request) -> int | None:
+    for name, value in event.headers:
+        if name == b"content-length":
+            return int(value)   # h11 has already checked it is digits
+    return None
+
+
+def protocol_error_message(text: str) -> str:
+    """h11's verdict, said without h11's text (which can quote a header line, credentials and all)."""
+    if text.startswith("Missing mandatory Host"):
+        return "An HTTP/1.1 request must carry a Host header; add 'Host: <host>:<port>'."
+    if text.startswith("Found multiple Host"):
+        return "The Host header appears more than once; send it once."
+    if text.startswith("conflicting Content-Length") or text.startswith("bad Content-Length"):
+        return "Content-Length must be one non-negative decimal number of bytes."
+    if text.startswith("Illegal header name"):
+        return "A header name holds a character HTTP does not allow (only letters, digits and !#$%&'*+-.^_`|~)."
+    if text.startswith("Illegal header value"):
+        return "A header value holds a character HTTP does not allow (NUL, CR, LF or another control character)."
+    if text.startswith("illegal header line"):
+        return ("A header line is not 'Name: value' (a name of letters, digits and !#$%&'*+-.^_`|~, "
+                "a value without NUL, CR or other control characters).")
+    if text.startswith("illegal request line"):
+        return "The request line is not 'METHOD /path HTTP/1.1'."
+    if text.startswith("illegal chunk header") or text.startswith("malformed chunk footer"):
+        return "The chunked body is malformed; each chunk is its size in hex, CRLF, the data, CRLF."
+    return "The request is not valid HTTP/1.1, so the server could not read it."

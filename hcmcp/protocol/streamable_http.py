@@ -30,8 +30,7 @@ import logging
 import signal
 import sys
 import time
-from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -45,8 +44,10 @@ from . import revisions
 from .jsonrpc import (HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,
                       MISSING_REQUIRED_CLIENT_CAPABILITY, METHOD_NOT_FOUND, PARSE_ERROR, UNSUPPORTED_PROTOCOL_VERSION,
                       Message, RpcError, decode, encode, error_message)
-from .http_guard import LOOPBACK_NAMES, ListenerGuard, Refused
+from .http_guard import ListenerGuard, Refused
 from .http_sessions import HttpSession, SessionsFull, SessionTable
+from .http_streams import SSE_HEADERS as _SSE_HEADERS, Body as _Body, Final as _Final, Outbox as _Outbox
+from .http_streams import empty_stream as _empty_stream, relay as _relay
 from .server import McpServer, Push, Session
 
 log = logging.getLogger("hcmcp.http")
@@ -59,7 +60,6 @@ _NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 # JSON-RPC error codes the 2026 HTTP binding maps to a status other than 200.
 _STATUS_OF_ERROR = {METHOD_NOT_FOUND: 404, INVALID_PARAMS: 400, INVALID_REQUEST: 400, PARSE_ERROR: 400,
                     HEADER_MISMATCH: 400, UNSUPPORTED_PROTOCOL_VERSION: 400, MISSING_REQUIRED_CLIENT_CAPABILITY: 400}
-_SSE_HEADERS = (("content-type", "text/event-stream"), ("cache-control", "no-cache"), ("x-accel-buffering", "no"))
 
 
 @dataclass
@@ -94,10 +94,6 @@ def _json(status: int, message: dict[str, Any], headers: list[tuple[str, str]] |
     return Response(status, encode(message), [("content-type", "application/json"), *(headers or [])])
 
 
-def _sse_event(message: dict[str, Any]) -> bytes:
-    return b"event: message\ndata: " + encode(message) + b"\n\n"
-
-
 def _request_id(message: Message) -> Any:
     return message.id if message.is_request else None
 
@@ -129,78 +125,6 @@ def _accepts_json_and_sse(accept: str) -> bool:
     types = {part.split(";", 1)[0].strip().lower() for part in accept.split(",")}
     return (bool(types & {"application/json", "application/*", "*/*"})
             and bool(types & {"text/event-stream", "text/*", "*/*"}))
-
-
-class _Body:
-    """A response body that runs ``on_close`` exactly once, however it ends.
-
-    The HTTP server calls ``aclose()`` after every stream, even one it never started
-    iterating; a bare generator would then skip its ``finally``, and the stream slot or the
-    queue it holds would leak.
-    """
-
-    def __init__(self, chunks: AsyncIterator[bytes], on_close: Callable[[], None]) -> None:
-        self._chunks = chunks
-        self._on_close: Callable[[], None] | None = on_close
-
-    def __aiter__(self) -> _Body:
-        return self
-
-    async def __anext__(self) -> bytes:
-        try:
-            return await self._chunks.__anext__()
-        except BaseException:
-            self._close()
-            raise
-
-    async def aclose(self) -> None:
-        self._close()
-        aclose = getattr(self._chunks, "aclose", None)
-        if aclose is not None:
-            await aclose()
-
-    def _close(self) -> None:
-        on_close, self._on_close = self._on_close, None
-        if on_close is not None:
-            on_close()
-
-
-@dataclass
-class _Final:
-    """The last item a call puts in its outbox: the response, or None when cancelled."""
-
-    response: dict[str, Any] | None
-
-
-class _Outbox:
-    """What a running call sends, in order, to the one reader answering its POST.
-
-    Lighter than a memory object stream (this is on every tools/call of the 2026 era), and
-    ``put`` never blocks: a call sends a question or two, then its response.
-    """
-
-    def __init__(self) -> None:
-        self._items: deque[Any] = deque()
-        self._ready = anyio.Event()
-        self._closed = False
-
-    def put(self, item: Any) -> bool:
-        """False when the reader has gone (the item is dropped)."""
-        if self._closed:
-            return False
-        self._items.append(item)
-        self._ready.set()
-        return True
-
-    async def get(self) -> Any:
-        while not self._items:
-            await self._ready.wait()
-            self._ready = anyio.Event()
-        return self._items.popleft()
-
-    def close(self) -> None:
-        self._closed = True
-        self._items.clear()
 
 
 async def _cannot_push(outgoing: dict[str, Any]) -> None:
@@ -525,24 +449,6 @@ class StreamableHttp:
             while True:
                 await anyio.sleep(min(60.0, self.settings.session_idle / 2))
                 self.table.sweep()
-
-
-async def _relay(first: dict[str, Any], outbox: _Outbox) -> AsyncIterator[bytes]:
-    """A call's SSE body: what it sent first, anything after, then its response."""
-    item: Any = first
-    while not isinstance(item, _Final):
-        yield _sse_event(item)
-        item = await outbox.get()
-    if item.response is not None:
-        yield _sse_event(item.response)
-
-
-def _empty_stream() -> StreamingResponse:
-    """The answer to a request cancelled by notifications/cancelled: a stream that carries nothing."""
-    async def nothing() -> AsyncIterator[bytes]:
-        return
-        yield b""
-    return StreamingResponse(200, nothing(), list(_SSE_HEADERS))
 
 
 def parse_bind(bind: str) -> tuple[str, int]:
