@@ -15,7 +15,7 @@ import anyio.abc
 import h11
 from anyio.abc import SocketAttribute
 
-from .framing import (Refusal, check_chunk_framing, check_head, content_length, head_size, peek,
+from .framing import (Refusal, buffered, check_chunk_framing, check_head, content_length, head_size, peek,
                       protocol_error_message, split_target)
 from .messages import Request, Response, StreamingResponse, error_payload, reason
 
@@ -149,7 +149,7 @@ class _Connection:
         # that is ~20 MiB at most, where a body's worth each would have been 260 MiB.
         ceiling = self.limits.max_header_bytes + _RECEIVE_SIZE
         while True:
-            while not self._loop_waiting and len(peek(self.h11, ceiling)) >= ceiling:
+            while not self._loop_waiting and buffered(self.h11) >= ceiling:
                 await self._room.wait()
                 self._room = anyio.Event()
             try:
@@ -182,7 +182,7 @@ class _Connection:
             raise _ClientGone()
 
     def _has_buffered_bytes(self) -> bool:
-        return bool(self.h11.trailing_data[0])
+        return buffered(self.h11) > 0
 
     async def _read_head(self, first: bool) -> h11.Request | None:
         """The next request's line and headers, or None when the connection should end.

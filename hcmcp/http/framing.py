@@ -51,6 +51,15 @@ def peek(connection: h11.Connection, size: int) -> bytes:
     return connection.trailing_data[0][:size]   # public, but copies the whole buffer
 
 
+def buffered(connection: h11.Connection) -> int:
+    """How many bytes h11 holds unparsed (without copying them)."""
+    buffer = getattr(connection, "_receive_buffer", None)
+    try:
+        return len(buffer)   # type: ignore[arg-type]
+    except TypeError:
+        return len(connection.trailing_data[0])
+
+
 def check_head(data: bytes, max_request_line: int) -> None:
     """Refuse a head h11 would accept but RFC 9112 (strictly read) does not; ``data`` is the
     start of the unparsed buffer. A head not complete yet passes, unless its line is too long."""
