@@ -4,9 +4,12 @@
 without, 404 once the session ended by DELETE or by idling). A request is answered as
 JSON, or as an SSE stream when the server has something to send first (an
 ``elicitation/create``); the client's answer arrives as a separate POST and is routed by
-id to the waiting call of the same session only. A client that disconnects does not
-cancel its request (the spec: a disconnect MUST NOT be read as a cancellation), so these
-requests opt out of the HTTP server's cancel-on-disconnect. ``--stateless`` keeps no
+id to the waiting call of the same session only. A client that disconnects before its
+response starts does not cancel its request (the spec: a disconnect is not a cancellation),
+so these requests opt out of the HTTP server's cancel-on-disconnect. A call whose SSE stream
+has opened does end when that stream closes: the spec's rule assumes the client can resume
+the stream, and this server sends no event ids and offers no resumption, so that answer
+could never arrive, while the call would hold its in-flight slot. ``--stateless`` keeps no
 sessions, so no server->client request is possible there.
 2026 era: POST only, no sessions, the headers must agree with the body. Every request,
 ``tools/call`` included, is answered as JSON once it is done; a client that closes the
@@ -312,11 +315,11 @@ class StreamableHttp:
 
         A call that may ask (a client that declared elicitation) runs in the transport's task
         group: which response to start is only known once it produces its first message, and
-        an elicitation it pushes opens the stream. It outlives a client that hangs up (a
-        disconnect is not a cancellation) unless it still has to ask. Any other call is
-        answered inline, as JSON. Once its SSE stream has opened, the stream closing (the client
-        hung up) cancels the call: its answer could only travel on that stream, and a question
-        left waiting would hold its slot until the elicitation timeout.
+        an elicitation it pushes opens the stream. Any other call is answered inline, as JSON,
+        and outlives a client that hangs up (a disconnect is not a cancellation). Once a call's
+        SSE stream has opened, that stream closing (the client hung up) cancels the call: its
+        answer could only travel on that stream, and a question left waiting would hold its
+        slot until the elicitation timeout.
         """
         if not self._may_ask(session):
             with self._stream(message.id, entry), self.table.busy(entry):
