@@ -333,7 +333,6 @@ class _Connection:
             )
             del body
             response = await self._call_app(request)
-            request.body = b""   # the budget is given back below: let the bytes go with it
         finally:
             self._release_reserved()
         if response is None:
