@@ -361,6 +361,9 @@ class Simulator:
         self.site_root = site_root.rstrip("/")
         self.clock = clock
         self.flood_bytes = 0
+        # The API versions this instance offers: {1, 2} pretends to be an instance older than
+        # Healthchecks 2.0 (no /api/v3/), {1} one older than v2; the others answer 404 everywhere.
+        self.api_versions: frozenset[int] = frozenset({1, 2, 3})
         self.requests: list[tuple[str, str]] = []
         self._secret = uuid.uuid4().bytes       # signs badge URLs: stable per instance
         self.project_a = Project("Project A", self.RW_KEY, self.RO_KEY, "alice-badge-key")
@@ -507,6 +510,8 @@ class Simulator:
         """The handler for ``path`` and its arguments, or None when no route matches."""
         if m := _API.fullmatch(path):
             version, rest = int(m[1]), m[2]
+            if version not in self.api_versions:
+                return None
             for pattern, handler, methods in _ROUTES:
                 if route := pattern.fullmatch(rest):
                     kwargs = dict(route.groupdict(), v=version)

@@ -416,7 +416,8 @@ class StreamableHttp:
         disconnect is not a cancellation) unless it still has to ask. Any other call is
         answered inline, as JSON.
         """
-        if not self._may_ask(session):
+        from .progress import progress_token
+        if not self._may_ask(session) and progress_token(message.params) is None:
             with self._stream(message.id), self._busy(entry):
                 response = await self.server.handle(message, session, _cannot_push)
             return _json(200, response) if response is not None else _empty_stream()
