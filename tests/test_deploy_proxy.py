@@ -167,10 +167,12 @@ def test_a_hanging_proxy_is_bounded_by_the_overall_timeout():
 
 
 def test_a_proxy_that_is_not_there():
-    with LoopbackProxy() as proxy:
-        port = proxy.port
-    with hcmcp(hcmcp_env("https://127.0.0.1:9", https_proxy=f"http://127.0.0.1:{port}")) as peer:
-        result = call(peer, "list_checks", {})
+    import socket
+    with socket.socket() as bound:          # bound, never listening: connections are refused, and no
+        bound.bind(("127.0.0.1", 0))        # other process can take the port meanwhile
+        port = bound.getsockname()[1]
+        with hcmcp(hcmcp_env("https://127.0.0.1:9", https_proxy=f"http://127.0.0.1:{port}")) as peer:
+            result = call(peer, "list_checks", {})
     text = result["content"][0]["text"]
     assert result.get("isError") and f"Could not connect to the proxy http://127.0.0.1:{port}" in text, text
     assert "refused" in text.lower()
