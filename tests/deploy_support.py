@@ -34,7 +34,10 @@ def simulator_thread(sim: Simulator, *, path_prefix: str = "") -> Iterator[str]:
 
     from hcmcp.http.server import serve_in_background
 
+    sim.raw_paths = []    # type: ignore[attr-defined]   # as they arrived, before the prefix is taken off
+
     async def app(request):  # type: ignore[no-untyped-def]
+        sim.raw_paths.append(request.path)   # type: ignore[attr-defined]
         if path_prefix:
             if not request.path.startswith(path_prefix + "/"):
                 from hcmcp.http.server import Response
