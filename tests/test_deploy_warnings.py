@@ -1,0 +1,37 @@
+"""The start-up lines about how the instance is reached: plain http to a host that is not loopback
+(the key would cross the network in clear), each exactly once, and none where nothing is wrong."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from deploy_support import hcmcp_env
+from support import HCMCP, ROOT
+
+
+def startup_stderr(**env: str) -> str:
+    url = env.pop("url")
+    proc = subprocess.run(HCMCP + ["tools"], env=hcmcp_env(url, **env), capture_output=True, cwd=ROOT, timeout=30)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stderr.decode()
+
+
+@pytest.mark.parametrize("url", ["http://hc.example.com", "http://10.1.2.3:8000/hc", "http://[2001:db8::1]:80"])
+def test_plain_http_to_another_host_prints_one_line(url):
+    lines = startup_stderr(url=url).splitlines()
+    assert len(lines) == 1, lines
+    assert "plain http" in lines[0] and "in clear" in lines[0] and url.split("://")[1].split("/")[0] in lines[0]
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8000", "http://localhost:8000", "http://[::1]:8000",
+                                 "http://127.1.2.3", "https://hc.example.com", "http://hc.localhost"])
+def test_loopback_or_https_prints_nothing(url):
+    assert startup_stderr(url=url) == ""
+
+
+def test_the_warnings_add_up_without_repeating():
+    stderr = startup_stderr(url="http://hc.example.com", HEALTHCHECKS_INSECURE_TLS="true", HTTP_PROXY="http://p:1")
+    lines = stderr.splitlines()
+    assert len(lines) == 3 and len(set(lines)) == 3, lines
