@@ -129,8 +129,9 @@ def test_progress_over_stdio_in_2026_on_the_token_path():
     assert answer["id"] == 9 and len(answer["result"]["structuredContent"]["deleted"]) == 2
 
 
-@pytest.mark.parametrize("dialog", [True, False])
-def test_progress_over_http_with_the_official_client(dialog):
+@pytest.mark.parametrize("mode, dialog", [("legacy", True), ("legacy", False), ("2026-07-28", True),
+                                          ("2026-07-28", False)])
+def test_progress_over_http_with_the_official_client(mode, dialog):
     async def accept(ctx, params: types.ElicitRequestParams) -> types.ElicitResult:
         return types.ElicitResult(action="accept", content={"confirm": True})
 
@@ -145,7 +146,7 @@ def test_progress_over_http_with_the_official_client(dialog):
 
             async def scenario():
                 with anyio.fail_after(60):
-                    async with Client(f"http://127.0.0.1:{served.port}/mcp", mode="legacy",
+                    async with Client(f"http://127.0.0.1:{served.port}/mcp", mode=mode,
                                       elicitation_callback=accept if dialog else None) as client:
                         targets = [FIRST, THIRD, FOURTH]
                         result = await client.call_tool("delete_check", {"check": targets}, progress_callback=progress)

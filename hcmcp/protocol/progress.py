@@ -2,11 +2,12 @@
 
 The requester opts in by sending a progress token; without one nothing is sent. Where the
 notification can travel is the transport's business (it hands the request a ``notify``):
-2025 era, on stdio and on the call's SSE stream over HTTP; 2026-07-28, on stdio (the server
-may write notifications related to a request, never requests). A transport that has no way
-to send one (2026 over HTTP answers a call as plain JSON; ``--stateless``) gives none, and
-reporting is then a no-op. Each notification carries ``total`` when known; ``progress``
-must increase (the specification's MUST), so a value that does not is refused here.
+on stdio in both eras; over HTTP on the call's SSE stream — the 2025 era's, and in
+2026-07-28 a stream opened for a tools/call that carries a token (the revision allows only
+notifications related to the request there, never requests). Where nothing can be sent
+(``--stateless``, ``hcmcp call``) reporting is a no-op. Each notification carries ``total``
+when known; ``progress`` must increase (the specification's MUST), so a value that does not
+is refused here.
 """
 
 from __future__ import annotations
