@@ -260,6 +260,10 @@ async def _tunnel(stream: ByteStream, route: ProxyRoute, target: str, advice: st
         raise ConnectFailed(f"{route.described} answered CONNECT {target} with {said}: it wants proxy "
                             f"credentials, and {credentials}. Put them in {route.source} as "
                             f"http://user:password@host:port (percent-encode special characters).")
+    if status >= 500:
+        raise ConnectFailed(f"{route.described} could not open the tunnel to {target}: it answered CONNECT "
+                            f"with {said}, which usually means the proxy cannot reach that host. Check "
+                            f"HEALTHCHECKS_URL, and that the instance is up. {advice}")
     raise ConnectFailed(f"{route.described} refused the tunnel to {target}: it answered CONNECT with {said}. "
                         f"The proxy may not allow this host or port. {advice}")
 

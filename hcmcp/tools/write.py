@@ -332,7 +332,7 @@ class DeleteCheckResult(Untrusted, kw_only=True):
     token_expires_in: int | None = None
     deleted: list[CheckDetail]
     failed: list[DeleteFailure] = []
-    not_attempted: list[str] = []
+    not_attempted: list[str] | UnsetType = UNSET     # only when a failure stopped the run
     note: str | None = None
 
 
