@@ -74,6 +74,7 @@ class LoopbackProxy:
     """A CONNECT / forward proxy on 127.0.0.1. ``mode``: "ok", "refuse" (403 to CONNECT), "hang"."""
 
     mode: str = "ok"
+    refusal: bytes = b"403 Forbidden"                 # the status line's end in "refuse" mode
     credentials: tuple[str, str] | None = None       # demand these (407 otherwise)
     seen: list[Seen] = field(default_factory=list)
     port: int = 0
@@ -140,7 +141,7 @@ class LoopbackProxy:
                     return
             if method == "CONNECT":
                 if self.mode == "refuse":
-                    client.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                    client.sendall(b"HTTP/1.1 " + self.refusal + b"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
                     return
                 port = int(target.rsplit(":", 1)[1])
                 upstream = socket.create_connection(("127.0.0.1", port))    # loopback only, whatever was asked

@@ -145,12 +145,14 @@ def test_a_407_names_the_proxy_and_what_it_wants_never_the_credentials(given):
                 assert leaked not in text and leaked not in stderr
 
 
-def test_a_refused_tunnel_names_the_proxy_and_its_answer():
-    with LoopbackProxy(mode="refuse") as proxy:
+@pytest.mark.parametrize("refusal, words", [(b"403 Forbidden", "refused the tunnel to 127.0.0.1:9"),
+                                             (b"502 Bad Gateway", "cannot reach that host")])
+def test_a_refused_tunnel_names_the_proxy_and_its_answer(refusal, words):
+    with LoopbackProxy(mode="refuse", refusal=refusal) as proxy:
         with hcmcp(hcmcp_env("https://127.0.0.1:9", https_proxy=proxy.url())) as peer:
             result = call(peer, "list_checks", {})
     text = result["content"][0]["text"]
-    assert result.get("isError") and "refused the tunnel to 127.0.0.1:9" in text and "403 Forbidden" in text
+    assert result.get("isError") and words in text and refusal.decode() in text, text
     assert f"http://127.0.0.1:{proxy.port}" in text and "NO_PROXY" in text
 
 
