@@ -8,6 +8,7 @@ import subprocess
 import pytest
 
 from deploy_support import LoopbackProxy, TlsFront, call, hcmcp, hcmcp_env, make_pki, seeded, simulator_thread
+from hcmcp.config import ConfigError, load
 from support import HCMCP, ROOT
 
 
@@ -102,15 +103,21 @@ def test_insecure_tls_verifies_nothing_for_the_instance_and_warns_once(pki, inst
     ({"HEALTHCHECKS_INSECURE_TLS": "1"}, ["HEALTHCHECKS_INSECURE_TLS", "true", "false"]),
     ({"HEALTHCHECKS_CA_FILE": "/nonexistent/ca.pem"}, ["HEALTHCHECKS_CA_FILE", "no such file"]),
     ({"HEALTHCHECKS_CA_FILE": "/etc/hostname"}, ["HEALTHCHECKS_CA_FILE", "no PEM certificate"]),
+    ({"HEALTHCHECKS_CA_FILE": ""}, ["HEALTHCHECKS_CA_FILE", "empty"]),
     ({"SSL_CERT_FILE": "/nonexistent/bundle.pem"}, ["SSL_CERT_FILE", "no such file"]),
     ({"SSL_CERT_DIR": "/nonexistent/certs"}, ["SSL_CERT_DIR", "no such directory"]),
 ])
-def test_unusable_tls_settings_stop_the_server(env, words):
-    full = hcmcp_env("https://hc.example.com", **env)
-    proc = subprocess.run(HCMCP, env=full, input=b"", capture_output=True, cwd=ROOT, timeout=30)
-    assert proc.returncode == 1 and proc.stdout == b""
+def test_unusable_tls_settings_are_refused_naming_the_variable(env, words):
+    with pytest.raises(ConfigError) as error:
+        load({"HEALTHCHECKS_URL": "https://hc.example.com", **env})
     for word in words:
-        assert word.encode() in proc.stderr, proc.stderr
+        assert word in str(error.value), error.value
+
+
+def test_an_unusable_tls_setting_stops_the_server_with_exit_1():
+    full = hcmcp_env("https://hc.example.com", HEALTHCHECKS_CA_FILE="/nonexistent/ca.pem")
+    proc = subprocess.run(HCMCP, env=full, input=b"", capture_output=True, cwd=ROOT, timeout=30)
+    assert proc.returncode == 1 and proc.stdout == b"" and b"HEALTHCHECKS_CA_FILE" in proc.stderr
 
 
 def imported(stderr: str) -> list[str]:

@@ -8,6 +8,7 @@ import subprocess
 import pytest
 
 from deploy_support import hcmcp_env
+from hcmcp.config import load
 from support import HCMCP, ROOT
 
 
@@ -19,19 +20,22 @@ def startup_stderr(**env: str) -> str:
 
 
 @pytest.mark.parametrize("url", ["http://hc.example.com", "http://10.1.2.3:8000/hc", "http://[2001:db8::1]:80"])
-def test_plain_http_to_another_host_prints_one_line(url):
-    lines = startup_stderr(url=url).splitlines()
-    assert len(lines) == 1, lines
-    assert "plain http" in lines[0] and "in clear" in lines[0] and url.split("://")[1].split("/")[0] in lines[0]
+def test_plain_http_to_another_host_makes_one_note(url):
+    notes = load({"HEALTHCHECKS_URL": url}).startup_notes
+    assert len(notes) == 1 and "plain http" in notes[0] and "in clear" in notes[0]
+    assert url.split("://")[1].split("/")[0] in notes[0]
 
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:8000", "http://localhost:8000", "http://[::1]:8000",
                                  "http://127.1.2.3", "https://hc.example.com", "http://hc.localhost"])
-def test_loopback_or_https_prints_nothing(url):
-    assert startup_stderr(url=url) == ""
+def test_loopback_or_https_makes_none(url):
+    assert load({"HEALTHCHECKS_URL": url}).startup_notes == ()
 
 
-def test_the_warnings_add_up_without_repeating():
+def test_the_server_prints_each_line_once_at_start():
+    assert startup_stderr(url="http://127.0.0.1:8000") == ""
     stderr = startup_stderr(url="http://hc.example.com", HEALTHCHECKS_INSECURE_TLS="true", HTTP_PROXY="http://p:1")
     lines = stderr.splitlines()
     assert len(lines) == 3 and len(set(lines)) == 3, lines
+    assert sum("plain http" in line for line in lines) == 1
+    assert sum("HEALTHCHECKS_INSECURE_TLS=true" in line for line in lines) == 1
