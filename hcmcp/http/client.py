@@ -561,10 +561,9 @@ class HttpClient:
                 f"Could not connect to {label}: the server closed the connection during the TLS "
                 f"handshake. Check that it speaks https on this port. {self._check_hint()}"
             )
-        cause = exc.__cause__ if isinstance(exc, anyio.BrokenResourceError) and exc.__cause__ is not None else exc
-        if _is_tls_error(cause):
+        if _is_tls_error(exc):
             from .tls import failure_text
-            return f"{failure_text(cause, self._origin.host, self._origin.port)} {self._check_hint()}"
+            return f"{failure_text(exc, self._origin.host, self._origin.port)} {self._check_hint()}"
         return f"Could not connect to {label}: {_connect_reason(exc)}. {self._check_hint()}"
 
     def _too_large_text(self, exchange: _Exchange) -> str:
