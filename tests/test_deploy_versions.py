@@ -88,3 +88,13 @@ def test_as_v3_turns_the_recorded_v1_answer_into_the_recorded_v3_answer():
     assert as_v3(check_of({**v1, "last_ping": None})).status == "new"
     assert as_v3(check_of(v1), now=moment + 86400 + 3600 + 1).status == "down"
     assert as_v3(check_of({**v1, "status": "up"})).status == "up"
+
+
+def test_a_url_with_no_api_under_it_says_so():
+    sim = seeded(api_versions=set())
+    with simulator_thread(sim) as url, hcmcp(hcmcp_env(url)) as peer:
+        result = call(peer, "list_checks", {})
+        again = call(peer, "get_api_key_info", {})
+    text = result["content"][0]["text"]
+    assert result.get("isError") and "No Healthchecks API answers under" in text and "sub-path" in text, text
+    assert again.get("isError") and "No Healthchecks API answers" in again["content"][0]["text"]

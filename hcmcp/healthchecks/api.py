@@ -71,6 +71,7 @@ class HealthchecksApi:
         self._timeout = timeout
         self.byte_ceiling = byte_ceiling
         self.api_version = api_version    # 3, 2 or 1 once known; None until the instance has said
+        self.no_api_found = False         # the last detection saw 404 for every version
         self._proxy = proxy
         self._tls = (ca_file, insecure_tls)
         # What we learned about the key; None until an answer settles it.

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from .errors import ApiError
+from .errors import ApiError, NotFound
 
 if TYPE_CHECKING:
     from ..http.client import HttpResponse
@@ -49,13 +49,20 @@ async def settle(api: HealthchecksApi, response: HttpResponse,
         return response
     version = await detect(api)
     api.api_version = version
+    if version is None and api.no_api_found:
+        raise NotFound(404, f"No Healthchecks API answers under {api.site_root}: /api/v3/, /api/v2/ and "
+                            "/api/v1/ all answer 404, even for status/, which every instance has.",
+                       advice="HEALTHCHECKS_URL must be the site root of the instance, with its sub-path if it "
+                              "has one (e.g. https://ops.example.com/hc), and without /api/v3/.")
     if version is None or version == 3:
         return response
     return await resend()
 
 
 async def detect(api: HealthchecksApi) -> int | None:
-    """The newest version whose routes exist, by harmless GETs; None when it cannot be told."""
+    """The newest version whose routes exist, by harmless GETs; None when it cannot be told
+    (``api.no_api_found`` then says whether every probe answered 404)."""
+    api.no_api_found = False
     for version in VERSIONS:
         status = await _probe(api, "status/", version, needs_key=False)
         if status == 200:
@@ -63,12 +70,14 @@ async def detect(api: HealthchecksApi) -> int | None:
         if status != 404:
             return None
     if not api.has_key:
+        api.no_api_found = True
         return None
     # status/ is missing in every version: an instance older than status/ (2021). checks/ exists in all.
     for version in VERSIONS:
         status = await _probe(api, "checks/", version, needs_key=True)
         if status != 404:
             return version if status is not None and (200 <= status < 300 or status in PROVES_ROUTES) else None
+    api.no_api_found = True
     return None
 
 
