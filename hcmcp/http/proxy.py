@@ -113,7 +113,8 @@ def parse_proxy_url(name: str, raw: str) -> ProxyRoute:
         what = ("a TLS connection to the proxy itself (https://) is not supported"
                 if scheme == "https" else f"the {scheme}:// proxy protocol is not supported")
         raise ProxySettingError(f"{name} names a proxy with the scheme {scheme}://, but {what}: give "
-                                "http://host:port. (Requests to an https:// instance still go through the "
+                                "http://host:port, or list the instance's host in NO_PROXY to connect to it "
+                                "directly. (Requests to an https:// instance still go through an http:// "
                                 "proxy as a CONNECT tunnel, with TLS end to end.)")
     if not parts.hostname:
         raise ProxySettingError(f"{name} names no proxy host; give http://host:port, "
