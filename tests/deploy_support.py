@@ -355,7 +355,10 @@ def call(peer: StdioPeer, name: str, arguments: dict[str, Any], timeout: float =
     peer._next += 1
     rid = peer._next
     peer.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params})
-    return peer.read_response(rid, timeout=timeout)["result"]
+    result = peer.read_response(rid, timeout=timeout)["result"]
+    # Whatever went wrong (a proxy, a certificate, an old instance), the key never shows.
+    assert Simulator.RW_KEY not in json.dumps(result) and Simulator.RW_KEY[:12] not in json.dumps(result)
+    return result
 
 
 def text_of(result: dict[str, Any]) -> str:
