@@ -139,7 +139,7 @@ def test_a_407_names_the_proxy_and_what_it_wants_never_the_credentials(given):
                 stderr = peer.stderr_text()
             text = result["content"][0]["text"]
             assert result.get("isError") and "407" in text, text
-            assert f"the proxy http://127.0.0.1:{proxy.port} (from {variable})" in text
+            assert f"The proxy http://127.0.0.1:{proxy.port} (from {variable})" in text
             assert ("refused the credentials" if given else "no credentials were sent") in text
             for leaked in ("wrong-pw", SECRET, "alice-proxy"):
                 assert leaked not in text and leaked not in stderr
@@ -188,3 +188,22 @@ def test_the_demo_never_uses_a_proxy():
             result = call(peer, "list_checks", {})
     assert not result.get("isError") and proxy.seen == []
     assert Simulator.RW_KEY not in str(result)
+
+
+def test_a_proxy_that_holds_the_connect_hits_the_connect_deadline():
+    import anyio
+
+    from hcmcp.http.client import HttpClient, Timeout
+    from hcmcp.http.proxy import route_for
+
+    async def scenario(proxy: LoopbackProxy) -> str:
+        route = route_for({"https_proxy": proxy.url()}, "https", "127.0.0.1", 9)
+        async with HttpClient("https://127.0.0.1:9", proxy=route, connect_timeout=0.5, overall_timeout=30) as client:
+            with pytest.raises(Timeout) as caught:
+                await client.request("GET", "/api/v3/checks/")
+        return str(caught.value)
+
+    with LoopbackProxy(mode="hang") as proxy:
+        text = anyio.run(scenario, proxy)
+    assert text.startswith(f"The proxy http://127.0.0.1:{proxy.port} (from https_proxy) did not answer CONNECT "
+                           "127.0.0.1:9 within 0.5 s"), text

@@ -65,6 +65,11 @@ class ProxyRoute:
         """For error texts: "the proxy http://proxy:3128 (from HTTPS_PROXY)"."""
         return f"the proxy {self.label} (from {self.source})"
 
+    @property
+    def subject(self) -> str:
+        """The same, to begin a sentence with."""
+        return f"The proxy {self.label} (from {self.source})"
+
 
 # ----------------------------------------------------------------------------- the choice
 
@@ -188,7 +193,7 @@ async def open_connection(route: ProxyRoute, scheme: str, host: str, port: int, 
 
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     advice = f"Check {route.source}, or list {host} in NO_PROXY to connect directly. {hint}"
-    stage = "connect to"
+    late = f"Could not connect to {route.described} within {connect_timeout:g} s"
     with anyio.move_on_after(connect_timeout):
         try:
             stream = await anyio.connect_tcp(route.host, route.port)
@@ -197,9 +202,10 @@ async def open_connection(route: ProxyRoute, scheme: str, host: str, port: int, 
         if scheme != "https":
             return stream
         try:
-            stage = f"answer CONNECT {target} from"
+            late = f"{route.subject} did not answer CONNECT {target} within {connect_timeout:g} s"
             await _tunnel(stream, route, target, advice)
-            stage = f"complete the TLS handshake with {target} through"
+            late = (f"The TLS handshake with {target} through {route.described} did not complete within "
+                    f"{connect_timeout:g} s")
             from anyio.streams.tls import TLSStream
             return await TLSStream.wrap(stream, hostname=host, ssl_context=ssl_context,
                                         standard_compatible=False)
@@ -209,8 +215,8 @@ async def open_connection(route: ProxyRoute, scheme: str, host: str, port: int, 
             if isinstance(exc, (OSError, anyio.BrokenResourceError, anyio.EndOfStream)):
                 raise ConnectFailed(_tunnel_failure(exc, route, target, host, port, advice)) from exc
             raise
-    raise Timeout(f"{route.described} did not {stage} within {connect_timeout:g} s. The proxy may be down "
-                  f"or overloaded, or it holds the tunnel without answering. {advice}",
+    raise Timeout(f"{late}. The proxy may be down or overloaded, or it holds the connection without "
+                  f"answering. {advice}",
                   phase="connect", seconds=connect_timeout)
 
 
@@ -232,7 +238,7 @@ async def _tunnel(stream: ByteStream, route: ProxyRoute, target: str, advice: st
         try:
             event = conn.next_event()
         except h11.RemoteProtocolError:
-            raise ConnectFailed(f"{route.described} did not answer CONNECT {target} with valid HTTP/1.1. "
+            raise ConnectFailed(f"{route.subject} did not answer CONNECT {target} with valid HTTP/1.1. "
                                 f"Check that {route.source} names an HTTP proxy. {advice}") from None
         if event is h11.NEED_DATA:
             try:
@@ -245,12 +251,12 @@ async def _tunnel(stream: ByteStream, route: ProxyRoute, target: str, advice: st
         elif isinstance(event, h11.Response):
             break
         else:
-            raise ConnectFailed(f"{route.described} closed the connection without answering CONNECT {target}. "
+            raise ConnectFailed(f"{route.subject} closed the connection without answering CONNECT {target}. "
                                 f"{advice}")
     status = event.status_code
     if 200 <= status < 300:
         if conn.trailing_data[0]:
-            raise ConnectFailed(f"{route.described} sent data before the tunnel to {target} was open, so it "
+            raise ConnectFailed(f"{route.subject} sent data before the tunnel to {target} was open, so it "
                                 f"was not used. {advice}")
         return
     reason = _printable(event.reason.decode("latin-1"))
@@ -258,14 +264,14 @@ async def _tunnel(stream: ByteStream, route: ProxyRoute, target: str, advice: st
     if status == 407:
         credentials = ("it refused the credentials in the proxy URL" if route.authorization
                        else "no credentials were sent: the proxy URL has none")
-        raise ConnectFailed(f"{route.described} answered CONNECT {target} with {said}: it wants proxy "
+        raise ConnectFailed(f"{route.subject} answered CONNECT {target} with {said}: it wants proxy "
                             f"credentials, and {credentials}. Put them in {route.source} as "
                             f"http://user:password@host:port (percent-encode special characters).")
     if status >= 500:
-        raise ConnectFailed(f"{route.described} could not open the tunnel to {target}: it answered CONNECT "
+        raise ConnectFailed(f"{route.subject} could not open the tunnel to {target}: it answered CONNECT "
                             f"with {said}, which usually means the proxy cannot reach that host. Check "
                             f"HEALTHCHECKS_URL, and that the instance is up. {advice}")
-    raise ConnectFailed(f"{route.described} refused the tunnel to {target}: it answered CONNECT with {said}. "
+    raise ConnectFailed(f"{route.subject} refused the tunnel to {target}: it answered CONNECT with {said}. "
                         f"The proxy may not allow this host or port. {advice}")
 
 
@@ -289,7 +295,7 @@ def forward_failure(route: ProxyRoute, what: str) -> str:
     """A 407 from the proxy for a plain-http request in absolute form."""
     credentials = ("it refused the credentials in the proxy URL" if route.authorization
                    else "no credentials were sent: the proxy URL has none")
-    return (f"{route.described} answered {what} with 407 Proxy Authentication Required: it wants proxy "
+    return (f"{route.subject} answered {what} with 407 Proxy Authentication Required: it wants proxy "
             f"credentials, and {credentials}. Put them in {route.source} as http://user:password@host:port "
             "(percent-encode special characters).")
 
