@@ -220,8 +220,8 @@ def main(argv: list[str] | None = None) -> None:
     hcmcp.configure_logging_on_first_use = True   # stderr, never stdout
     if not config.elicitation:
         sys.stderr.write(ELICITATION_OFF_LINE + "\n")
-    for line in config.startup_notes:     # plain http, unverified TLS, an ignored proxy variable
-        sys.stderr.write(line + "\n")
+    for line in () if opts["demo"] else config.startup_notes:   # plain http, unverified TLS, a proxy variable
+        sys.stderr.write(line + "\n")                           # (the demo instance is none of these)
     if opts["command"] == "serve" and not opts["http"] and not opts["demo"]:
         import signal
         from .protocol.stdio import exit_now

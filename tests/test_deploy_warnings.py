@@ -39,3 +39,9 @@ def test_the_server_prints_each_line_once_at_start():
     assert len(lines) == 3 and len(set(lines)) == 3, lines
     assert sum("plain http" in line for line in lines) == 1
     assert sum("HEALTHCHECKS_INSECURE_TLS=true" in line for line in lines) == 1
+
+
+def test_the_demo_prints_none_of_them():
+    proc = subprocess.run(HCMCP + ["tools", "--demo"], env=hcmcp_env("http://hc.example.com", HTTP_PROXY="http://p:1"),
+                          capture_output=True, cwd=ROOT, timeout=30)
+    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
