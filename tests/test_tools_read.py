@@ -12,6 +12,7 @@ from test_tools_harness import (BACKUPS, DB_DUMP, MISSING, NOW, OTHERS, PAUSED, 
 from hcmcp.healthchecks.simulator import Simulator
 from hcmcp.http.server import Request, Response
 from hcmcp.tools.present import cut_mark
+from hcmcp.tools.shaping import MARKER
 from hcmcp.tools.shaping import RESULT_BUDGET_BYTES
 
 RW, RO = Simulator.RW_KEY, Simulator.RO_KEY
@@ -501,7 +502,8 @@ async def test_an_html_error_page_is_dropped_and_a_long_text_body_cut_at_2000() 
                                              [("content-type", "application/json")])
         long = await env.fails("update_check", {"check": BACKUPS, "name": "x"})
     assert "nginx" not in html.message and "<" not in html.message and html.details["retryable"] is True
-    said = long.message.split('The instance said: "', 1)[1]
+    said = long.message.split(MARKER + "\n\n", 1)[1]
+    assert long.details["upstream"] == said and long.details["untrusted"] is True
     assert said.startswith("e" * 2000 + "…") and "e" * 2001 not in said
     assert RW not in long.message
 

@@ -540,7 +540,13 @@ class HttpClient:
                 f"handshake. Check that it speaks https on this port. {self._check_hint()}"
             )
         if _is_tls_error(exc):
-            return f"TLS handshake with {label} failed: {_reason(exc)}. {self._check_hint()}"
+            reason = _reason(exc)
+            if reason in _PLAIN_HTTP_REPLIES:
+                # What OpenSSL says when the first bytes back are "HTTP/1.1 400 ...", not a TLS record.
+                return (f"TLS handshake with {label} failed: the server there answered in plain HTTP, not "
+                        f"TLS ({reason}). If the instance is served without TLS, use http:// instead of "
+                        f"https://. {self._check_hint()}")
+            return f"TLS handshake with {label} failed: {reason}. {self._check_hint()}"
         return f"Could not connect to {label}: {_connect_reason(exc)}. {self._check_hint()}"
 
     def _too_large_text(self, exchange: _Exchange) -> str:
@@ -624,6 +630,11 @@ def _size(count: int) -> str:
         if count >= factor and count % factor == 0:
             return f"{count // factor} {unit}"
     return f"{count} bytes"
+
+
+# OpenSSL's reasons for a reply that is no TLS record at all (1.1, 3.0, 3.2+).
+_PLAIN_HTTP_REPLIES = frozenset({"wrong version number", "packet length too long", "record layer failure",
+                                 "http request", "unknown protocol"})
 
 
 def _is_tls_error(exc: BaseException) -> bool:
