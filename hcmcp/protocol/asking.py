@@ -78,6 +78,9 @@ def _modern_answer(ctx: RequestContext, key: str, params: dict[str, Any], finger
     tool = ctx.tool_name or ctx.method
     state = ctx.request_state
     if state is None:
+        if key in (ctx.input_responses or {}):
+            # An answer without the state it answers: not an approval, and the person is told why.
+            params = dict(params, message=STALE_NOTE + params["message"])
         raise InputRequired({key: {"method": "elicitation/create", "params": params}},
                             seal.seal(tool, fingerprint))
     try:
