@@ -465,7 +465,8 @@ def test_an_answer_without_its_state_is_not_an_approval(side, three):
     _modern_delete(side, [a])
     again = _modern_delete(side, [a], inputResponses=ACCEPTED)
     assert again["resultType"] == "input_required"
-    assert again["inputRequests"]["confirm_delete"]["params"]["message"].startswith(confirm_stale_note())
+    from hcmcp.protocol.asking import MISSING_STATE_NOTE
+    assert again["inputRequests"]["confirm_delete"]["params"]["message"].startswith(MISSING_STATE_NOTE)
     assert_all_exist(side, three)
 
 
