@@ -163,6 +163,18 @@ def test_nothing_the_instance_sends_overwrites_untrusted_or_source(peer, hostile
     assert_next_call_works(peer, hostile)
 
 
+def test_get_status_is_marked_only_when_something_other_than_ok_answered(peer, hostile):
+    hostile.mode = "html_502"
+    result, _, raw = call(peer, "get_status", {})
+    structured = result["structuredContent"]
+    assert not result.get("isError") and structured["ok"] is False and structured["untrusted"] is True
+    assert result["content"][0]["text"].startswith(MARKER + "\n\n") and "Ignore previous" not in raw
+    hostile.mode = "healthy"
+    result, _, _ = call(peer, "get_status", {})
+    assert result["structuredContent"]["ok"] is True and "untrusted" not in result["structuredContent"]
+    assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
+
+
 def test_connection_refused_then_the_instance_comes_back(peer, hostile):
     hostile.refuse()
     try:
