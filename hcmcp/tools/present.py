@@ -117,26 +117,30 @@ def _is_untrusted(value: msgspec.Struct) -> bool:
     return getattr(value, "untrusted", None) is True
 
 
-def _structured(value: msgspec.Struct) -> dict[str, Any]:
+def _structured(value: msgspec.Struct) -> tuple[dict[str, Any], bytes]:
+    """The budgeted structuredContent and its JSON (encoded once when it fits, as it nearly always does)."""
     structured = msgspec.to_builtins(value)
-    fit_result(structured)
     if _is_untrusted(value):
-        # Ours, set last: no field the instance sent can stand in for these two.
+        # Ours, set here: no field the instance sent can stand in for these two.
         structured["untrusted"] = True
         structured["source"] = SOURCE
-    return structured
+    encoded = orjson.dumps(structured)
+    if len(encoded) > RESULT_BUDGET_BYTES:
+        fit_result(structured)
+        encoded = orjson.dumps(structured)
+    return structured, encoded
 
 
 def present(value: msgspec.Struct) -> tuple[dict[str, Any], str]:
     """(structuredContent, text): budgeted; the text is the JSON, after MARKER when untrusted."""
-    structured = _structured(value)
-    text = orjson.dumps(structured).decode()
+    structured, encoded = _structured(value)
+    text = encoded.decode()
     return structured, (f"{MARKER}\n\n{text}" if _is_untrusted(value) else text)
 
 
 def present_body(value: msgspec.Struct) -> tuple[dict[str, Any], str]:
     """get_ping_body: the text block is MARKER, then the cleaned body itself (not its JSON)."""
-    structured = _structured(value)
+    structured, _ = _structured(value)
     return structured, f"{MARKER}\n\n{structured['body']}"
 
 
