@@ -5,7 +5,7 @@ with the guard's clocks movable from the test, so expiry needs no waiting): the 
 (replayed, for another check, for a widened, narrowed, reordered or duplicated list, expired,
 quoted to another tool, never issued), the 2026 sealed requestState (forged, truncated,
 re-signed, minted with another key, minted for another tool or another target, expired,
-replayed, missing), the 2025 dialog (an answer for an id never asked, an answer posted from
+replayed, missing; an answer under a key never asked), the 2025 dialog (an answer for an id never asked, an answer posted from
 another HTTP session), and a check description and a ping body that address the model.
 
 In every one, nothing is deleted (get_check on the same server still finds the check), and the
@@ -470,6 +470,21 @@ def test_an_answer_without_its_state_is_not_an_approval(side, three):
     assert_all_exist(side, three)
 
 
+def test_an_answer_under_a_key_never_asked_is_not_an_approval(side, three):
+    # The 2026 counterpart of an answer for an id never asked: inputResponses keyed by
+    # something the server did not ask, beside a good state.
+    a = three[0]
+    state = _modern_delete(side, [a])["requestState"]
+    again = _modern_delete(side, [a], inputResponses={"confirm_pause": ACCEPT, "confirm_delete ": ACCEPT,
+                                                      "CONFIRM_DELETE": ACCEPT}, requestState=state)
+    assert again["resultType"] == "input_required" and "confirm_delete" in again["inputRequests"]
+    # The state was not spent by that: the real answer still goes through the question as asked.
+    declined = _modern_delete(side, [a], inputResponses={"confirm_delete": {"action": "decline"}},
+                              requestState=state)
+    assert declined["structuredContent"]["outcome"] == "declined"
+    assert_all_exist(side, three)
+
+
 # -- the 2025 dialog ------------------------------------------------------------------------------
 
 def _dialog_target(side: Side) -> str:
@@ -496,9 +511,8 @@ def test_an_answer_for_an_id_never_asked_changes_nothing(side):
     assert _still_there(side, target)
 
 
+@pytest.mark.parametrize("side", ["http"], indirect=True)    # stdio: one process is one session
 def test_an_answer_posted_from_another_http_session_changes_nothing(side):
-    if not isinstance(side, HttpSide):
-        pytest.skip("stdio has one session per process: there is no other session to answer from")
     target = _dialog_target(side)
     question = side.ask({"check": target})
     status = side.respond_from_another_session(question["id"], ACCEPT)
