@@ -5,11 +5,13 @@ with the guard's clocks movable from the test, so expiry needs no waiting): the 
 (replayed, for another check, for a widened, narrowed, reordered or duplicated list, expired,
 quoted to another tool, never issued), the 2026 sealed requestState (forged, truncated,
 re-signed, minted with another key, minted for another tool or another target, expired,
-replayed, missing; an answer under a key never asked), the 2025 dialog (an answer for an id never asked, an answer posted from
-another HTTP session), and a check description and a ping body that address the model.
+replayed, missing; an answer under a key never asked), the 2025 dialog (an answer for an id
+never asked, an answer posted from another HTTP session), and a check description and a ping
+body that address the model.
 
-In every one, nothing is deleted (get_check on the same server still finds the check), and the
-answer says what happened. Test ``test_guard.py`` holds the guard's unit tests.
+In every one, nothing is deleted (get_check on the same server still finds each target; the
+replay tests approve one deletion on purpose first, to have something to replay), and the
+answer says what happened. ``test_guard.py`` holds the guard's unit tests.
 """
 
 from __future__ import annotations
