@@ -145,37 +145,51 @@ class StdioSide(Side):
 
 
 class HttpSide(Side):
+    """Sessions live on the server, not on a connection: each request gets a connection of its
+    own (the server closes idle keep-alive connections, and a slow run would trip over that);
+    a dialog's SSE stream is read on the connection that asked until it ends."""
+
     name = "http"
 
     def __init__(self, clock: Path, portal) -> None:
         super().__init__(clock)
         self.served = Served(LAUNCHER + ["--http", "127.0.0.1:0", "--demo"], env=clean_env(**_env(clock)))
         self.portal = portal
-        self.tokens_wire, self.tokens_sid = self._session({})
-        self.dialog_wire, self.dialog_sid = self._session(DIALOG)
-        self.answers_wire = self._wire()
-        self.attacker_wire, self.attacker_sid = self._session(DIALOG)
-        self.modern_wire = self._wire()
+        self.tokens_sid = self._session({})
+        self.dialog_sid = self._session(DIALOG)
+        self.attacker_sid = self._session(DIALOG)
+        self.dialog_wire: Wire | None = None
 
     def _wire(self) -> Wire:
         async def connect():
             return Wire(await anyio.connect_tcp("127.0.0.1", self.served.port), self.served.port)
         return self.portal.call(connect)
 
-    def _session(self, capabilities):
+    def _post(self, message: dict, headers: dict | None = None, modern: bool = False):
         wire = self._wire()
-        return wire, self.portal.call(wire.initialize, capabilities)
+        try:
+            return self.portal.call(wire.modern if modern else wire.post, message, headers)
+        finally:
+            self.portal.call(wire.aclose)
+
+    def _session(self, capabilities) -> str:
+        wire = self._wire()
+        try:
+            return self.portal.call(wire.initialize, capabilities)
+        finally:
+            self.portal.call(wire.aclose)
 
     def legacy(self, name, arguments):
-        reply = self.portal.call(self.tokens_wire.post, _call(name, arguments, self.next_id()), session(self.tokens_sid))
-        return reply.result
+        return self._post(_call(name, arguments, self.next_id()), session(self.tokens_sid)).result
 
     def modern(self, name, arguments, capabilities=None, **extra):
-        reply = self.portal.call(self.modern_wire.modern, _modern_call(name, arguments, self.next_id(), capabilities,
-                                                                      **extra))
-        return reply.result
+        return self._post(_modern_call(name, arguments, self.next_id(), capabilities, **extra), modern=True).result
+
+    def modern_error(self, message: dict) -> dict:
+        return self._post(message, modern=True).message["error"]
 
     def ask(self, arguments):
+        self.dialog_wire = self._wire()
         status, headers = self.portal.call(self.dialog_wire.start, _call("delete_check", arguments, self.next_id()),
                                            session(self.dialog_sid))
         assert status == 200 and headers["content-type"] == "text/event-stream", (status, headers)
@@ -184,26 +198,26 @@ class HttpSide(Side):
         return question
 
     def respond(self, id, result):
-        reply = self.portal.call(self.answers_wire.post, {"jsonrpc": "2.0", "id": id, "result": result},
-                                 session(self.dialog_sid))
+        reply = self._post({"jsonrpc": "2.0", "id": id, "result": result}, session(self.dialog_sid))
         assert reply.status == 202, reply
 
     def respond_from_another_session(self, id, result) -> int:
-        reply = self.portal.call(self.attacker_wire.post, {"jsonrpc": "2.0", "id": id, "result": result},
-                                 session(self.attacker_sid))
-        return reply.status
+        return self._post({"jsonrpc": "2.0", "id": id, "result": result}, session(self.attacker_sid)).status
 
     def finish(self):
-        final = self.portal.call(self.dialog_wire.next_message)
-        assert self.portal.call(self.dialog_wire.next_message) is None     # the stream ends with it
+        assert self.dialog_wire is not None
+        try:
+            final = self.portal.call(self.dialog_wire.next_message)
+            assert self.portal.call(self.dialog_wire.next_message) is None     # the stream ends with it
+        finally:
+            self.portal.call(self.dialog_wire.aclose)
+            self.dialog_wire = None
         return final["result"]
 
     def on_dialog_server(self, name, arguments):
         return self.modern(name, arguments)      # one process, one simulator
 
     def close(self) -> None:
-        for wire in (self.tokens_wire, self.dialog_wire, self.answers_wire, self.attacker_wire, self.modern_wire):
-            self.portal.call(wire.aclose)
         assert self.served.stop() == 0, "".join(self.served.stderr)
         assert "Traceback" not in "".join(self.served.stderr)
 
@@ -404,7 +418,7 @@ def test_a_seal_that_does_not_open_deletes_nothing_and_asks_again(side, three, h
             side.tokens.send(message)
             error = side.tokens.read_response(message["id"])["error"]
         else:
-            error = side.portal.call(side.modern_wire.modern, message).message["error"]
+            error = side.modern_error(message)
         assert error["code"] == -32602 and "requestState" in error["message"]
     else:
         again = _modern_delete(side, [a], inputResponses=ACCEPTED, requestState=bad)

@@ -15,7 +15,7 @@ from msgspec import UNSET, Meta, UnsetType
 
 from ..healthchecks.api import HealthchecksApi, normalise_uuid
 from ..protocol.tool import Annotations, Tool, ToolError
-from .present import presented
+from .present import present_delete, presented
 from .read import UUID_TEXT, require_uuid
 from .shaping import (CheckDetail, CheckedTool, Untrusted, calling_api, check_detail, is_api_failure, join_note,
                       refuse_separator_items, tool_error)
@@ -358,7 +358,7 @@ def _delete_check(api: HealthchecksApi) -> Tool:
             "a read-write key."),
         params=DeleteCheckParams, result=DeleteCheckResult,
         annotations=Annotations(read_only=False, destructive=True, idempotent=True, open_world=True),
-        handler=handler)
+        handler=handler, presenter=present_delete)
 
 
 def write_tools(api: HealthchecksApi) -> list[Tool]:
