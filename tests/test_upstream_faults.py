@@ -163,6 +163,15 @@ def test_nothing_the_instance_sends_overwrites_untrusted_or_source(peer, hostile
     assert_next_call_works(peer, hostile)
 
 
+def test_listing_entries_that_are_objects_but_not_checks_are_counted_not_shown(peer, hostile):
+    hostile.mode = "shapeless_entries"
+    result, _, raw = call(peer, *LIST)
+    structured = result["structuredContent"]
+    assert not result.get("isError") and [c["uuid"] for c in structured["checks"]] == [UUID]
+    assert "3 entries the instance sent were not check objects" in structured["note"] and "no identifier" not in raw
+    assert_next_call_works(peer, hostile)
+
+
 def test_get_status_is_marked_only_when_something_other_than_ok_answered(peer, hostile):
     hostile.mode = "html_502"
     result, _, raw = call(peer, "get_status", {})
