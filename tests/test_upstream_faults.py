@@ -163,6 +163,17 @@ def test_nothing_the_instance_sends_overwrites_untrusted_or_source(peer, hostile
     assert_next_call_works(peer, hostile)
 
 
+def test_an_endless_ping_body_is_cut_at_64_kb_and_its_connection_not_reused(peer, hostile):
+    # Not an error: a ping body is documented to be truncated. What must hold is that the
+    # connection left mid-stream is closed, not handed to the next request.
+    hostile.mode = "endless_chunked"
+    result, elapsed, raw = call(peer, "get_ping_body", {"check": UUID, "n": 1})
+    structured = result["structuredContent"]
+    assert not result.get("isError") and structured["truncated"] is True and elapsed < DEADLINE
+    assert structured["bytes_received"] == 64 * 1024 and result["content"][0]["text"].startswith(MARKER)
+    assert_next_call_works(peer, hostile)
+
+
 def test_listing_entries_that_are_objects_but_not_checks_are_counted_not_shown(peer, hostile):
     hostile.mode = "shapeless_entries"
     result, _, raw = call(peer, *LIST)
