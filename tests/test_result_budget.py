@@ -62,6 +62,14 @@ def test_several_long_strings_are_cut_to_one_length_and_short_ones_are_kept():
     assert all(len(entry["uuid"]) == 36 for entry in value["deleted"])
 
 
+def test_a_string_just_longer_than_the_cut_length_is_left_whole_rather_than_grown_by_its_mark():
+    # The common length ends up just under 150 here: cutting b or c there would make them longer.
+    value = {"a": "a" * 70_000, "b": "b" * 150, "c": "c" * 150, "note": None}
+    assert fit_result(value, budget=1024) == ["a"]
+    assert value["b"] == "b" * 150 and value["c"] == "c" * 150 and size(value) <= 1024
+    assert left_out(value["a"]) > 69_000
+
+
 def test_escaped_characters_are_counted_as_they_are_encoded():
     value = {"body": '"\n\\' * 40_000, "note": None}      # 120,000 characters, 240,000 bytes of JSON
     fit_result(value)

@@ -47,6 +47,11 @@ def _cut(text: str, keep: int) -> str:
     return text[:keep] + cut_mark(len(text) - keep)
 
 
+def _worth_cutting(text: str, keep: int) -> bool:
+    """Cut only where it saves something: a string just longer than ``keep`` would grow by its mark."""
+    return len(text) - keep > len(cut_mark(len(text) - keep))
+
+
 def _encoded(value: Any) -> int:
     return len(orjson.dumps(value))
 
@@ -86,7 +91,7 @@ def fit_result(structured: dict[str, Any], budget: int = RESULT_BUDGET_BYTES) ->
     def size_at(keep: int) -> int:
         total = size
         for _, _, _, text, encoded in originals:
-            if len(text) > keep:
+            if _worth_cutting(text, keep):
                 total += _encoded(_cut(text, keep)) - encoded
         return total
 
@@ -103,7 +108,7 @@ def fit_result(structured: dict[str, Any], budget: int = RESULT_BUDGET_BYTES) ->
             high = middle - 1
     cut: list[str] = []
     for container, key, where, text, _ in originals:
-        if len(text) > low:
+        if _worth_cutting(text, low):
             container[key] = _cut(text, low)
             cut.append(where)
     if "note" in structured and (structured["note"] is None or isinstance(structured["note"], str)):
