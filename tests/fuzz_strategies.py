@@ -257,3 +257,11 @@ def cancelled_ids(values: list[Any]) -> set:
             if isinstance(params, dict) and isinstance(params.get("requestId"), (int, str)):
                 out.add(params["requestId"])
     return out
+
+
+def progress_token(line: bytes) -> Any:
+    """The _meta.progressToken a line carries, if any."""
+    value = parse(line)
+    params = value.get("params") if isinstance(value, dict) else None
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return meta.get("progressToken") if isinstance(meta, dict) else None

@@ -85,6 +85,11 @@ class StdioFuzzer:
         assert line.endswith(b"\n"), line[:200]
         message = json.loads(line)   # nothing but JSON reaches stdout
         assert isinstance(message, dict) and message.get("jsonrpc") == "2.0", line[:200]
+        if message.get("method") == "notifications/progress":   # for a request that carried a progressToken
+            validate_server_message(self.revision, message)
+            token = message["params"]["progressToken"]
+            assert any(token == fz.progress_token(sent) for sent in self.current), message
+            return self._next_message(deadline)
         assert "method" not in message, f"the server sent a request nobody asked for: {line[:300]!r}"
         id = message.get("id")
         if message.get("error", {}).get("code") == -32603:
@@ -123,7 +128,7 @@ class StdioFuzzer:
             self._check(lines, expected, cancelled, probe, tolerated)
         except AssertionError as failure:
             self._resync(probe)
-            shown = b"\n".join(line[:300] for line in lines).decode("utf-8", "replace")
+            shown = b"\n".join(line[:3000] for line in lines).decode("utf-8", "replace")
             self.failures.append(f"{failure}\nlines sent:\n{shown}")
             # Hypothesis reports the last failing run; the first one is the one that counts.
             raise AssertionError("\n\n".join(self.failures[:1] + self.failures[-1:])) from None
@@ -508,5 +513,23 @@ def test_stdio_what_the_fuzzing_found(line, id, code):
             answer = peer.read()
             assert answer.get("id") == id and answer["error"]["code"] == code, answer
         assert peer.request("ping", id="alive")["result"] == {}
+        assert peer.close() == 0
+        assert "Traceback" not in peer.stderr_text()
+
+
+def test_stdio_a_progress_token_beyond_64_bits_gets_no_progress_and_no_stray_error():
+    """Found by the long run: the progress notification for such a token could not be encoded and
+    came out as an id-less -32603 error, an answer to nothing."""
+    with StdioPeer(HCMCP + ["--demo"]) as peer:
+        peer.initialize()
+        listing = peer.request("tools/call", {"name": "list_checks", "arguments": {}})
+        check = listing["result"]["structuredContent"]["checks"][0]["uuid"]
+        first = peer.request("tools/call", {"name": "delete_check", "arguments": {"check": check}})
+        token = first["result"]["structuredContent"]["confirm_token"]
+        peer.send({"jsonrpc": "2.0", "id": "d", "method": "tools/call", "params": {
+            "name": "delete_check", "arguments": {"check": check, "confirm_token": token},
+            "_meta": {"progressToken": 2**70}}})
+        done = peer.read()   # the very next message is the answer: nothing before it
+        assert done["id"] == "d" and [c["uuid"] for c in done["result"]["structuredContent"]["deleted"]] == [check]
         assert peer.close() == 0
         assert "Traceback" not in peer.stderr_text()

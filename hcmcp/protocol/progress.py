@@ -26,6 +26,8 @@ def progress_token(params: Any) -> str | int | None:
     token = meta.get("progressToken") if isinstance(meta, dict) else None
     if isinstance(token, bool) or not isinstance(token, (str, int)):
         return None
+    if isinstance(token, int) and not -2**63 <= token < 2**63:
+        return None   # it could not be written back (the encoder stops at 64 bits): no progress for it
     return token
 
 

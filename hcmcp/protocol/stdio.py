@@ -34,6 +34,8 @@ class LineWriter:
             encoded = encode(message)
         except TypeError:   # orjson.JSONEncodeError: never let one bad answer end the server
             log.exception("could not encode an answer")
+            if "id" not in message:   # a notification: an error without an id would answer nothing
+                return
             encoded = encode(error_message(message.get("id"), RpcError(
                 -32603, "Internal error: the answer could not be encoded; the server log has the details")))
         data = memoryview(encoded + b"\n")
