@@ -57,6 +57,8 @@ _NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 # JSON-RPC error codes the 2026 HTTP binding maps to a status other than 200.
 _STATUS_OF_ERROR = {METHOD_NOT_FOUND: 404, INVALID_PARAMS: 400, INVALID_REQUEST: 400, PARSE_ERROR: 400,
                     HEADER_MISMATCH: 400, UNSUPPORTED_PROTOCOL_VERSION: 400, MISSING_REQUIRED_CLIENT_CAPABILITY: 400}
+# 2026 requests that may send notifications before their response (with a server that pushes).
+_MAY_STREAM = frozenset({"tools/call", "prompts/get", "completion/complete", "subscriptions/listen"})
 _SSE_HEADERS = (("content-type", "text/event-stream"), ("cache-control", "no-cache"), ("x-accel-buffering", "no"))
 
 
@@ -89,6 +91,12 @@ def error_body(status: int, message: str) -> tuple[str, bytes]:
 
 def _json(status: int, message: dict[str, Any], headers: list[tuple[str, str]] | None = None) -> Response:
     return Response(status, encode(message), [("content-type", "application/json"), *(headers or [])])
+
+
+def _call_status(response: dict[str, Any]) -> int:
+    """A 2026 tools/call answer: 200, but -32021 MUST be 400 (the other errors keep 200)."""
+    error = response.get("error")
+    return 400 if isinstance(error, dict) and error.get("code") == MISSING_REQUIRED_CLIENT_CAPABILITY else 200
 
 
 def _sse_event(message: dict[str, Any]) -> bytes:
@@ -342,12 +350,14 @@ class StreamableHttp:
             revisions.modern_envelope(params)
         except RpcError as error:
             raise _Reply(400, error.code, error.message, data=error.data, id=rid) from None
+        if self.server.pushes and message.method in _MAY_STREAM:
+            return await self._modern_stream(message)
         if message.method == "tools/call":
             # Nothing is pushed in this era, so the answer is JSON. A client that closes the
             # connection first cancels this app, and with it the call.
             with self._stream(rid):
                 response = await self._handle_call(message, Session(), None)
-            return _json(200, response) if response is not None else _empty_stream()
+            return _json(_call_status(response), response) if response is not None else _empty_stream()
         with self._stream(rid):
             response = await self.server.handle(message, Session())
         if response is None:
@@ -468,8 +478,53 @@ class StreamableHttp:
 
     def _may_ask(self, session: Session) -> bool:
         """Whether a 2025-era call of this session could push a question (and so need a stream)."""
+        if self.server.pushes and not session.stateless:
+            return True    # a server with features that send during calls (logs, progress, sampling)
         return (self.server.elicitation_enabled and not session.stateless
                 and revisions.declares_form_elicitation(session.client_capabilities))
+
+    async def _modern_stream(self, message: Message) -> Response | StreamingResponse:
+        """A 2026 request of a server that may send notifications while answering it (progress,
+        logs, a subscriptions/listen stream): JSON when nothing came first, else SSE. The client
+        closing the stream cancels the request, before or after its first message."""
+        assert self._tasks is not None, "StreamableHttp.run() is not running"
+        release = self._take_stream(message.id)
+        outbox = _Outbox()
+        scope = anyio.CancelScope()
+
+        async def push(outgoing: dict[str, Any]) -> None:
+            if not outbox.put(outgoing):
+                scope.cancel()
+
+        async def run() -> None:
+            response: dict[str, Any] | None = None
+            try:
+                with scope:
+                    response = await self._handle_call(message, Session(), push)
+            finally:
+                outbox.put(_Final(response))   # dropped when the client has gone
+                release()
+
+        def gone() -> None:
+            outbox.close()
+            scope.cancel()
+
+        self._tasks.start_soon(run)
+        try:
+            first = await outbox.get()
+        except BaseException:
+            gone()
+            raise
+        if isinstance(first, _Final):
+            outbox.close()
+            response = first.response
+            if response is None:
+                return _empty_stream()
+            if message.method == "tools/call":
+                return _json(_call_status(response), response)
+            status = _STATUS_OF_ERROR.get(response["error"]["code"], 200) if "error" in response else 200
+            return _json(status, response)
+        return StreamingResponse(200, _Body(_relay(first, outbox), gone), list(_SSE_HEADERS))
 
     # -- sessions ------------------------------------------------------------------------------
 
