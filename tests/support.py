@@ -193,5 +193,5 @@ def modern_meta(capabilities: dict[str, Any] | None = None, version: str = "2026
 
 
 PY = sys.executable
-FIXTURE = [PY, "-m", "conformance.fixture_server"]
+FIXTURE = [PY, "-m", "conformance.fixture_server", "--minimal"]   # the suite's fixtures: without --minimal
 HCMCP = [PY, "-m", "hcmcp"]
