@@ -128,6 +128,7 @@ def fixture_server(minimal: bool = False, **kwargs) -> McpServer:
     from conformance.fixtures import catalog
     from conformance.fixtures.content import content_tools
     from conformance.fixtures.input_required import Triggers, input_required_tools
+    from conformance.fixtures.schemas import schema_tools
 
     triggers = Triggers()
     resources = Resources(catalog.resources(), catalog.templates())
@@ -135,7 +136,7 @@ def fixture_server(minimal: bool = False, **kwargs) -> McpServer:
     subscriptions = Subscriptions(tools=True, prompts=True, resource_updates=True)
     resources.listeners.append(subscriptions.resource_updated)
     triggers.subscriptions, triggers.prompts = subscriptions, prompts
-    tools = fixture_tools() + content_tools() + input_required_tools(triggers)
+    tools = fixture_tools() + content_tools() + input_required_tools(triggers) + schema_tools()
     features = (resources, prompts, Completions(catalog.complete), Logging(), Progress(), subscriptions)
     return McpServer(identity, tools, features=features, **kwargs)
 

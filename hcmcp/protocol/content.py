@@ -53,14 +53,21 @@ class ToolOutput(msgspec.Struct):
 
 @dataclass
 class ContentTool(Tool):
-    """A tool whose handler returns ToolOutput; ``result`` may be None (then no outputSchema)."""
+    """A tool whose handler returns ToolOutput; ``result`` may be None (then no outputSchema).
+
+    ``input_schema``, when given, is published verbatim instead of the one generated from
+    ``params`` (a 2020-12 schema with $defs, conditionals, x-mcp-header...); ``params`` still
+    decodes the arguments, so keep the two in agreement.
+    """
+
+    input_schema: dict[str, Any] | None = None
 
     def descriptor(self) -> dict[str, Any]:
         descriptor = {
             "name": self.name,
             "title": self.title,
             "description": self.description,
-            "inputSchema": flat_schema(self.params),
+            "inputSchema": self.input_schema if self.input_schema is not None else flat_schema(self.params),
             "annotations": self.annotations.as_dict(self.title),
         }
         if self.result is not None:

@@ -241,6 +241,7 @@ class StreamableHttp:
         self.settings = settings
         self.clock = clock
         self.sessions: dict[str, _HttpSession] = {}
+        self._param_headers: dict[tuple[str, int], list] = {}   # tool -> its x-mcp-header properties
         self.streams = 0          # requests being answered now (JSON or SSE), bounded by max_streams
         self._tasks: anyio.abc.TaskGroup | None = None
         self.allowed_origins = {origin.lower().rstrip("/") for origin in settings.allowed_origins}
@@ -343,6 +344,8 @@ class StreamableHttp:
         key = _NAMED.get(message.method)
         if key is not None:
             _check_header(request, "Mcp-Name", params.get(key), f"params.{key}", rid)
+        if message.method == "tools/call":
+            self._check_param_headers(request, params, rid)
         if message.is_notification:
             await self.server.handle(message, Session())
             return Response(202)
@@ -364,6 +367,22 @@ class StreamableHttp:
             return Response(202)
         status = _STATUS_OF_ERROR.get(response["error"]["code"], 200) if "error" in response else 200
         return _json(status, response)
+
+    def _check_param_headers(self, request: Request, params: dict[str, Any], rid: Any) -> None:
+        """Mcp-Param-<Name> headers of a tool whose schema declares x-mcp-header (protocol/param_headers.py)."""
+        tool = self.server.tools.get(params.get("name")) if isinstance(params.get("name"), str) else None
+        if tool is None:
+            return
+        headers = self._param_headers.get((tool.name, id(tool)))
+        if headers is None:
+            from . import param_headers
+            headers = self._param_headers[(tool.name, id(tool))] = param_headers.declared(
+                tool.descriptor()["inputSchema"])
+        if headers:
+            from . import param_headers
+            problem = param_headers.problem(headers, request.header, decode_header_value, params.get("arguments"))
+            if problem is not None:
+                raise _Reply(400, HEADER_MISMATCH, problem, id=rid)
 
     # -- 2025 era ------------------------------------------------------------------------------
 
