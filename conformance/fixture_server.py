@@ -27,6 +27,7 @@ from hcmcp.protocol.prompts import Prompts
 from hcmcp.protocol.resources import Resources
 from hcmcp.protocol.server import McpServer, ServerIdentity
 from hcmcp.protocol.subscriptions import Subscriptions
+from hcmcp.protocol.tasks import Tasks
 from hcmcp.protocol.stdio import run_stdio
 from hcmcp.protocol.tool import Annotations, Tool, ToolError
 
@@ -129,6 +130,7 @@ def fixture_server(minimal: bool = False, **kwargs) -> McpServer:
     from conformance.fixtures.content import content_tools
     from conformance.fixtures.input_required import Triggers, input_required_tools
     from conformance.fixtures.schemas import schema_tools
+    from conformance.fixtures.tasks import MRTR_FIRST, TASK_SUPPORT, task_tools
 
     triggers = Triggers()
     resources = Resources(catalog.resources(), catalog.templates())
@@ -136,8 +138,9 @@ def fixture_server(minimal: bool = False, **kwargs) -> McpServer:
     subscriptions = Subscriptions(tools=True, prompts=True, resource_updates=True)
     resources.listeners.append(subscriptions.resource_updated)
     triggers.subscriptions, triggers.prompts = subscriptions, prompts
-    tools = fixture_tools() + content_tools() + input_required_tools(triggers) + schema_tools()
-    features = (resources, prompts, Completions(catalog.complete), Logging(), Progress(), subscriptions)
+    tools = fixture_tools() + content_tools() + input_required_tools(triggers) + schema_tools() + task_tools()
+    features = (resources, prompts, Completions(catalog.complete), Logging(), Progress(), subscriptions,
+                Tasks(TASK_SUPPORT, mrtr_first=MRTR_FIRST))
     return McpServer(identity, tools, features=features, **kwargs)
 
 

@@ -70,6 +70,8 @@ def validate_server_message(revision: str, message: dict[str, Any], method: str 
         result = message["result"]
         if method == "tools/call" and result.get("resultType") == "input_required":
             definition = "InputRequiredResult"
+        if method == "tools/call" and result.get("resultType") == "task":
+            definition = "Result"   # CreateTaskResult: the tasks extension's, outside the core schema
         if revision == "2024-11-05" and definition == "EmptyResult":
             definition = "Result"
         validate_definition(revision, definition, result)

@@ -200,3 +200,80 @@ def test_subscriptions_listen_acknowledges_then_relays_what_was_asked(modern):
     assert change["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "listen"
     tools = modern.request("tools/list", {"_meta": modern_meta()})["result"]["tools"]
     assert "changed 1 times" in next(t["description"] for t in tools if t["name"] == "test_trigger_tool_change")
+
+
+TASKS = {"elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}
+
+
+def poll(peer, task_id: str, until: frozenset = frozenset({"completed", "failed", "cancelled"})) -> dict:
+    import time
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        task = peer.request("tasks/get", {"_meta": modern_meta(TASKS), "taskId": task_id})["result"]
+        if task["status"] in until:
+            return task
+        time.sleep(0.05)   # polling is the protocol here: the client asks until the task is done
+    raise AssertionError(f"task {task_id} never reached {sorted(until)}")
+
+
+def test_tasks_a_task_tool_answers_create_task_result_and_inlines_its_result(modern):
+    created = modern.request("tools/call", {"_meta": modern_meta(TASKS), "name": "slow_compute",
+                                            "arguments": {"seconds": 0.2, "label": "x"}})["result"]
+    assert created["resultType"] == "task" and created["status"] == "working"
+    assert isinstance(created["ttlMs"], int) and isinstance(created["pollIntervalMs"], int)
+    assert not {"result", "requestState", "inputRequests", "task", "ttl"} & set(created)
+    done = poll(modern, created["taskId"])
+    assert done["status"] == "completed" and done["resultType"] == "complete"
+    assert done["result"] == {"content": [{"type": "text", "text": "computed x after 0.2 s"}]}
+    # Without the extension the same tool runs synchronously; a task-only tool is -32021.
+    plain = modern.request("tools/call", {"_meta": modern_meta(), "name": "slow_compute", "arguments": {}})
+    assert plain["result"]["resultType"] == "complete" and "taskId" not in plain["result"]
+    refused = modern.request("tools/call", {"_meta": modern_meta(), "name": "failing_job", "arguments": {}})["error"]
+    assert refused["code"] == -32021
+    assert refused["data"] == {"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+
+
+def test_tasks_wait_for_input_answered_by_tasks_update_key_by_key(modern):
+    created = modern.request("tools/call", {"_meta": modern_meta(TASKS), "name": "multi_input",
+                                            "arguments": {}})["result"]
+    waiting = poll(modern, created["taskId"], frozenset({"input_required"}))
+    assert sorted(waiting["inputRequests"]) == ["first", "second"]
+    update = {"_meta": modern_meta(TASKS), "taskId": created["taskId"]}
+    ack = modern.request("tasks/update", {**update, "inputResponses": {"first": {"action": "accept",
+                                                                                "content": {"name": "a"}},
+                                                                      "unknown": {}}})["result"]
+    assert ack["resultType"] == "complete" and "status" not in ack
+    still = poll(modern, created["taskId"], frozenset({"input_required"}))
+    assert list(still["inputRequests"]) == ["second"]
+    modern.request("tasks/update", {**update, "inputResponses": {"second": {"action": "accept",
+                                                                            "content": {"confirm": True}}}})
+    assert poll(modern, created["taskId"])["result"]["content"][0]["text"] == "both answered: first, second"
+
+
+def test_tasks_cancel_failures_and_unknown_ids(modern):
+    meta = modern_meta(TASKS)
+    long = modern.request("tools/call", {"_meta": meta, "name": "slow_compute", "arguments": {"seconds": 60}})
+    task_id = long["result"]["taskId"]
+    assert modern.request("tasks/cancel", {"_meta": meta, "taskId": task_id})["result"]["resultType"] == "complete"
+    assert poll(modern, task_id)["status"] == "cancelled"
+    assert "result" in modern.request("tasks/cancel", {"_meta": meta, "taskId": task_id})   # idempotent ack
+    tool_error = modern.request("tools/call", {"_meta": meta, "name": "failing_job", "arguments": {}})["result"]
+    finished = poll(modern, tool_error["taskId"])
+    assert finished["status"] == "completed" and finished["result"]["isError"] is True
+    crash = modern.request("tools/call", {"_meta": meta, "name": "protocol_error_job", "arguments": {}})["result"]
+    failed = poll(modern, crash["taskId"])
+    assert failed["status"] == "failed" and failed["error"]["code"] == -32603 and "result" not in failed
+    assert modern.request("tasks/get", {"_meta": meta, "taskId": "nope"})["error"]["code"] == -32602
+    assert modern.request("tasks/get", {"_meta": modern_meta(), "taskId": "nope"})["error"]["code"] == -32021
+    assert modern.request("tasks/list", {"_meta": meta})["error"]["code"] == -32601
+
+
+def test_tasks_mrtr_rounds_then_a_task(modern):
+    meta = modern_meta(TASKS)
+    call = {"_meta": meta, "name": "test_tool_with_task", "arguments": {}}
+    first = modern.request("tools/call", call)["result"]
+    assert first["resultType"] == "input_required" and "taskId" not in first
+    created = modern.request("tools/call", {**call, "requestState": first["requestState"], "inputResponses": {
+        "user_name": {"action": "accept", "content": {"name": "Alice"}}}})["result"]
+    assert created["resultType"] == "task" and "requestState" not in created
+    assert "Alice" in poll(modern, created["taskId"])["result"]["content"][0]["text"]

@@ -75,6 +75,9 @@ async def ask(ctx: RequestContext, requests: dict[str, tuple[str, dict[str, Any]
     for method, _ in requests.values():
         require(ctx, method)
     if ctx.modern:
+        task = ctx.session.features.get("tasks.task")   # inside a task (protocol/tasks.py): wait for tasks/update
+        if task is not None and task.escalated:
+            return await task.ask(requests)
         return _modern(ctx, requests, bad_state, need_state)
     return await _legacy(ctx, requests)
 

@@ -53,7 +53,8 @@ SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 # Methods whose target travels in Mcp-Name (2026 era), and the params key it must equal.
-_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+          "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}   # tasks: SEP-2663
 # JSON-RPC error codes the 2026 HTTP binding maps to a status other than 200.
 _STATUS_OF_ERROR = {METHOD_NOT_FOUND: 404, INVALID_PARAMS: 400, INVALID_REQUEST: 400, PARSE_ERROR: 400,
                     HEADER_MISMATCH: 400, UNSUPPORTED_PROTOCOL_VERSION: 400, MISSING_REQUIRED_CLIENT_CAPABILITY: 400}
