@@ -137,7 +137,7 @@ def fixture_server(minimal: bool = False, **kwargs) -> McpServer:
     prompts = Prompts(catalog.prompts(), list_changed=True)
     subscriptions = Subscriptions(tools=True, prompts=True, resource_updates=True)
     resources.listeners.append(subscriptions.resource_updated)
-    triggers.subscriptions, triggers.prompts = subscriptions, prompts
+    triggers.subscriptions, triggers.prompts, triggers.resources = subscriptions, prompts, resources
     tools = fixture_tools() + content_tools() + input_required_tools(triggers) + schema_tools() + task_tools()
     features = (resources, prompts, Completions(catalog.complete), Logging(), Progress(), subscriptions,
                 Tasks(TASK_SUPPORT, mrtr_first=MRTR_FIRST))

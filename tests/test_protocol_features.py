@@ -277,3 +277,26 @@ def test_tasks_mrtr_rounds_then_a_task(modern):
         "user_name": {"action": "accept", "content": {"name": "Alice"}}}})["result"]
     assert created["resultType"] == "task" and "requestState" not in created
     assert "Alice" in poll(modern, created["taskId"])["result"]["content"][0]["text"]
+
+
+def test_resource_updates_reach_2025_subscribers_and_2026_listeners(legacy, modern):
+    update = {"name": "test_update_watched_resource", "arguments": {}}
+    assert "0 session" in legacy.request("tools/call", update)["result"]["content"][0]["text"]
+    legacy.request("resources/subscribe", {"uri": "test://watched-resource"})
+    legacy.send({"jsonrpc": "2.0", "id": "u", "method": "tools/call", "params": update})
+    note, answer = legacy.read(), legacy.read()
+    assert note == {"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                    "params": {"uri": "test://watched-resource"}}
+    assert answer["id"] == "u" and "1 session" in answer["result"]["content"][0]["text"]
+    legacy.request("resources/unsubscribe", {"uri": "test://watched-resource"})
+    assert "result" in legacy.request("tools/call", update)   # nothing before the response any more
+
+    modern.send({"jsonrpc": "2.0", "id": "l", "method": "subscriptions/listen", "params": {
+        "_meta": modern_meta(), "notifications": {"resourceSubscriptions": ["test://watched-resource"]}}})
+    assert modern.read()["params"]["notifications"] == {"resourceSubscriptions": ["test://watched-resource"]}
+    modern.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"_meta": modern_meta(), **update}})
+    first, second = modern.read(), modern.read()
+    relayed = first if "method" in first else second
+    assert relayed["method"] == "notifications/resources/updated"
+    assert relayed["params"] == {"uri": "test://watched-resource",
+                                 "_meta": {"io.modelcontextprotocol/subscriptionId": "l"}}

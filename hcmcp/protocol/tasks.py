@@ -113,7 +113,7 @@ class Task:
 
 class Tasks(Feature):
     def __init__(self, tools: dict[str, str], *, mrtr_first: frozenset[str] = frozenset(),
-                 ttl_ms: int = 3_600_000, poll_interval_ms: int = 200) -> None:
+                 ttl_ms: int = 3_600_000, poll_interval_ms: int = 200, max_tasks: int = 1000) -> None:
         super().__init__()
         bad = {name: mode for name, mode in tools.items() if mode not in ("optional", "required")}
         if bad:
@@ -121,6 +121,7 @@ class Tasks(Feature):
         self.modes = dict(tools)
         self.mrtr_first = mrtr_first
         self.ttl_ms, self.poll_interval_ms = ttl_ms, poll_interval_ms
+        self.max_tasks = max_tasks     # tasks kept at once (each lives ttl_ms): the memory bound
         self.tasks: dict[str, Task] = {}
         self._sync_call = None
 
@@ -152,6 +153,9 @@ class Tasks(Feature):
                                {"requiredCapabilities": {"extensions": {EXTENSION: {}}}})
             return await self._sync_call(ctx)
         self._forget_expired()
+        if len(self.tasks) >= self.max_tasks:
+            raise RpcError(INTERNAL_ERROR, f"Internal error: {self.max_tasks} tasks are kept already; retry once "
+                                           "some have expired, or cancel finished ones' work sooner")
         task = Task(self.ttl_ms, self.poll_interval_ms, escalated=name not in self.mrtr_first)
         ctx.session.features[_TASK] = task
         task.runner = asyncio.get_running_loop().create_task(self._run(ctx, task))
