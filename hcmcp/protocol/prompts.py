@@ -71,8 +71,8 @@ class Prompts(Feature):
         prompt, getter = found
         arguments = ctx.params.get("arguments") or {}
         if not isinstance(arguments, dict) or not all(isinstance(v, str) for v in arguments.values()):
-            raise RpcError(INVALID_PARAMS, f'Invalid params: "arguments" of prompts/get must be an object of '
-                                           f"strings")
+            raise RpcError(INVALID_PARAMS, 'Invalid params: "arguments" of prompts/get must be an object of '
+                                           "strings")
         takes = ", ".join(argument.name for argument in prompt.arguments) or "none"
         for argument in prompt.arguments:
             if argument.required and argument.name not in arguments:

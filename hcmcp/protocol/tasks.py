@@ -154,8 +154,8 @@ class Tasks(Feature):
             return await self._sync_call(ctx)
         self._forget_expired()
         if len(self.tasks) >= self.max_tasks:
-            raise RpcError(INTERNAL_ERROR, f"Internal error: {self.max_tasks} tasks are kept already; retry once "
-                                           "some have expired, or cancel finished ones' work sooner")
+            raise RpcError(INTERNAL_ERROR, f"Internal error: {self.max_tasks} tasks are kept already (each for ttlMs); "
+                                           "retry once some have expired")
         task = Task(self.ttl_ms, self.poll_interval_ms, escalated=name not in self.mrtr_first)
         ctx.session.features[_TASK] = task
         task.runner = asyncio.get_running_loop().create_task(self._run(ctx, task))
