@@ -22,7 +22,6 @@ if __package__ in (None, ""):   # run as a script: make `conformance` importable
 
 from hcmcp.protocol.completion import Completions
 from hcmcp.protocol.logs import Logging
-from hcmcp.protocol.progress import Progress
 from hcmcp.protocol.prompts import Prompts
 from hcmcp.protocol.resources import Resources
 from hcmcp.protocol.server import McpServer, ServerIdentity
@@ -139,7 +138,7 @@ def fixture_server(minimal: bool = False, **kwargs) -> McpServer:
     resources.listeners.append(subscriptions.resource_updated)
     triggers.subscriptions, triggers.prompts, triggers.resources = subscriptions, prompts, resources
     tools = fixture_tools() + content_tools() + input_required_tools(triggers) + schema_tools() + task_tools()
-    features = (resources, prompts, Completions(catalog.complete), Logging(), Progress(), subscriptions,
+    features = (resources, prompts, Completions(catalog.complete), Logging(), subscriptions,
                 Tasks(TASK_SUPPORT, mrtr_first=MRTR_FIRST))
     return McpServer(identity, tools, features=features, **kwargs)
 

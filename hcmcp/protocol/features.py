@@ -4,7 +4,7 @@ A feature (resources, prompts, completion, logging, subscriptions) is an object 
 ``McpServer(features=...)`` attaches: it answers some methods and declares its own
 capabilities, per revision. A server that registers none answers exactly as before, and
 none of these modules is imported then (start-up). ``pushes`` says the feature sends
-messages while a request runs (a log line, a progress note, a notification on a
+messages while a request runs (a log line, a notification on a
 subscriptions/listen stream), so the HTTP transport must be ready to answer with a stream.
 """
 

@@ -55,10 +55,10 @@ async def log(ctx: RequestContext, level: str, data: Any, logger: str | None = N
     """Send one notifications/message if the client wants ``level`` here; True when sent."""
     _check(level, "level")
     wanted = threshold(ctx)
-    if wanted is None or ctx.push is None or _RANK[level] < _RANK[wanted]:
+    if wanted is None or ctx.notify is None or _RANK[level] < _RANK[wanted]:
         return False
     params: dict[str, Any] = {"level": level, "data": data}
     if logger:
         params["logger"] = logger
-    await ctx.push(notification("notifications/message", params))
+    await ctx.notify(notification("notifications/message", params))
     return True

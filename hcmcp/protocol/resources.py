@@ -118,7 +118,7 @@ class Resources(Feature):
     async def _subscribe(self, ctx: RequestContext) -> dict[str, Any]:
         legacy_only(ctx)   # 2026: resourceSubscriptions of subscriptions/listen instead
         uri = string_param(ctx, "uri")
-        ctx.session.features.setdefault(_SUBSCRIPTIONS, {})[uri] = ctx.push
+        ctx.session.features.setdefault(_SUBSCRIPTIONS, {})[uri] = ctx.notify
         self._subscribers[id(ctx.session)] = ctx.session
         return {}
 

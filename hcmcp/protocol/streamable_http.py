@@ -253,7 +253,8 @@ class StreamableHttp:
             revisions.modern_envelope(params)
         except RpcError as error:
             raise _Reply(400, error.code, error.message, data=error.data, id=rid) from None
-        if self.server.pushes and message.method in _MAY_STREAM:
+        if ((self.server.pushes and message.method in _MAY_STREAM)
+                or (message.method == "tools/call" and _wants_progress(params))):
             return await self._modern_stream(message)
         if message.method == "tools/call":
             # Nothing is pushed in this era, so the answer is JSON. A client that closes the
@@ -269,9 +270,11 @@ class StreamableHttp:
         return _json(status, response)
 
     async def _modern_stream(self, message: Message) -> Response | StreamingResponse:
-        """A 2026 request of a server that may send notifications while answering it (progress,
-        logs, a subscriptions/listen stream): JSON when nothing came first, else SSE. The client
-        closing the stream cancels the request, before or after its first message."""
+        """A 2026 request that may send notifications while it is answered -- a tools/call with a
+        progressToken, or any request of a server whose features push (logs, a subscriptions/listen
+        stream): JSON when nothing came first, else SSE carrying them (the only messages 2026 allows
+        on a request's stream), then the response. Closing the stream cancels the request, before
+        or after its first message, as the 2026 revision defines cancellation."""
         assert self._tasks is not None, "StreamableHttp.run() is not running"
         release = self._take_stream(message.id)
         outbox = _Outbox()
@@ -396,7 +399,7 @@ class StreamableHttp:
         answer could only travel on that stream, and a question left waiting would hold its
         slot until the elicitation timeout.
         """
-        if not self._may_ask(session):
+        if not self._may_ask(session) and not _wants_progress(message.params):
             with self._stream(message.id, entry), self.table.busy(entry):
                 response = await self.server.handle(message, session, _cannot_push)
             return _json(200, response) if response is not None else _empty_stream()
@@ -529,6 +532,11 @@ class StreamableHttp:
             while True:
                 await anyio.sleep(min(60.0, self.settings.session_idle / 2))
                 self.table.sweep()
+
+
+def _wants_progress(params: Any) -> bool:
+    from .progress import progress_token
+    return progress_token(params) is not None
 
 
 def parse_bind(bind: str) -> tuple[str, int]:

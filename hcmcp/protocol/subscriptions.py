@@ -72,16 +72,16 @@ class Subscriptions(Feature):
         uris = wanted.get("resourceSubscriptions")
         if self.resource_updates and isinstance(uris, list) and all(isinstance(uri, str) for uri in uris):
             accepted["resourceSubscriptions"] = uris
-        if ctx.push is None:
+        if ctx.notify is None:
             raise RpcError(INVALID_PARAMS, "Invalid params: this transport cannot keep a listen stream open")
         listener = _Listener(ctx, accepted)
-        await ctx.push(notification("notifications/subscriptions/acknowledged",
+        await ctx.notify(notification("notifications/subscriptions/acknowledged",
                                     {"notifications": accepted, "_meta": {META_SUBSCRIPTION_ID: ctx.id}}))
         self.listeners.append(listener)
         try:
             async with listener.receive:
                 async for message in listener.receive:
-                    await ctx.push(message)
+                    await ctx.notify(message)
         finally:
             self.listeners.remove(listener)
         return {}
