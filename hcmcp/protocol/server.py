@@ -362,7 +362,7 @@ class McpServer:
             params = tool.decode_arguments(arguments)
             value = await tool.handler(ctx, params)
             shape = getattr(tool, "call_result", None)   # a tool with content of its own (protocol/content.py)
-            result = shape(value) if shape is not None else tool_result(msgspec.to_builtins(value))
+            result = shape(value) if shape is not None else tool_result(*tool.present(value))
         except ToolError as error:
             result = error_result(error)
         except InputRequired as needed:
@@ -402,9 +402,11 @@ class McpServer:
         waiter.event.set()
 
 
-def tool_result(structured: dict[str, Any]) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": orjson.dumps(structured).decode()}],
-            "structuredContent": structured}
+def tool_result(structured: dict[str, Any], text: str | None = None) -> dict[str, Any]:
+    """A CallToolResult: ``text`` is the text block (default: the JSON of ``structured``)."""
+    if text is None:
+        text = orjson.dumps(structured).decode()
+    return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
 
 
 def error_result(error: ToolError) -> dict[str, Any]:
