@@ -6,6 +6,7 @@ A transcript that fails prints the runner's report (the step, the pattern, what 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -13,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from conformance import transcripts as runner
+from conformance.replay import runner as replay_runner
 
 CASES = [(path, transport)
          for path in runner.find_transcripts()
@@ -164,21 +166,21 @@ def test_a_message_outside_the_schema_fails(tmp_path):
     # A 2026 answer checked against the 2026 schema: an input_required result without requestState
     # or inputRequests is invalid; the runner must validate even when the pattern accepts anything.
     validated = []
-    original = runner.validate_with_official_schema
+    original = replay_runner.validate_with_official_schema
 
     def spy(revision, message, method):
         validated.append((revision, method))
         original(revision, message, method)
 
-    runner.validate_with_official_schema = spy
+    replay_runner.validate_with_official_schema = spy
     try:
         path = write(tmp_path, "validated", [INIT, {"expect": {"$any": "object"}}])
         assert runner.run_transcript(runner.load(runner.Path(path)), "stdio").passed
     finally:
-        runner.validate_with_official_schema = original
+        replay_runner.validate_with_official_schema = original
     assert validated == [("2025-11-25", "initialize")]
     with pytest.raises(Exception):
-        runner.validate_with_official_schema("2026-07-28", {"jsonrpc": "2.0", "id": 1, "result": {}}, "tools/list")
+        replay_runner.validate_with_official_schema("2026-07-28", {"jsonrpc": "2.0", "id": 1, "result": {}}, "tools/list")
 
 
 @pytest.mark.parametrize("steps, verdict", [
@@ -215,3 +217,138 @@ def test_the_command_prints_one_line_each_and_the_totals(tmp_path):
     assert lines[0].startswith("ok   2025/negotiate-unknown-version [stdio]")
     assert lines[1].startswith("FAIL 2025/bad [stdio]")
     assert lines[-1] == "1 passed, 1 failed"
+
+
+# -- against any server: structural matching, needs, --server-command and --url ---------------
+
+def fits_other(pattern, actual):
+    """As fits(), against a server that is not hcmcp: the $hcmcp parts are left out."""
+    try:
+        runner.match(pattern, actual, {}, strict=False)
+        return True
+    except runner.Mismatch:
+        return False
+
+
+def test_hcmcp_parts_bind_hcmcp_alone():
+    text = {"$any": "string", "$hcmcp": "Parse error: exact words"}
+    assert fits(text, "Parse error: exact words") and not fits(text, "Parse error")
+    assert fits_other(text, "Parse error") and not fits_other(text, 3), "the other matchers still hold"
+    error = {"code": -32700, "message": text, "$more": "not-hcmcp"}
+    assert not fits(error, {"code": -32700, "message": "Parse error: exact words", "data": 1}), "hcmcp adds no keys"
+    assert fits_other(error, {"code": -32700, "message": "x", "data": 1})
+    assert not fits_other(error, {"code": -32600, "message": "x"}), "what the spec fixes binds every server"
+    optional = {"title": {"$hcmcp": "hcmcp protocol fixture"}, "name": {"$any": "string"}}
+    assert fits_other(optional, {"name": "peer"}) and not fits(optional, {"name": "peer"})
+    absent = {"nextCursor": {"$absent": "hcmcp"}}
+    assert fits_other(absent, {"nextCursor": "c"}) and not fits(absent, {"nextCursor": "c"}) and fits(absent, {})
+    either = {"id": 1, "error": {"$hcmcp": {"code": -32600}}, "$more": "not-hcmcp"}
+    assert fits_other(either, {"id": 1, "result": {}}) and not fits(either, {"id": 1, "result": {}})
+    with pytest.raises(runner.TranscriptError):
+        runner.match({"a": 1, "$more": "sometimes"}, {"a": 1}, {})
+
+
+def test_needs_are_checked_when_loading(tmp_path):
+    for needs in ({"tools": "add"}, {"hcmcp": ""}, {"servers": ["x"]}):
+        with pytest.raises(runner.TranscriptError):
+            runner.load(runner.Path(write(tmp_path, "needs", [INIT, {"expect": {"$any": "object"}}], needs=needs)))
+    with pytest.raises(runner.TranscriptError):
+        runner.load(runner.Path(write(tmp_path, "stepneeds", [{**INIT, "needs": {"tools": [1]}}])))
+    loaded = runner.load(runner.Path(write(tmp_path, "ok", [INIT, {"expect": {"$any": "object"}, "needs": {"hcmcp": True}}],
+                                           needs={"tools": ["add"]})))
+    assert loaded.fixture_needs == {"tools": ["add"]} and loaded.hcmcp_only is None
+
+
+def every_line(stdout: str) -> dict[str, str]:
+    return {line.split()[1] + " " + line.split()[2].rstrip(":"): line for line in stdout.splitlines()
+            if line.split() and line.split()[0] in ("ok", "FAIL", "skip", "n/a", "known")}
+
+
+def expected_verdicts(transport: str) -> tuple[set[str], set[str]]:
+    """The transcripts any server may take over this transport, and those only hcmcp can take."""
+    runs, hcmcp_only = set(), set()
+    for path in runner.find_transcripts():
+        transcript = runner.load(path)
+        if transport in transcript.transports:
+            (hcmcp_only if transcript.hcmcp_only else runs).add(f"{transcript.name} [{transport}]")
+    return runs, hcmcp_only
+
+
+def check_replay_as_any_server(done: subprocess.CompletedProcess, transport: str) -> None:
+    lines = every_line(done.stdout)
+    runs, hcmcp_only = expected_verdicts(transport)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert done.stdout.splitlines()[0].startswith("target: ") and "hcmcp-fixture" in done.stdout.splitlines()[0]
+    for name in runs:
+        assert lines[name].startswith("ok   "), lines[name]
+    for name in hcmcp_only:
+        assert lines[name].startswith(f"skip {name}: hcmcp-only: "), lines[name]
+    assert done.stdout.splitlines()[-1] == f"{len(runs)} passed, 0 failed, {len(hcmcp_only)} skipped"
+    assert len(runs) >= 20
+
+
+def test_the_command_replays_the_transcripts_against_a_server_command():
+    """--server-command: our fixture server, spawned like anyone's, passes every transcript not hcmcp-only."""
+    command = f"{sys.executable} -m conformance.fixture_server"
+    done = subprocess.run([sys.executable, "-m", "conformance.transcripts", "--server-command", command],
+                          capture_output=True, text=True, cwd=runner.ROOT, timeout=300)
+    check_replay_as_any_server(done, "stdio")
+
+
+def test_the_command_replays_the_transcripts_against_a_url():
+    """--url: the same against a fixture server that is already serving Streamable HTTP."""
+    server = subprocess.Popen([sys.executable, "-m", "conformance.fixture_server", "--http", "127.0.0.1:0"],
+                              cwd=runner.ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        for line in server.stderr:
+            found = re.search(r"serving MCP at (http://127\.0\.0\.1:\d+/mcp)", line)
+            if found:
+                break
+        else:
+            pytest.fail("the fixture server did not say where it serves")
+        done = subprocess.run([sys.executable, "-m", "conformance.transcripts", "--url", found.group(1)],
+                              capture_output=True, text=True, cwd=runner.ROOT, timeout=300)
+    finally:
+        server.kill()
+        server.wait(10)
+    check_replay_as_any_server(done, "http")
+
+
+STUB_SERVER = r'''
+import json, sys
+for line in sys.stdin:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        print(json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "bad"}}), flush=True)
+        continue
+    if not isinstance(message, dict) or "id" not in message:
+        continue
+    if message.get("method") == "initialize":
+        result = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "stub", "version": "1"}}
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+    else:
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "no"}}), flush=True)
+'''
+
+
+def test_a_server_that_breaks_the_protocol_fails_and_what_it_lacks_is_skipped(tmp_path):
+    stub = tmp_path / "stub_server.py"
+    stub.write_text(STUB_SERVER)
+    files = [str(runner.TRANSCRIPTS / name) for name in
+             ("2025/malformed-messages.json", "2025/tool-argument-errors.json", "2026/discover.json",
+              "2025/hcmcp-errors.json", "2026/http-header-validation.json")]
+    done = subprocess.run([sys.executable, "-m", "conformance.transcripts", "--server-command",
+                           f"{sys.executable} {stub}", *files],
+                          capture_output=True, text=True, cwd=runner.ROOT, timeout=120)
+    assert done.returncode == 1, done.stdout
+    lines = every_line(done.stdout)
+    assert lines["2025/malformed-messages [stdio]"].startswith("FAIL ")
+    assert "step 2 (expect): at $.error.code: expected -32700, got -32600" in done.stdout
+    assert lines["2025/tool-argument-errors [stdio]"] == \
+        "skip 2025/tool-argument-errors [stdio]: needs tools add, echo, which the target does not list"
+    assert lines["2026/discover [stdio]"].startswith("skip 2026/discover [stdio]: needs the 2026-07-28 era")
+    assert lines["2025/hcmcp-errors [stdio]"].startswith("skip 2025/hcmcp-errors [stdio]: hcmcp-only: ")
+    assert lines["2026/http-header-validation [stdio]"].startswith("n/a  ")
+    assert done.stdout.splitlines()[-1] == "0 passed, 1 failed, 3 skipped"
