@@ -9,6 +9,7 @@ import json
 import re
 import subprocess
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -23,7 +24,34 @@ PARALLEL = 3    # each transcript spends most of its time waiting on its own ser
 
 
 @pytest.fixture(scope="session")
-def replays(request):
+def as_any_server():
+    """The command against our fixture server as if it were anyone's: --server-command (stdio) and --url (an
+    HTTP server already listening). Started with the session, so they run while the other replays do."""
+    command = [sys.executable, "-m", "conformance.transcripts"]
+    server = subprocess.Popen([sys.executable, "-m", "conformance.fixture_server", "--http", "127.0.0.1:0"],
+                              cwd=runner.ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+    url = None
+    for line in server.stderr:
+        found = re.search(r"serving MCP at (http://127\.0\.0\.1:\d+/mcp)", line)
+        if found:
+            url = found.group(1)
+            break
+    threading.Thread(target=server.stderr.read, daemon=True).start()    # keep its stderr drained
+    runs = {"stdio": subprocess.Popen([*command, "--server-command", f"{sys.executable} -m conformance.fixture_server"],
+                                      cwd=runner.ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)}
+    if url is not None:
+        runs["http"] = subprocess.Popen([*command, "--url", url], cwd=runner.ROOT, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True)
+    yield runs
+    for process in [*runs.values(), server]:
+        if process.poll() is None:
+            process.kill()
+        process.wait(10)
+
+
+@pytest.fixture(scope="session")
+def replays(request, as_any_server):
     """The selected transcripts, replayed a few at a time in the background; each test waits for its own."""
     selected = [item.callspec.params for item in request.session.items
                 if getattr(item, "originalname", None) == "test_transcript"]
@@ -59,6 +87,22 @@ def test_every_transcript_reads_like_a_spec():
         assert any("expect" in step for step in transcript.steps), f"{path}: expects nothing"
         names.add(transcript.name)
     assert len(names) >= 20
+
+
+def test_every_transcript_says_who_can_take_it():
+    """hcmcp-only (a reason), fixture-needing (the tools it names), or protocol-level: for any server."""
+    kinds = {"hcmcp-only": [], "fixture": [], "protocol": []}
+    for path in runner.find_transcripts():
+        transcript = runner.load(path)
+        if transcript.hcmcp_only:
+            kinds["hcmcp-only"].append(transcript.name)
+        elif transcript.fixture_needs:
+            kinds["fixture"].append(transcript.name)
+        else:
+            kinds["protocol"].append(transcript.name)
+    assert all(not n.split("/")[1].startswith(("hcmcp-", "delete-")) for n in kinds["protocol"] + kinds["fixture"]), \
+        "the product server's transcripts are hcmcp-only"
+    assert len(kinds["protocol"]) >= 15, kinds
 
 
 # -- the matcher -----------------------------------------------------------------------------
@@ -287,32 +331,14 @@ def check_replay_as_any_server(done: subprocess.CompletedProcess, transport: str
     assert len(runs) >= 20
 
 
-def test_the_command_replays_the_transcripts_against_a_server_command():
-    """--server-command: our fixture server, spawned like anyone's, passes every transcript not hcmcp-only."""
-    command = f"{sys.executable} -m conformance.fixture_server"
-    done = subprocess.run([sys.executable, "-m", "conformance.transcripts", "--server-command", command],
-                          capture_output=True, text=True, cwd=runner.ROOT, timeout=300)
-    check_replay_as_any_server(done, "stdio")
-
-
-def test_the_command_replays_the_transcripts_against_a_url():
-    """--url: the same against a fixture server that is already serving Streamable HTTP."""
-    server = subprocess.Popen([sys.executable, "-m", "conformance.fixture_server", "--http", "127.0.0.1:0"],
-                              cwd=runner.ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, text=True)
-    try:
-        for line in server.stderr:
-            found = re.search(r"serving MCP at (http://127\.0\.0\.1:\d+/mcp)", line)
-            if found:
-                break
-        else:
-            pytest.fail("the fixture server did not say where it serves")
-        done = subprocess.run([sys.executable, "-m", "conformance.transcripts", "--url", found.group(1)],
-                              capture_output=True, text=True, cwd=runner.ROOT, timeout=300)
-    finally:
-        server.kill()
-        server.wait(10)
-    check_replay_as_any_server(done, "http")
+@pytest.mark.parametrize("transport", runner.TRANSPORTS)
+def test_the_command_replays_the_transcripts_against_any_server(as_any_server, transport):
+    """--server-command and --url: our fixture server, reached like anyone's, passes every transcript that is
+    not hcmcp-only (matched by what the spec fixes) and skips the others, saying why."""
+    assert transport in as_any_server, "the fixture server did not say where it serves HTTP"
+    stdout, stderr = as_any_server[transport].communicate(timeout=600)
+    done = subprocess.CompletedProcess([], as_any_server[transport].returncode, stdout, stderr)
+    check_replay_as_any_server(done, transport)
 
 
 STUB_SERVER = r'''

@@ -81,7 +81,12 @@ def main(argv: list[str] | None = None) -> int:
         except (OSError, ValueError, RuntimeError) as error:
             print(f"cannot reach the target ({target.describe()}): {error}")
             return 2
-        print(f"target: {target.describe()} — {target.offers.summary()}")
+        offers = target.offers
+        if offers.legacy is None and not offers.modern:
+            print(f"the target ({target.describe()}) answered neither initialize ({offers.why_no_legacy}) "
+                  f"nor server/discover ({offers.why_no_modern}): nothing to replay")
+            return 2
+        print(f"target: {target.describe()} — {offers.summary()}")
     passed = failed = known = skipped = 0
     for path in find_transcripts(args.files):
         try:
