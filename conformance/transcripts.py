@@ -63,6 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     where.add_argument("--url", metavar="URL", help="speak Streamable HTTP to the MCP server already serving URL")
     parser.add_argument("files", nargs="*", help="transcript files or folders (default: every transcript)")
     args = parser.parse_args(argv)
+    schemas = ROOT.parent / "shared" / "spec" / "mcp-schema"
+    if not any(schemas.glob("*.schema.json")):
+        print(f"the official MCP JSON schemas are missing: every message is validated against them, so put "
+              f"<revision>.schema.json (2024-11-05 … 2026-07-28, from the spec repository's schema/ folder) in {schemas}")
+        return 2
     if args.server_command is not None:
         target = Target.from_command(args.server_command)
     elif args.url is not None:
