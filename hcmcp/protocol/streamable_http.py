@@ -239,6 +239,8 @@ class StreamableHttp:
             revisions.modern_envelope(params)
         except RpcError as error:
             raise _Reply(400, error.code, error.message, data=error.data, id=rid) from None
+        if message.method == "tools/call" and _wants_progress(params):
+            return await self._call_with_progress(message)
         if message.method == "tools/call":
             # Nothing is pushed in this era, so the answer is JSON. A client that closes the
             # connection first cancels this app, and with it the call.
@@ -321,7 +323,7 @@ class StreamableHttp:
         answer could only travel on that stream, and a question left waiting would hold its
         slot until the elicitation timeout.
         """
-        if not self._may_ask(session):
+        if not self._may_ask(session) and not _wants_progress(message.params):
             with self._stream(message.id, entry), self.table.busy(entry):
                 response = await self.server.handle(message, session, _cannot_push)
             return _json(200, response) if response is not None else _empty_stream()
@@ -365,6 +367,44 @@ class StreamableHttp:
             scope.cancel()   # a no-op once the call has finished
 
         return StreamingResponse(200, _Body(_relay(first, outbox), stream_closed), list(_SSE_HEADERS))
+
+    async def _call_with_progress(self, message: Message) -> Response | StreamingResponse:
+        """A 2026 tools/call that carried a progressToken: SSE with its progress notifications (the
+        only messages 2026 allows on a request's stream), then its response. Closing the stream
+        cancels the call, as the 2026 revision defines cancellation."""
+        assert self._tasks is not None, "StreamableHttp.run() is not running"
+        release = self._take_stream(message.id)
+        outbox = _Outbox()
+        scope = anyio.CancelScope()
+
+        async def notify(outgoing: dict[str, Any]) -> None:
+            if not outbox.put(outgoing):
+                scope.cancel()
+
+        async def run() -> None:
+            response: dict[str, Any] | None = None
+            try:
+                with scope:
+                    response = await self._handle_call(message, Session(), notify)
+                outbox.put(_Final(response))
+            finally:
+                release()
+
+        self._tasks.start_soon(run)
+        try:
+            first = await outbox.get()
+        except BaseException:
+            scope.cancel()
+            outbox.close()
+            raise
+        if isinstance(first, _Final):
+            outbox.close()
+            return _json(200, first.response) if first.response is not None else _empty_stream()
+
+        def closed() -> None:
+            outbox.close()
+            scope.cancel()
+        return StreamingResponse(200, _Body(_relay(first, outbox), closed), list(_SSE_HEADERS))
 
     async def _handle_call(self, message: Message, session: Session, push: Push | None) -> dict[str, Any] | None:
         """``server.handle`` for a tools/call, with a failure outside the tool answered as -32603."""
@@ -452,6 +492,11 @@ class StreamableHttp:
             while True:
                 await anyio.sleep(min(60.0, self.settings.session_idle / 2))
                 self.table.sweep()
+
+
+def _wants_progress(params: Any) -> bool:
+    from .progress import progress_token
+    return progress_token(params) is not None
 
 
 def parse_bind(bind: str) -> tuple[str, int]:

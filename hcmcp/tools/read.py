@@ -11,6 +11,7 @@ from ..healthchecks.api import (KEY_SETUP, PING_BODY_CEILING, HealthchecksApi, R
                                 normalise_check_id, normalise_uuid)
 from ..healthchecks.models import Check, Listing
 from ..protocol.tool import Annotations, Tool, ToolError
+from .present import present_body, presented
 from .shaping import (RESULT_BUDGET_BYTES, CheckDetail, CheckedTool, Untrusted, budget_sentence, calling_api,
                       check_detail, fit_entries, join_note, malformed_sentence, refuse_separator_items,
                       is_api_failure, remove_control_characters, tool_error)
@@ -194,16 +195,8 @@ class GetCheckResult(Untrusted, kw_only=True):
 def _get_check(api: HealthchecksApi):
     async def handler(ctx: Any, params: GetCheckParams) -> GetCheckResult:
         ident = require_check_id("get_check", params.check)
-        check = check_detail(await calling_api(lambda: api.get_check(ident)))
-        note = None
-        # desc has no length limit upstream: cut it rather than blow the result budget.
-        over = len(msgspec.json.encode(check)) - (RESULT_BUDGET_BYTES - 1024)
-        if over > 0 and len(check.desc) > 0:
-            keep = max(0, len(check.desc) - over - 64)
-            note = (f"desc was cut from {len(check.desc)} to {keep} characters to keep the result under "
-                    f"{RESULT_BUDGET_BYTES // 1024} KiB; the web UI shows all of it.")
-            check.desc = check.desc[:keep]
-        return GetCheckResult(check=check, note=note)
+        # desc has no length limit upstream: the result budget (present.fit_result) cuts it.
+        return GetCheckResult(check=check_detail(await calling_api(lambda: api.get_check(ident))))
 
     return Tool(
         name="get_check", title="Get a check",
@@ -329,7 +322,8 @@ def _get_ping_body(api: HealthchecksApi):
             "than the instance keeps. A 503 means the instance's body storage is briefly unavailable: worth "
             "retrying. 🔑 Needs a read-write key (a read-only key gets 401 \"wrong api key\"). 🆔 Needs the "
             "check's UUID; a unique_key gets a bare 404."),
-        params=GetPingBodyParams, result=GetPingBodyResult, annotations=READ, handler=handler)
+        params=GetPingBodyParams, result=GetPingBodyResult, annotations=READ, handler=handler,
+        presenter=present_body)
 
 
 def _without_partial_utf8_tail(data: bytes) -> bytes:
@@ -555,10 +549,31 @@ class GetApiKeyInfoResult(msgspec.Struct, kw_only=True):
     reachable_tools: list[str]
     unreachable_tools: list[str]
     detail: str
+    api_version: int | None = None
+
+
+def _version_sentence(version: int | None) -> str:
+    if version is None:
+        return " Which API version the instance offers could not be told."
+    if version == 3:
+        return " The instance offers API v3."
+    return (f" The instance offers API v{version}, not v3 (Healthchecks before 2.0): create_check and "
+            "update_check cannot set slug there (the instance derives it from name)"
+            + (", and v1's \"started\" status is shown as v3 shows it (the status plus started: true)."
+               if version == 1 else "."))
 
 
 def _get_api_key_info(api: HealthchecksApi):
     async def handler(ctx: Any, params: NoParams) -> GetApiKeyInfoResult:
+        result = await _key_info(ctx, params)
+        if not api.has_key:
+            return result            # nothing is sent without a key, not even the version probe
+        version = await api.detect_api_version()
+        result.api_version = version
+        result.detail += _version_sentence(version)
+        return result
+
+    async def _key_info(ctx: Any, params: NoParams) -> GetApiKeyInfoResult:
         everything = READ_ONLY_REACHABLE + READ_WRITE_ONLY
         if not api.has_key:
             return GetApiKeyInfoResult(
@@ -597,12 +612,13 @@ def _get_api_key_info(api: HealthchecksApi):
             "Which Healthchecks instance is configured, whether the API key is accepted, and whether it is "
             "read-only or read-write — which decides whether checks are identified by uuid or by unique_key "
             "and which tools are reachable at all. Runs two harmless GETs (checks/ and channels/) to find out "
-            "rather than guessing from the key's prefix, which only the hosted service uses. Never shows the "
-            "key."),
+            "rather than guessing from the key's prefix, which only the hosted service uses. Also says which "
+            "API version the instance offers (3, or 2 / 1 on an instance older than Healthchecks 2.0). Never "
+            "shows the key."),
         params=NoParams, result=GetApiKeyInfoResult, annotations=READ, handler=handler)
 
 
 def read_tools(api: HealthchecksApi) -> list[Tool]:
-    return [_list_checks(api), _get_check(api), _list_pings(api), _get_ping_body(api), _list_flips(api),
-            _list_integrations(api), _list_badges(api), _get_status(api), _get_api_key_info(api)]
+    return presented([_list_checks(api), _get_check(api), _list_pings(api), _get_ping_body(api), _list_flips(api),
+                      _list_integrations(api), _list_badges(api), _get_status(api), _get_api_key_info(api)])
 
