@@ -353,7 +353,7 @@ for line in sys.stdin:
     try:
         message = json.loads(line)
     except ValueError:
-        print(json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "bad"}}), flush=True)
+        print(json.dumps({"jsonrpc": "2.0", "error": {"code": -32600, "message": "bad"}}), flush=True)   # id-less: null fails the schema
         continue
     if not isinstance(message, dict) or "id" not in message:
         continue
