@@ -317,11 +317,11 @@ def _modern_headers(value: Any) -> dict[str, str]:
         return {}
     meta = value["params"].get("_meta")
     version = meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, dict) else None
-    if not isinstance(version, str) or not version.isascii() or not version.isprintable():
-        return {}
+    if not isinstance(version, str) or not version.isascii() or not version.isprintable() or len(version) > 4096:
+        return {}   # (a longer header is the listener's 431, refused before any body: no id to echo)
     headers = {"MCP-Protocol-Version": version}
     method = _header_value(value.get("method"))
-    if method is not None:
+    if method is not None and len(method) < 4096:
         headers["Mcp-Method"] = method
     key = "uri" if value.get("method") == "resources/read" else "name"
     name = _header_value(value["params"].get(key))

@@ -165,6 +165,7 @@ async def serve_stdio(server: McpServer, reader: LineReader | None = None, stdou
     session = session or Session()
     reading = anyio.CancelScope()
     draining = False
+    streams: dict[Any, str] = {}   # requests that only push to the client until it leaves
 
     async def push(message: dict[str, Any]) -> None:
         writer.write(message)
@@ -207,6 +208,8 @@ async def serve_stdio(server: McpServer, reader: LineReader | None = None, stdou
                         # The handshake is answered before anything read after it is looked at.
                         await run_request(message)
                     elif message.is_request:
+                        if message.method in STREAM_METHODS:
+                            streams[message.id] = message.method
                         requests.start_soon(run_request, message)
                         # Let it register as in flight before the next line is looked at: a cancellation
                         # read from the same chunk must find it.
@@ -216,11 +219,19 @@ async def serve_stdio(server: McpServer, reader: LineReader | None = None, stdou
             # stdin closed (or SIGTERM): nothing more can be read, so no answer to our questions can
             # come. Those calls end now with their "no answer" result; the rest get the grace period.
             draining = True
+            # A stream that exists only to push to the client (subscriptions/listen) ends now: there
+            # is nobody to push to, and it would otherwise hold the exit for the whole grace period.
+            for request_id, method in list(streams.items()):
+                scope = session.inflight.get(request_id)
+                if scope is not None:
+                    scope.cancel()
             session.client_gone("the client closed stdin before answering" if not reading.cancel_called
                                 else "the server is stopping (SIGTERM)")
             requests.cancel_scope.deadline = anyio.current_time() + grace
         tasks.cancel_scope.cancel()
 
+
+STREAM_METHODS = frozenset({"subscriptions/listen"})
 
 # Their schemas require an id on every error response: an error whose id could not be read has
 # no valid form there, so it goes to stderr only (DESIGN.md, "An error without an id").
