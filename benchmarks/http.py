@@ -53,7 +53,7 @@ class HttpServerProcess:
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self._log = tempfile.TemporaryFile()
         self.started_at = time.perf_counter()
-        self.proc = spawn([*spec.argv, "--http", f"127.0.0.1:{self.port}"], env=env or server_env(),
+        self.proc = spawn([*spec.argv, "--http", f"127.0.0.1:{self.port}"], env=env or server_env(), cwd=spec.cwd,
                           stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT)
         self.client = HttpMcpClient(self.url)
 
