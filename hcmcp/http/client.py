@@ -88,7 +88,7 @@ class ConnectionLost(ProtocolFailure):
 class HttpResponse:
     status: int
     headers: list[tuple[str, str]]   # names lowercased, values latin-1 decoded, in order
-    body: bytes
+    body: bytes                      # bytes-like: the bytearray it was read into, handed over without a copy
     truncated: bool = False          # True when truncate_at_ceiling cut the body
 
     def header(self, name: str) -> str | None:
@@ -487,7 +487,8 @@ class HttpClient:
                 break
             else:                               # ConnectionClosed mid-body
                 raise ConnectionLost(self._lost_text(exchange, "closed before the body was complete"))
-        response = HttpResponse(status=head.status_code, headers=headers, body=bytes(body), truncated=truncated)
+        # The read buffer itself, not bytes(body): a copy would double the peak for a body near the ceiling.
+        response = HttpResponse(status=head.status_code, headers=headers, body=body, truncated=truncated)
         return response, not truncated
 
     def _next_event(self, conn: _Connection, exchange: _Exchange) -> object:
