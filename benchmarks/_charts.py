@@ -91,11 +91,14 @@ def lines(plt, title: str, panels: list[tuple[str, str, dict[str, list[tuple[flo
     if len(panels) == 1:
         all_axes = [all_axes]
     for axes, (panel, unit, series) in zip(all_axes, panels):
+        seen: dict[str, int] = {}
         for index, (name, points) in enumerate(series.items()):
             if points:
                 xs, ys = zip(*sorted(points))
-                axes.plot(xs, ys, marker="o", label=name, color=colour(name, index),
-                          linestyle="-" if name.startswith("hcmcp") else "--")
+                shade = colour(name, index)
+                nth = seen[shade] = seen.get(shade, -1) + 1   # variants of one server: same colour, own marker
+                axes.plot(xs, ys, label=name, color=shade, marker="os^Dv"[nth % 5],
+                          linestyle=("-", "--", ":", "-.")[nth % 4], alpha=1.0 - 0.15 * min(nth, 3))
         axes.set_xscale("log")
         axes.set_xlabel("checks in the project")
         axes.set_ylabel(unit)
