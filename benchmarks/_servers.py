@@ -169,9 +169,8 @@ def ensure_venv(name: str, allow_install: bool) -> tuple[Path | None, str]:
 
 
 def hcmcp_spec(allow_install: bool = True, extra: tuple[str, ...] = ()) -> ServerSpec:
-    python, cwd, note = hcmcp_python(allow_install)
-    label = " ".join(["hcmcp", *extra]) + (f" [{note}]" if note else "")
-    return ServerSpec("hcmcp", label, [python, "-m", "hcmcp", *extra], cwd=cwd)
+    python, cwd, _ = hcmcp_python(allow_install)   # startup.py notes where it ran from
+    return ServerSpec("hcmcp", " ".join(["hcmcp", *extra]), [python, "-m", "hcmcp", *extra], cwd=cwd)
 
 
 def mcpserver_spec() -> ServerSpec:
