@@ -35,11 +35,12 @@ class Config:
 
     def __init__(self, **values: object) -> None:
         fields = self.__annotations__
-        unknown, missing = set(values) - set(fields), set(fields) - set(values)
+        unknown = set(values) - set(fields)
+        missing = {name for name in fields if name not in values and not hasattr(type(self), name)}
         if unknown or missing:
             raise TypeError(f"Config: unknown fields {sorted(unknown)}, missing fields {sorted(missing)}")
-        for name in fields:
-            object.__setattr__(self, name, values[name])
+        for name in fields:   # a field with a class-level default may be left out, as with a dataclass
+            object.__setattr__(self, name, values[name] if name in values else getattr(type(self), name))
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"Config is frozen: cannot set {name}")

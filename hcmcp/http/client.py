@@ -444,7 +444,8 @@ class HttpClient:
         if block is None:
             block = self._validated_head_block(exchange)
         target = exchange.target
-        if block is False or not (target.isascii() and target.isprintable()) or " " in target:
+        if (block is False or exchange.method == "CONNECT" or " " in target
+                or not (target.isascii() and target.isprintable())):
             return self._request_bytes_by_h11(conn, exchange)
         state = _STATE_REQUESTS.get(exchange.method)
         if state is None:
