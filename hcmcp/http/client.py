@@ -167,7 +167,7 @@ class _Origin:
 class _Connection:
     """One TCP (or TLS) stream and the h11 state machine that frames it."""
 
-    __slots__ = ("stream", "h11", "eof_fed", "_sock", "reading")
+    __slots__ = ("stream", "h11", "eof_fed", "_sock", "reading", "deadline_fresh")
 
     def __init__(self, stream: ByteStream) -> None:
         self.stream = stream
@@ -175,6 +175,7 @@ class _Connection:
         self.eof_fed = False
         self._sock: object = _UNKNOWN     # the raw socket, looked up once (anyio's extra() costs ~15 us)
         self.reading: anyio.CancelScope | None = None   # the read-timeout scope of the exchange under way
+        self.deadline_fresh = False
 
     def looks_dead(self) -> bool:
         """True when an idle connection can no longer carry a request.
@@ -416,6 +417,7 @@ class HttpClient:
         # receive: "sent nothing for read_timeout s", at the cost of one scope per exchange, not per chunk.
         with anyio.move_on_after(self._read_timeout) as reading:
             conn.reading = reading
+            conn.deadline_fresh = True   # the first receive needs no push: the deadline was just set
             try:
                 head = await self._read_head(conn, exchange)
                 response, complete = await self._read_body(conn, exchange, head)
@@ -576,7 +578,10 @@ class HttpClient:
             with anyio.move_on_after(self._read_timeout):
                 return await self._receive_now(conn)
             raise self._read_timed_out(exchange)
-        reading.deadline = anyio.current_time() + self._read_timeout
+        if conn.deadline_fresh:
+            conn.deadline_fresh = False
+        else:
+            reading.deadline = anyio.current_time() + self._read_timeout
         return await self._receive_now(conn)
 
     async def _receive_now(self, conn: _Connection) -> bytes:
