@@ -120,7 +120,8 @@ MALFORMED = [
     b'{"jsonrpc":"2.0","id":true,"method":"ping"}', b'{"jsonrpc":"2.0","id":null,"method":"ping"}',
     b'{"jsonrpc":"2.0","id":1.0,"method":"ping"}', b'{"jsonrpc":"2.0","id":9223372036854775808,"method":"ping"}',
     b'{"jsonrpc":"2.0","id":-9223372036854775808,"method":"ping"}', b'{"jsonrpc":"2.0","id":9223372036854775807,"method":"ping"}',
-    b'{"jsonrpc":"1.0","id":1,"method":"ping"}', b'{"id":1,"method":"ping"}', b'{"jsonrpc":2,"id":1,"method":"ping"}',
+    b'{"jsonrpc":"1.0","id":1,"method":"ping"}', b'{"id":-9223372036854775809}',
+    b'{"jsonrpc":"1.0","id":99999999999999999999,"method":"ping"}', b'{"id":1,"method":"ping"}', b'{"jsonrpc":2,"id":1,"method":"ping"}',
     b'{"jsonrpc":"2.0","id":1,"method":"ping","result":{}}', b'{"jsonrpc":"2.0","id":1,"result":{}}',
     b'{"jsonrpc":"2.0","id":1,"id":2,"method":"ping"}', b'{"jsonrpc":"2.0","id":1,"method":"ping","method":"tools/list"}',
     b'{"jsonrpc":"2.0","id":1,"method":"ping","params":[]}', b'{"jsonrpc":"2.0","id":1,"method":"ping","params":null}',
@@ -279,3 +280,13 @@ def test_the_url_split_without_re_agrees_with_the_regex(url):
     assert config._split_url(url) == (match.groups() if match else None)
     path = url.rstrip("/")
     assert config._strip_api_suffix(path) == re.sub(r"/api/v\d+/?$", "", path)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["127", ".", "0", "1", "25", "1000", "a", "", "\u0663", "localhost"]), max_size=9)
+       .map("".join))
+def test_the_loopback_check_without_re_agrees_with_the_regex(host):
+    import re
+
+    from hcmcp.config_network import _loopback_v4
+    assert _loopback_v4(host) == bool(re.fullmatch(r"127(?:\.\d{1,3}){3}", host))

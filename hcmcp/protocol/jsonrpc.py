@@ -89,6 +89,9 @@ def decode(data: bytes | str) -> Message:
 
 
 def _usable_id(message: Message) -> Id | None:
+    """The id to echo in an error, if it can be written back (an int beyond 64 bits cannot)."""
+    if isinstance(message.id, int) and not -2**63 <= message.id < 2**63:
+        return None
     return message.id if isinstance(message.id, (int, str)) else None
 
 
