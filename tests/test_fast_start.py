@@ -290,3 +290,26 @@ def test_the_loopback_check_without_re_agrees_with_the_regex(host):
 
     from hcmcp.config_network import _loopback_v4
     assert _loopback_v4(host) == bool(re.fullmatch(r"127(?:\.\d{1,3}){3}", host))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(["http", "https", "://", "h", "H", ".", ":", "8000", "99999", "x", "@", "/", "[", "]",
+                                 "::1", "é", "?", "-"]), max_size=8).map("".join))
+def test_the_url_parts_without_urllib_agree_with_urlsplit(url):
+    from urllib.parse import urlsplit
+
+    from hcmcp.config_network import _split
+
+    def parts(split):
+        try:
+            port = ("port", split.port)
+        except ValueError as error:
+            port = ("error", str(error))
+        return split.scheme, split.hostname, port
+    try:
+        expected = parts(urlsplit(url))
+    except ValueError as error:
+        with pytest.raises(ValueError):
+            parts(_split(url))
+        return
+    assert parts(_split(url)) == expected
