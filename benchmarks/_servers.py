@@ -130,7 +130,8 @@ def find_pyz(path: str | None, allow_build: bool) -> tuple[Path | None, str]:
         return None, "dist/hcmcp.pyz not built (run without --no-install)"
     print("[building dist/hcmcp.pyz with .ci/build-pyz]", file=sys.stderr, flush=True)
     try:
-        subprocess.run(["bash", str(PYZ_BUILD)], cwd=REPO, check=True, capture_output=True,
+        # A Python script; wheels for this interpreter only (the release build makes all of them).
+        subprocess.run([PYTHON, str(PYZ_BUILD), "--python", "host"], cwd=REPO, check=True, capture_output=True,
                        timeout=INSTALL_TIMEOUT)
     except subprocess.CalledProcessError as exc:
         tail = (exc.stderr or b"").decode(errors="replace").strip().splitlines()[-1:] or ["?"]
