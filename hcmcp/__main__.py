@@ -179,9 +179,7 @@ def _warming(build, config):
     def run():
         built = build()
         import anyio._backends._asyncio  # noqa: F401
-        from .http import client  # noqa: F401
-        if config.site_root.startswith("https:"):
-            import ssl  # noqa: F401
+        from .http import client  # noqa: F401   (ssl and the TLS settings load with the first https connection)
         return built
     return run
 

@@ -245,7 +245,8 @@ def test_the_fast_path_imports_nothing_heavy_before_the_first_reply():
     probe = ("import sys, os, runpy\n"
              "real = os.write\n"
              "def write(fd, data):\n"
-             "    heavy = sorted(m for m in ('msgspec', 'orjson', 'anyio', 'typing', 're', 'dataclasses', 'asyncio')"
+             "    heavy = sorted(m for m in ('msgspec', 'orjson', 'anyio', 'typing', 're', 'dataclasses', 'asyncio',"
+             " 'ssl', 'hcmcp.http.tls', 'urllib.parse')"
              " if m in sys.modules)\n"
              "    real(2, ('HEAVY:' + ','.join(heavy) + '\\n').encode()); os.write = real\n"
              "    return real(fd, data)\n"
@@ -253,15 +254,15 @@ def test_the_fast_path_imports_nothing_heavy_before_the_first_reply():
              "sys.argv = ['hcmcp']\n"
              "runpy.run_module('hcmcp', run_name='__main__')\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HEALTHCHECKS_", "ELICITATION"))}
-    env["HEALTHCHECKS_URL"] = "http://127.0.0.1:9"
+    env["HEALTHCHECKS_URL"] = "https://127.0.0.1:9"   # https: not even the TLS settings load before the reply
     proc = subprocess.run([sys.executable, "-c", probe], input=init("2025-11-25") + b"\n", capture_output=True,
                           env=env, cwd=ROOT, timeout=60)
     assert b'"protocolVersion":"2025-11-25"' in proc.stdout, proc.stderr
     heavy = [line for line in proc.stderr.decode().splitlines() if line.startswith("HEAVY:")]
-    # runpy itself brings none of these; an editable install's finder may bring re/typing, so
+    # runpy itself brings none of these; an editable install's finder brings re/urllib.parse, so
     # only the packages this project chose to defer are checked strictly.
     imported = heavy[0][len("HEAVY:"):].split(",") if heavy and heavy[0] != "HEAVY:" else []
-    assert not {"msgspec", "orjson", "anyio", "asyncio", "dataclasses"} & set(imported), heavy
+    assert not {"msgspec", "orjson", "anyio", "asyncio", "dataclasses", "ssl", "hcmcp.http.tls"} & set(imported), heavy
 
 
 _url_text = st.lists(st.sampled_from(list("hHtTpPsS:/?#.-+@0123456789aAzZkK_ ~%") + ["/api/v", "://", "é", "\n", "\u212a"]),
