@@ -32,10 +32,12 @@ DATA_FILE = os.path.join(HERE, "handshake.json")
 # The files whose code decides the handshake's bytes (and the tool selection); the checksum
 # covers them all. Paths relative to this package.
 SOURCES = ("__init__.py", "__main__.py", "config.py", "tools/selection.py", "tools/catalog.py",
-           "tools/read.py", "tools/write.py", "tools/confirm.py", "tools/shaping.py",
-           "healthchecks/models.py", "healthchecks/api.py", "protocol/tool.py", "protocol/server.py",
+           "tools/read.py", "tools/write.py", "tools/confirm.py", "tools/shaping.py", "tools/present.py",
+           "healthchecks/models.py", "healthchecks/api.py", "healthchecks/errors.py", "healthchecks/versions.py", "protocol/tool.py", "protocol/server.py",
            "protocol/revisions.py", "protocol/jsonrpc.py", "protocol/stdio.py", "protocol/seal.py",
-           "protocol/asking.py")
+           "protocol/asking.py", "protocol/features.py", "protocol/prompts.py", "protocol/resources.py",
+           "protocol/logs.py", "protocol/completion.py", "protocol/tasks.py", "protocol/content.py",
+           "protocol/subscriptions.py", "protocol/progress.py", "protocol/client_requests.py")
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 _HAND_OVER_BYTES = 1 << 20   # a line longer than this is the full path's business (its ceiling, its error)
 _INT64 = 2 ** 63
