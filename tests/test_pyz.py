@@ -238,3 +238,20 @@ def test_with_nowhere_to_unpack_it_stops_with_one_line_naming_the_variable(place
     if case == "TMPDIR not ours":
         assert "this user's alone" in lines[0] and not any(squat.iterdir())
     assert stat.S_IMODE(sealed.stat().st_mode) in (0o555, 0o755)
+
+
+def test_the_stdio_end_to_end_tests_spawn_the_server_they_name():
+    """With HCMCP_SERVER_CMD naming a .pyz (.ci/run's second pass), the spawned server's native modules
+    come from that file's unpacked payload; without it, from the installed packages, never from a cache."""
+    from support import HCMCP, StdioPeer
+    with StdioPeer(HCMCP + ["--demo"]) as peer:
+        peer.initialize()
+        assert not peer.request("tools/call", {"name": "list_checks", "arguments": {"limit": 1}})["result"].get("isError")
+        maps = Path(f"/proc/{peer.proc.pid}/maps").read_text()
+    native = {line.split()[-1] for line in maps.splitlines() if re.search(r"/(orjson|msgspec)/[^/]*\.so$", line)}
+    assert len(native) == 2, native
+    pyz = [Path(arg) for arg in HCMCP if arg.endswith(".pyz")]
+    if pyz:
+        assert all(f"/{payload_hash(pyz[0])}/" in path for path in native), native
+    else:
+        assert not any("/pyz/" in path for path in native), native
