@@ -177,21 +177,6 @@ def _tree(root: Path) -> list[tuple[str, float]]:
     return sorted((str(path.relative_to(root)), path.stat().st_mtime) for path in root.rglob("*"))
 
 
-def test_a_read_only_cache_unpacked_at_build_time_is_used_as_it_is(place):
-    """The Dockerfile's layout: unpacked by root while building, read-only and not ours at run time."""
-    cache = place["folder"] / "baked"
-    first = _run(place, "--version", env={"HCMCP_PYZ_CACHE": str(cache)}, nobody=False)
-    assert first.returncode == 0, first.stderr
-    for path in [cache, *cache.rglob("*")]:
-        path.chmod(path.stat().st_mode & ~0o222)
-    before = _tree(cache)
-    assert any(name.endswith(".cpython-%d%d.pyc" % sys.version_info[:2]) for name, _ in before)
-    later = _run(place, "call", "list_checks", '{"limit": 1}', "--demo", env={"HCMCP_PYZ_CACHE": str(cache)})
-    assert later.returncode == 0, later.stderr
-    assert len(json.loads(later.stdout)["checks"]) == 1
-    assert _tree(cache) == before and [p.name for p in cache.iterdir()] == [payload_hash(place["pyz"])]
-
-
 def test_processes_starting_at_once_unpack_once_and_each_sees_a_whole_directory(place):
     cache = place["folder"] / "race"
     env = {**OUR_ENV, "HCMCP_PYZ_CACHE": str(cache)}
