@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import re
 import subprocess
 import sys
@@ -104,17 +105,18 @@ def test_a_declared_default_is_the_default():
                 assert variable["default"] in variable["choices"]
 
 
-def test_one_version_everywhere():
+def test_one_version_everywhere(tmp_path):
     version = hcmcp.__version__
+    env = {**os.environ, "HCMCP_PYZ_CACHE": str(tmp_path)}
     doc = server_json()
     assert doc["version"] == version
     assert [p["version"] if "version" in p else p["identifier"].rsplit(":", 1)[1] for p in doc["packages"]] == [version] * 2
     assert importlib.metadata.version("hcmcp") == version   # pyproject takes it from hcmcp/__init__.py
     assert f"\n## {version}\n" in (ROOT / "CHANGELOG.md").read_text()
     for argv in ([sys.executable, "-m", "hcmcp"], [sys.executable, str(built_pyz())]):
-        done = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=60)
+        done = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=60, env=env)
         assert done.returncode == 0 and done.stdout == f"hcmcp {version}\n", (argv, done.stderr)
-    hello = subprocess.run([sys.executable, str(built_pyz())], capture_output=True, timeout=60, input=json.dumps(
+    hello = subprocess.run([sys.executable, str(built_pyz())], capture_output=True, timeout=60, env=env, input=json.dumps(
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode())
     assert json.loads(hello.stdout.splitlines()[0])["result"]["serverInfo"]["version"] == version
