@@ -116,8 +116,11 @@ async def _built_server(opts: dict[str, Any], config):
 
 def _api(config, site_root: str | None = None, api_key: str | None = None):
     from .healthchecks.api import HealthchecksApi
+    # The demo instance is in-process on loopback: no proxy, no TLS settings apply to it.
+    network = {} if site_root else {"proxy": config.proxy, "ca_file": config.ca_file,
+                                    "insecure_tls": config.insecure_tls}
     return HealthchecksApi(site_root or config.site_root, api_key if api_key is not None else config.api_key,
-                           timeout=config.request_timeout, byte_ceiling=config.max_response_bytes)
+                           timeout=config.request_timeout, byte_ceiling=config.max_response_bytes, **network)
 
 
 async def _serve(opts: dict[str, Any], config) -> None:
@@ -217,6 +220,8 @@ def main(argv: list[str] | None = None) -> None:
     hcmcp.configure_logging_on_first_use = True   # stderr, never stdout
     if not config.elicitation:
         sys.stderr.write(ELICITATION_OFF_LINE + "\n")
+    for line in () if opts["demo"] else config.startup_notes:   # plain http, unverified TLS, a proxy variable
+        sys.stderr.write(line + "\n")                           # (the demo instance is none of these)
     if opts["command"] == "serve" and not opts["http"] and not opts["demo"]:
         import signal
         from .protocol.stdio import exit_now

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 DEFAULT_URL = "https://healthchecks.io"
 
@@ -32,6 +33,11 @@ class Config:
     max_response_bytes: int
     http_token: str | None
     http_allowed_origins: tuple[str, ...]
+    # How the instance is reached (see config_network.py): the proxy, TLS trust, start-up notes.
+    proxy: Any = None                            # hcmcp.http.proxy.ProxyRoute, or None for direct
+    ca_file: str | None = None                   # HEALTHCHECKS_CA_FILE
+    insecure_tls: bool = False                   # HEALTHCHECKS_INSECURE_TLS
+    startup_notes: tuple[str, ...] = field(default=())   # one stderr line each, printed at start
 
     def __repr__(self) -> str:   # never show the key or the tokens, not even in a traceback
         return (f"Config(site_root={self.site_root!r}, api_key={'set' if self.api_key else 'unset'}, "
@@ -113,9 +119,12 @@ def load(env: Mapping[str, str]) -> Config:
         raise ConfigError("HEALTHCHECKS_HTTP_TOKEN must be at least 16 characters; generate one with: "
                           "python -c \"import secrets; print(secrets.token_urlsafe(32))\"")
     origins = parse_list("HEALTHCHECKS_HTTP_ALLOWED_ORIGINS", env.get("HEALTHCHECKS_HTTP_ALLOWED_ORIGINS")) or ()
+    site_root = parse_site_root(env.get("HEALTHCHECKS_URL"))
+    from .config_network import network_settings
+    network = network_settings(env, site_root)
     return Config(
         api_key=api_key,
-        site_root=parse_site_root(env.get("HEALTHCHECKS_URL")),
+        site_root=site_root,
         read_only=parse_bool("HEALTHCHECKS_READ_ONLY", env.get("HEALTHCHECKS_READ_ONLY"), False),
         allow_tools=parse_list("HEALTHCHECKS_ALLOW_TOOLS", env.get("HEALTHCHECKS_ALLOW_TOOLS")),
         deny_tools=parse_list("HEALTHCHECKS_DENY_TOOLS", env.get("HEALTHCHECKS_DENY_TOOLS")),
@@ -128,4 +137,5 @@ def load(env: Mapping[str, str]) -> Config:
                                        5 * 1024 * 1024),
         http_token=token.strip() if token is not None else None,
         http_allowed_origins=tuple(o.rstrip("/") for o in origins),
+        **network,
     )

@@ -64,7 +64,8 @@ class Script:
 async def scripted(key: str | None = RW_KEY, **routes: Response) -> AsyncIterator[tuple[HealthchecksApi, Script]]:
     script = Script()
     async with serve_in_background(script.app) as server:
-        api = HealthchecksApi(f"http://127.0.0.1:{server.port}", key)
+        # A scripted v3 instance: no version detection (versions.py has its own tests).
+        api = HealthchecksApi(f"http://127.0.0.1:{server.port}", key, api_version=3)
         try:
             yield api, script
         finally:

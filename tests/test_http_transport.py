@@ -112,15 +112,22 @@ async def test_use_keeps_a_session_alive():
             assert (await wire.post(rpc("ping", id=n), session(sid))).status == 200
 
 
-async def test_past_max_sessions_the_least_recently_used_idle_one_is_ended():
+async def test_at_max_sessions_a_new_one_is_refused_and_no_live_session_is_ended():
     clock = FakeClock()
-    async with endpoint(HttpSettings(max_sessions=2), clock=clock) as ep, ep.wire() as wire:
+    async with endpoint(HttpSettings(max_sessions=2, session_idle=60), clock=clock) as ep, ep.wire() as wire:
         first = await wire.initialize()
-        clock.now += 1
         second = await wire.initialize()
-        clock.now += 1
-        assert (await wire.post(rpc("ping"), session(first))).status == 200   # first is now the fresher
-        clock.now += 1
+        clock.now += 59
+        refused = await wire.post(rpc("initialize", initialize_params(), id="x"))
+        assert refused.status == 503 and refused.headers.get("retry-after") == "10"
+        assert refused.message["id"] == "x" and "DELETE /mcp" in refused.message["error"]["message"]
+        assert "mcp-session-id" not in refused.headers
+        assert (await wire.post(rpc("ping"), session(first))).status == 200
+        assert (await wire.post(rpc("ping"), session(second))).status == 200
+        # A session unused past session_idle has expired: it is swept to make room.
+        clock.now += 59
+        assert (await wire.post(rpc("ping"), session(first))).status == 200
+        clock.now += 2
         third = await wire.initialize()
         assert (await wire.post(rpc("ping"), session(second))).status == 404
         assert (await wire.post(rpc("ping"), session(first))).status == 200
@@ -133,7 +140,7 @@ async def test_when_every_session_is_busy_a_new_initialize_gets_503_not_an_evict
         await a.begin(call("hold"), session(sid))
         await ep.gate.started.wait()
         refused = await b.post(rpc("initialize", initialize_params(), id="x"))
-        assert refused.status == 503 and refused.headers.get("retry-after") == "1"
+        assert refused.status == 503 and refused.headers.get("retry-after") == "10"
         assert refused.message["id"] == "x"
         ep.gate.release.set()
         assert (await a.read_reply(head_read=False)).status == 200
@@ -241,19 +248,25 @@ async def test_ending_the_session_cancels_a_call_waiting_for_its_answer():
         await wait_until(lambda: ep.transport.streams == 0)
 
 
-async def test_hanging_up_is_not_a_cancellation_in_the_2025_era():
+async def test_closing_an_sse_stream_cancels_its_call_and_frees_its_slot():
+    # Once a 2025-era call has opened its SSE stream, that stream is the only way its answer can
+    # travel: a client that closes it can never hear the answer, so the call ends at once rather
+    # than hold a slot until its question times out.
     async with endpoint() as ep, ep.wire() as other:
         async with ep.wire() as stream:
             sid = await stream.initialize(ASKS)
             await stream.start(call("confirm_action", {"text": "x"}), session(sid))
             asked = await stream.next_message()
-        # The question was delivered before the client hung up; its answer still completes the call.
-        assert ep.transport.streams == 1
+            assert asked["method"] == "elicitation/create"
+            assert ep.transport.streams == 1 and ep.transport.sessions[sid].streams == 1
+        await wait_until(lambda: ep.transport.streams == 0)
+        assert ep.transport.sessions[sid].streams == 0 and ep.transport.sessions[sid].busy == 0
+        assert ep.transport.sessions[sid].state.inflight == {}
+        # An answer that comes now finds no call waiting: accepted (202), and nothing happens.
         done = await other.post({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}},
                                 session(sid))
         assert done.status == 202
-        await wait_until(lambda: ep.transport.streams == 0)
-        assert ep.transport.sessions[sid].busy == 0
+        assert (await other.post(rpc("ping", id=7), session(sid))).status == 200
 
 
 @pytest.mark.parametrize("stateless, capabilities", [(False, None), (False, ASKS), (True, None)],

@@ -336,15 +336,20 @@ async def test_delete_check_refuses_bad_targets_before_asking_or_sending(monkeyp
 
 
 @pytest.mark.anyio
-async def test_delete_check_reports_partial_failures_and_fails_when_nothing_went() -> None:
+async def test_delete_check_stops_at_the_first_failure_and_says_what_was_and_was_not_deleted() -> None:
+    # Targets run in sorted order: BACKUPS (1111…) is deleted, OTHERS (9999…, another project's) fails.
     async with instance() as env:
         approved = Dialog(Answer("accept", {"confirm": True}))
-        partial = await env.call("delete_check", {"check": [BACKUPS, MISSING, OTHERS]}, approved)
-        none = await env.fails("delete_check", {"check": [MISSING]}, approved)
+        partial = await env.call("delete_check", {"check": [OTHERS, BACKUPS]}, approved)
+        # MISSING (0000…) sorts first: its 404 stops the run before PAUSED is touched.
+        none = await env.fails("delete_check", {"check": [PAUSED, MISSING]}, approved)
+        still_there = await env.call("get_check", {"check": PAUSED})
     assert [d["uuid"] for d in partial["deleted"]] == [BACKUPS]
-    assert {f["check"] for f in partial["failed"]} == {MISSING, OTHERS}
-    assert "2 of 3 checks could not be deleted" in partial["note"]
-    assert none.details["status"] == 404
+    assert [f["check"] for f in partial["failed"]] == [OTHERS] and partial["not_attempted"] == []
+    assert "1 of 2 checks were deleted" in partial["note"]
+    assert none.details["deleted"] == [] and none.details["not_attempted"] == [PAUSED]
+    assert none.details["failed"][0]["check"] == MISSING
+    assert still_there["check"]["uuid"] == PAUSED
 
 
 @pytest.mark.anyio

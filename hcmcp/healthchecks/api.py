@@ -16,6 +16,10 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+# The errors live in errors.py; re-exported here, where callers import them from.
+from .errors import (ApiError, BadRequest, Conflict, Forbidden, InvalidIdentifier,  # noqa: F401
+                     MethodNotAllowed, MissingApiKey, NotFound, NotJson, Redirected, ResponseTooLarge,
+                     Unauthorized, Unavailable, UnexpectedStatus, Unreachable)
 from .models import (Badge, Check, Flip, Integration, KeyKind, Listing, Ping, PingBody,
                      StatusAnswer, badges_of, check_of, entries_of)
 
@@ -49,112 +53,27 @@ def normalise_check_id(value: str) -> str | None:
     return None
 
 
-# -- errors -----------------------------------------------------------------------------------
-
-class ApiError(Exception):
-    """A request that did not give the answer asked for.
-
-    ``message`` says what happened and why, ``advice`` what to do, ``upstream`` is the
-    instance's own words (JSON ``error`` or text, cut to 2000 characters, HTML dropped,
-    the key scrubbed) — kept apart so the tool layer can clean and quote it.
-    None of the three ever contains the API key.
-    """
-
-    kind = "api_error"
-    retryable = False
-
-    def __init__(self, status: int | None, message: str, *, advice: str = "",
-                 upstream: str | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.advice = advice
-        self.upstream = upstream
-
-    def __str__(self) -> str:
-        return " ".join(part for part in (self.message, self.advice) if part)
-
-
-class MissingApiKey(ApiError):
-    kind = "missing_api_key"
-
-
-class InvalidIdentifier(ApiError):
-    kind = "invalid_identifier"
-
-
-class Unauthorized(ApiError):
-    kind = "unauthorized"
-
-    def __init__(self, status: int | None, message: str, *, read_only_key: bool = False, **kw: Any) -> None:
-        super().__init__(status, message, **kw)
-        self.read_only_key = read_only_key
-
-
-class Forbidden(ApiError):
-    kind = "forbidden"
-
-
-class NotFound(ApiError):
-    kind = "not_found"
-
-
-class Conflict(ApiError):
-    kind = "conflict"
-
-
-class BadRequest(ApiError):
-    kind = "bad_request"
-
-
-class MethodNotAllowed(ApiError):
-    kind = "method_not_allowed"
-
-
-class Unavailable(ApiError):
-    kind = "unavailable"
-    retryable = True
-
-
-class Redirected(ApiError):
-    kind = "redirected"
-
-    def __init__(self, status: int | None, message: str, *, location: str | None = None, **kw: Any) -> None:
-        super().__init__(status, message, **kw)
-        self.location = location
-
-
-class Unreachable(ApiError):
-    kind = "unreachable"
-    retryable = True
-
-
-class ResponseTooLarge(ApiError):
-    kind = "response_too_large"
-
-
-class NotJson(ApiError):
-    kind = "not_json"
-
-
-class UnexpectedStatus(ApiError):
-    kind = "unexpected_status"
-
-
 # -- the API ----------------------------------------------------------------------------------
 
 class HealthchecksApi:
     def __init__(self, site_root: str, api_key: str | None, *, client: HttpClient | None = None,
-                 api_version: int = 3, timeout: float = 15.0, byte_ceiling: int = 5 * 1024 * 1024) -> None:
+                 api_version: int | None = None, timeout: float = 15.0, byte_ceiling: int = 5 * 1024 * 1024,
+                 proxy: Any = None, ca_file: str | None = None, insecure_tls: bool = False) -> None:
+        """``api_version`` None: detected on first use (see ``versions``). ``proxy``: a
+        ``hcmcp.http.proxy.ProxyRoute`` or None; ``ca_file`` / ``insecure_tls``: trust for
+        the instance's TLS (``hcmcp.http.tls``)."""
         parts = urlsplit(site_root.rstrip("/"))
         self.site_root = site_root.rstrip("/")
         self._origin = f"{parts.scheme}://{parts.netloc}"
-        self._prefix = f"{parts.path.rstrip('/')}/api/v{api_version}/"
+        self._root_path = parts.path.rstrip("/")      # a sub-path such as /hc is kept
         self._key = api_key or None
         self._client = client
         self._timeout = timeout
         self.byte_ceiling = byte_ceiling
-        self.api_version = api_version
+        self.api_version = api_version    # 3, 2 or 1 once known; None until the instance has said
+        self.no_api_found = False         # the last detection saw 404 for every version
+        self._proxy = proxy
+        self._tls = (ca_file, insecure_tls)
         # What we learned about the key; None until an answer settles it.
         self._key_read_write: bool | None = None
 
@@ -167,7 +86,18 @@ class HealthchecksApi:
 
     def api_url(self, rel: str = "") -> str:
         """The full URL of an API path, for texts (never carries the key)."""
-        return f"{self._origin}{self._prefix}{rel}"
+        return f"{self._origin}{self._prefix()}{rel}"
+
+    def _prefix(self, version: int | None = None) -> str:
+        return f"{self._root_path}/api/v{version or self.api_version or 3}/"
+
+    async def detect_api_version(self) -> int | None:
+        """The newest API version the instance offers (3, 2, 1), found once and remembered;
+        None when the instance did not let it be told (unreachable, or not Healthchecks)."""
+        if self.api_version is None:
+            from .versions import detect
+            self.api_version = await detect(self)
+        return self.api_version
 
     # -- read endpoints ---------------------------------------------------------------------
 
@@ -178,6 +108,9 @@ class HealthchecksApi:
         document = await self._json("GET", "checks/", query=query, what="the list of checks",
                                     expect_list="checks")
         listing = entries_of(document, "checks", Check)
+        if self.api_version == 1:
+            from .versions import as_v3
+            listing.items = [as_v3(check) for check in listing.items]
         self._learn_from_checks(listing.items)
         return listing
 
@@ -335,8 +268,14 @@ class HealthchecksApi:
     def _http(self) -> HttpClient:
         if self._client is None:
             from ..http.client import HttpClient   # lazily: tools/list must not import the HTTP stack
+            context = None
+            ca_file, insecure = self._tls
+            if self._origin.startswith("https:") and (ca_file or insecure):
+                from ..http.tls import TlsSettings
+                context = TlsSettings(ca_file, insecure).context()
             self._client = HttpClient(self._origin, overall_timeout=self._timeout, byte_ceiling=self.byte_ceiling,
-                                      max_idle=16, origin_setting="HEALTHCHECKS_URL")
+                                      max_idle=16, origin_setting="HEALTHCHECKS_URL", proxy=self._proxy,
+                                      ssl_context=context)
         return self._client
 
     async def aclose(self) -> None:
@@ -370,10 +309,14 @@ class HealthchecksApi:
 
     def _one_check(self, document: Any, what: str) -> Check:
         try:
-            return check_of(document)
+            check = check_of(document)
         except msgspec.ValidationError as error:
             raise NotJson(200, f"The instance answered the request for {what} with JSON that is not a "
                                f"check object ({error}).", advice=self._not_healthchecks_advice()) from None
+        if self.api_version == 1:
+            from .versions import as_v3
+            check = as_v3(check)
+        return check
 
     def _not_healthchecks_advice(self) -> str:
         return (f"HEALTHCHECKS_URL ({self.site_root}) may point at something other than a Healthchecks "
@@ -389,17 +332,32 @@ class HealthchecksApi:
         if needs_key and self._key is None:
             raise MissingApiKey(None, "No Healthchecks API key is configured, so nothing was sent.",
                                 advice=KEY_SETUP)
+        exchange = dict(query=query or [], body=body, needs_key=needs_key, byte_ceiling=byte_ceiling,
+                        truncate_at_ceiling=truncate_at_ceiling)
+        response = await self._exchange(method, rel, what, **exchange)
+        if self.api_version is None:
+            from .versions import settle
+            response = await settle(self, response, lambda: self._exchange(method, rel, what, **exchange))
+        return await self._judge(response, method, what, raise_for_status=raise_for_status, rw_only=rw_only,
+                                 not_found=not_found, not_found_advice=not_found_advice, forbidden=forbidden,
+                                 forbidden_advice=forbidden_advice, conflict=conflict,
+                                 conflict_advice=conflict_advice, bad_request=bad_request,
+                                 unavailable_advice=unavailable_advice)
+
+    async def _exchange(self, method: str, rel: str, what: str, *, query: list[tuple[str, str]],
+                        body: bytes | None, needs_key: bool = True, byte_ceiling: int | None = None,
+                        truncate_at_ceiling: bool = False, version: int | None = None) -> HttpResponse:
+        """One request at API ``version`` (default: the known one, else 3); transport failures typed."""
         from ..http import client as http
         headers = [("accept", "application/json")]
         if needs_key:
             headers.append(("x-api-key", self._key))   # the only place the key ever goes
         if body is not None:
             headers.append(("content-type", "application/json"))
-        path = self._prefix + rel
+        path = self._prefix(version) + rel
         try:
-            response = await self._http().request(method, path, query=query or [], headers=headers, body=body,
-                                                   byte_ceiling=byte_ceiling,
-                                                   truncate_at_ceiling=truncate_at_ceiling)
+            return await self._http().request(method, path, query=query, headers=headers, body=body,
+                                              byte_ceiling=byte_ceiling, truncate_at_ceiling=truncate_at_ceiling)
         except http.BodyTooLarge as error:
             raise ResponseTooLarge(None, f"The instance's answer for {what} is larger than "
                                          f"{error.ceiling} bytes; it was refused rather than returned half-parsed.",
@@ -418,6 +376,12 @@ class HealthchecksApi:
             raise Unreachable(None, f"The exchange with {self.site_root} for {what} failed: "
                                     f"{self._scrub(str(error))}",
                               advice="get_status tests the instance without a key.") from None
+
+    async def _judge(self, response: HttpResponse, method: str, what: str, *, raise_for_status: bool,
+                     rw_only: bool, not_found: str | None, not_found_advice: str, forbidden: str | None,
+                     forbidden_advice: str, conflict: str | None, conflict_advice: str,
+                     bad_request: str | None, unavailable_advice: str) -> HttpResponse:
+        """The response if it is the answer asked for; else the typed error its status means."""
         status = response.status
         if 300 <= status < 400:
             location = self._scrub(response.header("location") or "")[:300]

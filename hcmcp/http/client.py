@@ -27,6 +27,8 @@ from . import first_header
 if TYPE_CHECKING:  # ssl is imported only when an https origin connects
     import ssl
 
+    from .proxy import ProxyRoute
+
 READ_CHUNK = 64 * 1024
 # Methods safe to send twice: only these are re-sent when a kept-alive connection
 # turns out to have been closed by the server while it sat idle.
@@ -222,10 +224,12 @@ class HttpClient:
         ssl_context: ssl.SSLContext | None = None,
         max_idle: int = 4,
         origin_setting: str = "",
+        proxy: ProxyRoute | None = None,
     ) -> None:
         """``origin``: "https://healthchecks.io", "http://127.0.0.1:8765" or with a path
         prefix, "https://example.com/hc". ``origin_setting`` is the name of the setting the
         origin came from (e.g. "HEALTHCHECKS_URL"); connection errors tell the user to check it.
+        ``proxy``: the proxy this origin goes through (``proxy.route_for``), None for direct.
         """
         self._origin = _Origin.parse(origin)
         self._default_headers = [(str(name), str(value)) for name, value in default_headers]
@@ -239,6 +243,15 @@ class HttpClient:
         self._origin_setting = origin_setting
         self._idle: list[_Connection] = []
         self._closed = False
+        self._proxy = proxy
+        self._target_base = ""      # "http://host:port" for absolute-form targets through a proxy
+        self._via = ""              # " (through the proxy …)" for timeout texts
+        if proxy is not None:
+            self._via = f" (through {proxy.described})"
+            if self._origin.scheme == "http":
+                self._target_base = f"http://{self._origin.authority}"
+                if proxy.authorization:
+                    self._default_headers.append(("Proxy-Authorization", proxy.authorization))
 
     async def __aenter__(self) -> HttpClient:
         return self
@@ -285,9 +298,13 @@ class HttpClient:
             truncate=truncate_at_ceiling,
         )
         with anyio.move_on_after(self._overall_timeout):
-            return await self._send_with_one_retry(exchange)
+            response = await self._send_with_one_retry(exchange)
+            if response.status == 407 and self._target_base:
+                from .proxy import forward_failure
+                raise ConnectFailed(forward_failure(self._proxy, exchange.what))  # type: ignore[arg-type]
+            return response
         raise Timeout(
-            f"{self._origin.label} did not finish answering {exchange.what} within "
+            f"{self._origin.label}{self._via} did not finish answering {exchange.what} within "
             f"{self._overall_timeout:g} s. The server may be slow or the response large; "
             "try again later, or ask for less.",
             phase="overall",
@@ -297,7 +314,7 @@ class HttpClient:
     # --------------------------------------------------------------- request building
 
     def _target(self, path: str, query: Sequence[tuple[str, str]]) -> str:
-        target = quote(self._origin.prefix + path, safe=_PATH_SAFE)
+        target = self._target_base + quote(self._origin.prefix + path, safe=_PATH_SAFE)
         if query:
             target += "?" + "&".join(
                 f"{quote(str(key), safe='')}={quote(str(value), safe='')}" for key, value in query
@@ -341,6 +358,11 @@ class HttpClient:
 
     async def _connect(self) -> _Connection:
         origin = self._origin
+        if self._proxy is not None:
+            from .proxy import open_connection
+            return _Connection(await open_connection(
+                self._proxy, origin.scheme, origin.host, origin.port, connect_timeout=self._connect_timeout,
+                ssl_context=self._tls_context() if origin.scheme == "https" else None, hint=self._check_hint()))
         tls: dict[str, object] = {}
         if origin.scheme == "https":
             tls = {
@@ -540,7 +562,8 @@ class HttpClient:
                 f"handshake. Check that it speaks https on this port. {self._check_hint()}"
             )
         if _is_tls_error(exc):
-            return f"TLS handshake with {label} failed: {_reason(exc)}. {self._check_hint()}"
+            from .tls import failure_text
+            return f"{failure_text(exc, self._origin.host, self._origin.port)} {self._check_hint()}"
         return f"Could not connect to {label}: {_connect_reason(exc)}. {self._check_hint()}"
 
     def _too_large_text(self, exchange: _Exchange) -> str:

@@ -91,6 +91,10 @@ class RequestContext:
     client_capabilities: dict[str, Any]
     push: Push | None
     tool_name: str | None = None
+    # Sends a notification related to this request (progress); the push in the 2025 era, the
+    # transport's writer for a 2026 request on stdio; None where nothing can be sent mid-call.
+    notify: Push | None = None
+    progress_sent: float | None = None
 
     @property
     def input_responses(self) -> dict[str, Any] | None:
@@ -113,6 +117,12 @@ class RequestContext:
         if not revisions.declares_form_elicitation(self.client_capabilities):
             return CLIENT_CANNOT
         return None
+
+    async def report_progress(self, progress: float, total: float | None = None,
+                              message: str | None = None) -> bool:
+        """notifications/progress when the request carried _meta.progressToken; True if sent."""
+        from .progress import report_progress
+        return await report_progress(self, progress, total, message)
 
     async def elicit(self, **kwargs: Any):   # -> asking.Answer
         from .asking import elicit
@@ -224,7 +234,8 @@ class McpServer:
             if method in revisions.LEGACY_ONLY_METHODS:
                 raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method} does not exist in {revision}")
             session = Session(revision=revision, client_capabilities=capabilities)
-            ctx = RequestContext(self, session, message.id, method, params, revision, True, capabilities, None)
+            ctx = RequestContext(self, session, message.id, method, params, revision, True, capabilities, None,
+                                 notify=push)
             if method == "server/discover":
                 return result_message(message.id, self._discover(revision))
             handler = self.methods.get(method)
@@ -240,7 +251,7 @@ class McpServer:
                                                 "first (or a 2026-07-28 request with _meta)")
             revision = session.revision or revisions.LATEST_LEGACY
             ctx = RequestContext(self, session, message.id, method, params, revision, False,
-                                 session.client_capabilities, push)
+                                 session.client_capabilities, push, notify=push)
             handler = self.methods.get(method)
         if handler is None:
             raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")

@@ -4,9 +4,12 @@
 without, 404 once the session ended by DELETE or by idling). A request is answered as
 JSON, or as an SSE stream when the server has something to send first (an
 ``elicitation/create``); the client's answer arrives as a separate POST and is routed by
-id to the waiting call of the same session only. A client that disconnects does not
-cancel its request (the spec: a disconnect MUST NOT be read as a cancellation), so these
-requests opt out of the HTTP server's cancel-on-disconnect. ``--stateless`` keeps no
+id to the waiting call of the same session only. A client that disconnects before its
+response starts does not cancel its request (the spec: a disconnect is not a cancellation),
+so these requests opt out of the HTTP server's cancel-on-disconnect. A call whose SSE stream
+has opened does end when that stream closes: the spec's rule assumes the client can resume
+the stream, and this server sends no event ids and offers no resumption, so that answer
+could never arrive, while the call would hold its in-flight slot. ``--stateless`` keeps no
 sessions, so no server->client request is possible there.
 2026 era: POST only, no sessions, the headers must agree with the body. Every request,
 ``tools/call`` included, is answered as JSON once it is done; a client that closes the
@@ -14,23 +17,23 @@ connection first cancels it (the spec: closing the response stream cancels the r
 because the HTTP server cancels the app when its client leaves before the response starts.
 GET answers 405 in both eras: this server sends nothing that is unrelated to a request, so
 it has no standalone stream to offer; every server message travels on the POST's stream.
-The listener itself is guarded: Host and Origin checked (DNS rebinding), a bearer token
-required off loopback, and bounded bodies, headers, connections, sessions and streams.
+The listener itself is guarded (``http_guard.py``: Host and Origin checked against DNS
+rebinding, repeated singleton headers refused, a bearer token required off loopback), and
+bounded: bodies, headers, connections (``hcmcp.http``), sessions (``http_sessions.py``: a
+full table refuses, it never evicts), requests in flight (64, and 8 per session), streams.
+A 2025-era call whose SSE stream closes is cancelled: its answer has nowhere to go, and it
+must not hold a slot until its question times out.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import ipaddress
 import logging
-import secrets
 import signal
 import sys
 import time
-from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +47,10 @@ from . import revisions
 from .jsonrpc import (HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,
                       MISSING_REQUIRED_CLIENT_CAPABILITY, METHOD_NOT_FOUND, PARSE_ERROR, UNSUPPORTED_PROTOCOL_VERSION,
                       Message, RpcError, decode, encode, error_message)
+from .http_guard import ListenerGuard, Refused
+from .http_sessions import HttpSession, SessionsFull, SessionTable
+from .http_streams import SSE_HEADERS as _SSE_HEADERS, Body as _Body, Final as _Final, Outbox as _Outbox
+from .http_streams import empty_stream as _empty_stream, relay as _relay
 from .server import McpServer, Push, Session
 
 log = logging.getLogger("hcmcp.http")
@@ -51,13 +58,11 @@ log = logging.getLogger("hcmcp.http")
 ENDPOINT = "/mcp"
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
-LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]", "::1"})
 # Methods whose target travels in Mcp-Name (2026 era), and the params key it must equal.
 _NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
 # JSON-RPC error codes the 2026 HTTP binding maps to a status other than 200.
 _STATUS_OF_ERROR = {METHOD_NOT_FOUND: 404, INVALID_PARAMS: 400, INVALID_REQUEST: 400, PARSE_ERROR: 400,
                     HEADER_MISMATCH: 400, UNSUPPORTED_PROTOCOL_VERSION: 400, MISSING_REQUIRED_CLIENT_CAPABILITY: 400}
-_SSE_HEADERS = (("content-type", "text/event-stream"), ("cache-control", "no-cache"), ("x-accel-buffering", "no"))
 
 
 @dataclass
@@ -68,6 +73,7 @@ class HttpSettings:
     session_idle: float = 1800.0              # a 2025 session unused this long (and not busy) is ended
     max_sessions: int = 1000
     max_streams: int = 64                     # requests being answered at once, over all connections
+    max_streams_per_session: int = 8          # of those, what one 2025-era session may hold
     shutdown_grace: float = 10.0              # SIGTERM: how long in-flight calls may go on
 
 
@@ -82,17 +88,13 @@ class _Reply(Exception):
 
 
 def error_body(status: int, message: str) -> tuple[str, bytes]:
-    """The HTTP server's own errors (400, 408, 413, 431, 500, 503) as a short JSON-RPC error."""
+    """The HTTP server's own errors (400, 408, 413, 414, 431, 500, 501, 503, 505) as a short JSON-RPC error."""
     code = {400: PARSE_ERROR, 500: INTERNAL_ERROR}.get(status, INVALID_REQUEST)
     return "application/json", encode(error_message(None, RpcError(code, message)))
 
 
 def _json(status: int, message: dict[str, Any], headers: list[tuple[str, str]] | None = None) -> Response:
     return Response(status, encode(message), [("content-type", "application/json"), *(headers or [])])
-
-
-def _sse_event(message: dict[str, Any]) -> bytes:
-    return b"event: message\ndata: " + encode(message) + b"\n\n"
 
 
 def _request_id(message: Message) -> Any:
@@ -121,99 +123,11 @@ def _check_header(request: Request, name: str, expected: Any, what: str, rid: An
                      id=rid)
 
 
-def _host_of(authority: str) -> str:
-    """'Example.COM:8000' -> 'example.com'; '[::1]:8000' -> '[::1]'."""
-    authority = authority.strip().lower()
-    if authority.startswith("["):
-        return authority.split("]", 1)[0] + "]"
-    return authority.rsplit(":", 1)[0] if authority.count(":") == 1 else authority
-
-
 def _accepts_json_and_sse(accept: str) -> bool:
     """Both media types listed, or covered by a wildcard (RFC 9110 §12.5.1)."""
     types = {part.split(";", 1)[0].strip().lower() for part in accept.split(",")}
     return (bool(types & {"application/json", "application/*", "*/*"})
             and bool(types & {"text/event-stream", "text/*", "*/*"}))
-
-
-@dataclass
-class _HttpSession:
-    id: str
-    state: Session
-    last_used: float
-    busy: int = 0          # requests of this session being answered; a busy session never idles out
-
-
-class _Body:
-    """A response body that runs ``on_close`` exactly once, however it ends.
-
-    The HTTP server calls ``aclose()`` after every stream, even one it never started
-    iterating; a bare generator would then skip its ``finally``, and the stream slot or the
-    queue it holds would leak.
-    """
-
-    def __init__(self, chunks: AsyncIterator[bytes], on_close: Callable[[], None]) -> None:
-        self._chunks = chunks
-        self._on_close: Callable[[], None] | None = on_close
-
-    def __aiter__(self) -> _Body:
-        return self
-
-    async def __anext__(self) -> bytes:
-        try:
-            return await self._chunks.__anext__()
-        except BaseException:
-            self._close()
-            raise
-
-    async def aclose(self) -> None:
-        self._close()
-        aclose = getattr(self._chunks, "aclose", None)
-        if aclose is not None:
-            await aclose()
-
-    def _close(self) -> None:
-        on_close, self._on_close = self._on_close, None
-        if on_close is not None:
-            on_close()
-
-
-@dataclass
-class _Final:
-    """The last item a call puts in its outbox: the response, or None when cancelled."""
-
-    response: dict[str, Any] | None
-
-
-class _Outbox:
-    """What a running call sends, in order, to the one reader answering its POST.
-
-    Lighter than a memory object stream (this is on every tools/call of the 2026 era), and
-    ``put`` never blocks: a call sends a question or two, then its response.
-    """
-
-    def __init__(self) -> None:
-        self._items: deque[Any] = deque()
-        self._ready = anyio.Event()
-        self._closed = False
-
-    def put(self, item: Any) -> bool:
-        """False when the reader has gone (the item is dropped)."""
-        if self._closed:
-            return False
-        self._items.append(item)
-        self._ready.set()
-        return True
-
-    async def get(self) -> Any:
-        while not self._items:
-            await self._ready.wait()
-            self._ready = anyio.Event()
-        return self._items.popleft()
-
-    def close(self) -> None:
-        self._closed = True
-        self._items.clear()
 
 
 async def _cannot_push(outgoing: dict[str, Any]) -> None:
@@ -232,15 +146,14 @@ class StreamableHttp:
         self.server = server
         self.settings = settings
         self.clock = clock
-        self.sessions: dict[str, _HttpSession] = {}
+        self.table = SessionTable(settings.max_sessions, settings.session_idle, clock)
         self.streams = 0          # requests being answered now (JSON or SSE), bounded by max_streams
         self._tasks: anyio.abc.TaskGroup | None = None
-        self.allowed_origins = {origin.lower().rstrip("/") for origin in settings.allowed_origins}
-        hosts = set(LOOPBACK_NAMES)
-        hosts.add(_host_of(f"[{bound_host}]" if ":" in bound_host and not bound_host.startswith("[") else bound_host))
-        hosts.update(_host_of(origin.split("://", 1)[-1]) for origin in self.allowed_origins)
-        self.allowed_hosts = frozenset(hosts)
-        self._token_digest = hashlib.sha256(settings.token.encode()).digest() if settings.token else None
+        self.guard = ListenerGuard(settings.token, settings.allowed_origins, bound_host)
+
+    @property
+    def sessions(self) -> dict[str, HttpSession]:
+        return self.table.sessions
 
     # -- the app -------------------------------------------------------------------------------
 
@@ -264,26 +177,10 @@ class StreamableHttp:
             return reply.response
 
     def _guard(self, request: Request) -> None:
-        """DNS rebinding (Host, Origin) -> 403; a missing or wrong bearer token -> 401."""
-        host = request.header("host")
-        if host is None or _host_of(host) not in self.allowed_hosts:
-            raise _Reply(403, INVALID_REQUEST, "Forbidden: the Host header names a host this server does not serve "
-                                               "(DNS rebinding protection); list its origin in "
-                                               "HEALTHCHECKS_HTTP_ALLOWED_ORIGINS to allow it")
-        origin = request.header("origin")
-        if origin is not None and origin.strip().lower().rstrip("/") not in self.allowed_origins:
-            scheme, _, rest = origin.strip().lower().partition("://")
-            if scheme not in ("http", "https") or _host_of(rest.split("/", 1)[0]) not in LOOPBACK_NAMES:
-                raise _Reply(403, INVALID_REQUEST, "Forbidden: this Origin is not allowed (DNS rebinding "
-                                                   "protection); list it in HEALTHCHECKS_HTTP_ALLOWED_ORIGINS")
-        if self._token_digest is not None:
-            scheme, _, credential = (request.header("authorization") or "").strip().partition(" ")
-            # Digests of equal length, compared in constant time: neither content nor length leaks.
-            given = hashlib.sha256(credential.strip().encode("utf-8", "surrogateescape")).digest()
-            if not (hmac.compare_digest(given, self._token_digest) and scheme.lower() == "bearer"):
-                raise _Reply(401, INVALID_REQUEST, "Unauthorized: send Authorization: Bearer <token>, the value "
-                                                   "of HEALTHCHECKS_HTTP_TOKEN on this server",
-                             [("www-authenticate", 'Bearer realm="hcmcp"')])
+        try:
+            self.guard.check(request)
+        except Refused as refused:
+            raise _Reply(refused.status, INVALID_REQUEST, refused.message, refused.headers) from None
 
     # -- POST ----------------------------------------------------------------------------------
 
@@ -342,6 +239,8 @@ class StreamableHttp:
             revisions.modern_envelope(params)
         except RpcError as error:
             raise _Reply(400, error.code, error.message, data=error.data, id=rid) from None
+        if message.method == "tools/call" and _wants_progress(params):
+            return await self._call_with_progress(message)
         if message.method == "tools/call":
             # Nothing is pushed in this era, so the answer is JSON. A client that closes the
             # connection first cancels this app, and with it the call.
@@ -381,7 +280,7 @@ class StreamableHttp:
             return Response(202)
         if message.method == "tools/call":
             return await self._call(message, entry.state, entry)
-        with self._stream(message.id), self._busy(entry):
+        with self._stream(message.id, entry), self.table.busy(entry):
             response = await self.server.handle(message, entry.state)
         return _json(200, response) if response is not None else _empty_stream()
 
@@ -401,27 +300,35 @@ class StreamableHttp:
         response = {"jsonrpc": "2.0", "id": message.id, "result": result}
         if self.settings.stateless:
             return _json(200, response)
-        self._make_room(message.id)
-        session_id = secrets.token_urlsafe(32)   # 43 characters of A-Z a-z 0-9 - _: visible ASCII
-        self.sessions[session_id] = _HttpSession(session_id, state, self.clock())
+        try:
+            session_id = self.table.open(state)
+        except SessionsFull:
+            idle_minutes = self.settings.session_idle / 60
+            raise _Reply(503, INVALID_REQUEST, (
+                f"Service Unavailable: this server already holds its limit of {self.settings.max_sessions} "
+                f"sessions, and ends none that is in use. End sessions you no longer need with DELETE {ENDPOINT} "
+                f"(a session also ends after {idle_minutes:g} minutes unused), then send initialize again"),
+                [("retry-after", "10")], id=message.id) from None
         return _json(200, response, [(SESSION_HEADER, session_id)])
 
     async def _call(self, message: Message, session: Session,
-                    entry: _HttpSession | None = None) -> Response | StreamingResponse:
+                    entry: HttpSession | None = None) -> Response | StreamingResponse:
         """A 2025-era tools/call: JSON when it just answers, SSE when it has something to send first.
 
         A call that may ask (a client that declared elicitation) runs in the transport's task
         group: which response to start is only known once it produces its first message, and
-        an elicitation it pushes opens the stream. It outlives a client that hangs up (a
-        disconnect is not a cancellation) unless it still has to ask. Any other call is
-        answered inline, as JSON.
+        an elicitation it pushes opens the stream. Any other call is answered inline, as JSON,
+        and outlives a client that hangs up (a disconnect is not a cancellation). Once a call's
+        SSE stream has opened, that stream closing (the client hung up) cancels the call: its
+        answer could only travel on that stream, and a question left waiting would hold its
+        slot until the elicitation timeout.
         """
-        if not self._may_ask(session):
-            with self._stream(message.id), self._busy(entry):
+        if not self._may_ask(session) and not _wants_progress(message.params):
+            with self._stream(message.id, entry), self.table.busy(entry):
                 response = await self.server.handle(message, session, _cannot_push)
             return _json(200, response) if response is not None else _empty_stream()
         assert self._tasks is not None, "StreamableHttp.run() is not running"
-        release = self._take_stream(message.id)
+        release = self._take_stream(message.id, entry)
         outbox = _Outbox()
         scope = anyio.CancelScope()
 
@@ -455,7 +362,49 @@ class StreamableHttp:
         if isinstance(first, _Final):
             outbox.close()
             return _json(200, first.response) if first.response is not None else _empty_stream()
-        return StreamingResponse(200, _Body(_relay(first, outbox), outbox.close), list(_SSE_HEADERS))
+        def stream_closed() -> None:
+            outbox.close()
+            scope.cancel()   # a no-op once the call has finished
+
+        return StreamingResponse(200, _Body(_relay(first, outbox), stream_closed), list(_SSE_HEADERS))
+
+    async def _call_with_progress(self, message: Message) -> Response | StreamingResponse:
+        """A 2026 tools/call that carried a progressToken: SSE with its progress notifications (the
+        only messages 2026 allows on a request's stream), then its response. Closing the stream
+        cancels the call, as the 2026 revision defines cancellation."""
+        assert self._tasks is not None, "StreamableHttp.run() is not running"
+        release = self._take_stream(message.id)
+        outbox = _Outbox()
+        scope = anyio.CancelScope()
+
+        async def notify(outgoing: dict[str, Any]) -> None:
+            if not outbox.put(outgoing):
+                scope.cancel()
+
+        async def run() -> None:
+            response: dict[str, Any] | None = None
+            try:
+                with scope:
+                    response = await self._handle_call(message, Session(), notify)
+                outbox.put(_Final(response))
+            finally:
+                release()
+
+        self._tasks.start_soon(run)
+        try:
+            first = await outbox.get()
+        except BaseException:
+            scope.cancel()
+            outbox.close()
+            raise
+        if isinstance(first, _Final):
+            outbox.close()
+            return _json(200, first.response) if first.response is not None else _empty_stream()
+
+        def closed() -> None:
+            outbox.close()
+            scope.cancel()
+        return StreamingResponse(200, _Body(_relay(first, outbox), closed), list(_SSE_HEADERS))
 
     async def _handle_call(self, message: Message, session: Session, push: Push | None) -> dict[str, Any] | None:
         """``server.handle`` for a tools/call, with a failure outside the tool answered as -32603."""
@@ -473,69 +422,39 @@ class StreamableHttp:
 
     # -- sessions ------------------------------------------------------------------------------
 
-    def _session_of(self, request: Request) -> _HttpSession:
+    def _session_of(self, request: Request) -> HttpSession:
         session_id = request.header(SESSION_HEADER)
         if session_id is None:
             raise _Reply(400, INVALID_REQUEST, "Bad Request: the Mcp-Session-Id header is required; send "
                                                "initialize first to get one")
-        entry = self.sessions.get(session_id.strip())
-        if entry is not None and self._idle_too_long(entry):
-            self._end(entry.id)
-            entry = None
+        entry = self.table.get(session_id.strip())
         if entry is None:
             raise _Reply(404, INVALID_REQUEST, "Not Found: this session has ended (or never existed); send "
                                                "initialize without Mcp-Session-Id to start a new one")
-        entry.last_used = self.clock()
         return entry
-
-    def _idle_too_long(self, entry: _HttpSession) -> bool:
-        return entry.busy == 0 and self.clock() - entry.last_used > self.settings.session_idle
-
-    @contextmanager
-    def _busy(self, entry: _HttpSession | None):
-        if entry is None:
-            yield
-            return
-        entry.busy += 1
-        try:
-            yield
-        finally:
-            entry.busy -= 1
-            entry.last_used = self.clock()
-
-    def _end(self, session_id: str) -> None:
-        """Forget a session; its running calls (and the questions they wait on) are cancelled."""
-        ended = self.sessions.pop(session_id, None)
-        if ended is not None:
-            for scope in list(ended.state.inflight.values()):
-                scope.cancel()
 
     def sweep(self) -> int:
         """End every session idle past session_idle; returns how many ended."""
-        idle = [entry.id for entry in self.sessions.values() if self._idle_too_long(entry)]
-        for session_id in idle:
-            self._end(session_id)
-        return len(idle)
-
-    def _make_room(self, request_id: Any) -> None:
-        self.sweep()
-        if len(self.sessions) < self.settings.max_sessions:
-            return
-        idle = [entry for entry in self.sessions.values() if entry.busy == 0]
-        if not idle:
-            raise _Reply(503, INVALID_REQUEST, f"Service Unavailable: all {self.settings.max_sessions} sessions are "
-                                               "busy; retry shortly", [("retry-after", "1")], id=request_id)
-        self._end(min(idle, key=lambda entry: entry.last_used).id)
+        return self.table.sweep()
 
     # -- the stream budget ---------------------------------------------------------------------
 
-    def _take_stream(self, request_id: Any) -> Callable[[], None]:
-        """Count one request being answered (503 when max_streams are); returns its release."""
+    def _take_stream(self, request_id: Any, entry: HttpSession | None = None) -> Callable[[], None]:
+        """Count one request being answered (503 when max_streams are, or when its session holds
+        max_streams_per_session); returns its release."""
+        per_session = self.settings.max_streams_per_session
+        if entry is not None and entry.streams >= per_session:
+            raise _Reply(503, INVALID_REQUEST, f"Service Unavailable: this session already has {per_session} "
+                                               "requests being answered, the most one session may; wait for "
+                                               "one to finish (or cancel one), then retry",
+                         [("retry-after", "1")], id=request_id)
         if self.streams >= self.settings.max_streams:
             raise _Reply(503, INVALID_REQUEST, f"Service Unavailable: {self.settings.max_streams} requests are "
                                                "being answered already; retry shortly", [("retry-after", "1")],
                          id=request_id)
         self.streams += 1
+        if entry is not None:
+            entry.streams += 1
         released = False
 
         def release() -> None:
@@ -543,11 +462,13 @@ class StreamableHttp:
             if not released:
                 released = True
                 self.streams -= 1
+                if entry is not None:
+                    entry.streams -= 1
         return release
 
     @contextmanager
-    def _stream(self, request_id: Any):
-        release = self._take_stream(request_id)
+    def _stream(self, request_id: Any, entry: HttpSession | None = None):
+        release = self._take_stream(request_id, entry)
         try:
             yield
         finally:
@@ -560,7 +481,7 @@ class StreamableHttp:
         if self.settings.stateless or (version and version not in revisions.LEGACY_REVISIONS):
             raise _Reply(405, INVALID_REQUEST, "Method Not Allowed: there is no session to end here (stateless "
                                                "mode, or a 2026-07-28 request)", [("allow", "POST")])
-        self._end(self._session_of(request).id)
+        self.table.end(self._session_of(request).id)
         return Response(200)
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
@@ -570,25 +491,12 @@ class StreamableHttp:
             task_status.started()
             while True:
                 await anyio.sleep(min(60.0, self.settings.session_idle / 2))
-                self.sweep()
+                self.table.sweep()
 
 
-async def _relay(first: dict[str, Any], outbox: _Outbox) -> AsyncIterator[bytes]:
-    """A call's SSE body: what it sent first, anything after, then its response."""
-    item: Any = first
-    while not isinstance(item, _Final):
-        yield _sse_event(item)
-        item = await outbox.get()
-    if item.response is not None:
-        yield _sse_event(item.response)
-
-
-def _empty_stream() -> StreamingResponse:
-    """The answer to a request cancelled by notifications/cancelled: a stream that carries nothing."""
-    async def nothing() -> AsyncIterator[bytes]:
-        return
-        yield b""
-    return StreamingResponse(200, nothing(), list(_SSE_HEADERS))
+def _wants_progress(params: Any) -> bool:
+    from .progress import progress_token
+    return progress_token(params) is not None
 
 
 def parse_bind(bind: str) -> tuple[str, int]:

@@ -555,10 +555,31 @@ class GetApiKeyInfoResult(msgspec.Struct, kw_only=True):
     reachable_tools: list[str]
     unreachable_tools: list[str]
     detail: str
+    api_version: int | None = None
+
+
+def _version_sentence(version: int | None) -> str:
+    if version is None:
+        return " Which API version the instance offers could not be told."
+    if version == 3:
+        return " The instance offers API v3."
+    return (f" The instance offers API v{version}, not v3 (Healthchecks before 2.0): create_check and "
+            "update_check cannot set slug there (the instance derives it from name)"
+            + (", and v1's \"started\" status is shown as v3 shows it (the status plus started: true)."
+               if version == 1 else "."))
 
 
 def _get_api_key_info(api: HealthchecksApi):
     async def handler(ctx: Any, params: NoParams) -> GetApiKeyInfoResult:
+        result = await _key_info(ctx, params)
+        if not api.has_key:
+            return result            # nothing is sent without a key, not even the version probe
+        version = await api.detect_api_version()
+        result.api_version = version
+        result.detail += _version_sentence(version)
+        return result
+
+    async def _key_info(ctx: Any, params: NoParams) -> GetApiKeyInfoResult:
         everything = READ_ONLY_REACHABLE + READ_WRITE_ONLY
         if not api.has_key:
             return GetApiKeyInfoResult(
@@ -597,8 +618,9 @@ def _get_api_key_info(api: HealthchecksApi):
             "Which Healthchecks instance is configured, whether the API key is accepted, and whether it is "
             "read-only or read-write — which decides whether checks are identified by uuid or by unique_key "
             "and which tools are reachable at all. Runs two harmless GETs (checks/ and channels/) to find out "
-            "rather than guessing from the key's prefix, which only the hosted service uses. Never shows the "
-            "key."),
+            "rather than guessing from the key's prefix, which only the hosted service uses. Also says which "
+            "API version the instance offers (3, or 2 / 1 on an instance older than Healthchecks 2.0). Never "
+            "shows the key."),
         params=NoParams, result=GetApiKeyInfoResult, annotations=READ, handler=handler)
 
 

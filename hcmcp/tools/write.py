@@ -92,6 +92,26 @@ class UpdateCheckParams(CheckFields, kw_only=True):
     check: Annotated[str, Meta(min_length=1, max_length=100, description=UUID_TEXT)]
 
 
+async def refuse_slug_before_v3(api: HealthchecksApi, tool: str, body: dict[str, Any]) -> None:
+    """slug needs API v3 (tools.md): refused on an older instance, before the change is sent
+    (finding the version may cost one GET status/, once per process)."""
+    if "slug" not in body:
+        return
+    version = await api.detect_api_version()
+    if version is not None and version < 3:
+        raise ToolError(f"{tool}: slug needs an instance with API v3, and this one offers API v{version} only "
+                        "(Healthchecks before 2.0), so nothing was sent. There the slug follows the name: pass "
+                        "name, and the instance sets slug to its slugified form (\"Nightly backup\" -> "
+                        "\"nightly-backup\"). Or upgrade the instance.", field="slug", api_version=version)
+
+
+def derived_slug_note(api: HealthchecksApi, body: dict[str, Any]) -> list[str]:
+    if "name" in body and api.api_version is not None and api.api_version < 3:
+        return [f"On this instance (API v{api.api_version}) setting name also set slug to the name's slugified "
+                "form."]
+    return []
+
+
 def _precheck_fields(tool: str) -> Any:
     def precheck(arguments: dict[str, Any]) -> None:
         refuse_separator_items(tool, arguments, "tags", " ", "tags space-delimited")
@@ -162,6 +182,7 @@ def _create_check(api: HealthchecksApi) -> Tool:
                                 "Healthchecks then skips the lookup without a word and creates a duplicate. "
                                 "Pass every field unique names.", field="unique")
             body["unique"] = list(dict.fromkeys(params.unique))
+        await refuse_slug_before_v3(api, "create_check", body)
         check, created = await calling_api(lambda: api.create_check(body))
         notes = []
         if created:
@@ -175,7 +196,8 @@ def _create_check(api: HealthchecksApi) -> Tool:
                                                    "integration list."))
         return CreateCheckResult(check=check_detail(check), created=created,
                                  outcome="created" if created else "updated_existing",
-                                 channels_default_applied=default_applied, note=join_note(notes))
+                                 channels_default_applied=default_applied,
+                                 note=join_note(notes + derived_slug_note(api, body)))
 
     return CheckedTool(
         name="create_check", title="Create a check",
@@ -203,8 +225,9 @@ def _update_check(api: HealthchecksApi) -> Tool:
         if not body:
             raise ToolError("update_check: no field to change was passed, so nothing was sent. Pass at least one "
                             "of: " + ", ".join(FIELD_NAMES) + ".", field="check")
+        await refuse_slug_before_v3(api, "update_check", body)
         check = await calling_api(lambda: api.update_check(uuid, body))
-        notes = [f"Changed: {', '.join(body)}; every other field is as it was."]
+        notes = [f"Changed: {', '.join(body)}; every other field is as it was."] + derived_slug_note(api, body)
         if "channels" in body:
             notes.append("channels replaced the check's integration list.")
         if "schedule" in body:
@@ -309,6 +332,7 @@ class DeleteCheckResult(Untrusted, kw_only=True):
     token_expires_in: int | None = None
     deleted: list[CheckDetail]
     failed: list[DeleteFailure] = []
+    not_attempted: list[str] | UnsetType = UNSET     # only when a failure stopped the run
     note: str | None = None
 
 
@@ -323,26 +347,27 @@ def _delete_check(api: HealthchecksApi) -> Tool:
             return DeleteCheckResult(outcome=verdict.outcome, message=verdict.message, targets=targets,
                                      confirm_token=verdict.confirm_token, token_expires_in=verdict.token_expires_in,
                                      deleted=[], note="Nothing was deleted.")
+        # One at a time, in target order, stopping at the first failure: what is reported deleted was
+        # answered 200 by the instance; a failure leaves the rest untouched (not_attempted).
         deleted: list[CheckDetail] = []
-        failed: list[DeleteFailure] = []
-        for uuid in targets:
+        total = len(targets)
+        for index, uuid in enumerate(targets):
             try:
                 deleted.append(check_detail(await api.delete_check(uuid)))
             except Exception as error:
                 if not is_api_failure(error):
                     raise
-                if len(targets) == 1:
+                if total == 1:
                     raise tool_error(error) from None
-                failed.append(DeleteFailure(check=uuid, error=tool_error(error).message))
-        if not deleted:
-            raise ToolError(f"None of the {len(targets)} checks was deleted. " + " ".join(
-                f"{f.check}: {f.error}" for f in failed), kind="delete_failed")
+                failure = DeleteFailure(check=uuid, error=tool_error(error).message)
+                rest = targets[index + 1:]
+                await _progress(ctx, index + 1, total, f"check {uuid} could not be deleted; stopped")
+                return _stopped(verdict, targets, deleted, failure, rest)
+            await _progress(ctx, index + 1, total, f"deleted check {uuid} ({index + 1} of {total})")
         note = ("deleted holds each check as it was just before deletion — the last record of it (its channels "
                 "are always empty by then). The UUIDs cannot be reused.")
-        if failed:
-            note += f" {len(failed)} of {len(targets)} checks could not be deleted; failed says why."
         return DeleteCheckResult(outcome=verdict.outcome, message=verdict.message, targets=targets,
-                                 deleted=deleted, failed=failed, note=note)
+                                 deleted=deleted, note=note)
 
     return Tool(
         name="delete_check", title="Delete a check permanently",
@@ -353,11 +378,36 @@ def _delete_check(api: HealthchecksApi) -> Tool:
             "client cannot show a dialog, the first call returns a confirm_token and deletes nothing; calling "
             "again with the same check argument and that token goes ahead (this only proves the call was made "
             "twice). The result keeps the deleted checks as the API returns them — the last record of what "
-            "each was. A 404 means no such check (or already deleted); a 403, another project's check. Needs "
+            "each was. Several checks are deleted one at a time, and the first failure stops the rest: the "
+            "result lists deleted, failed and not_attempted, and a check is listed as deleted only when the "
+            "instance confirmed it. A request that carries a progressToken gets one progress notification per "
+            "check. A 404 means no such check (or already deleted); a 403, another project's check. Needs "
             "a read-write key."),
         params=DeleteCheckParams, result=DeleteCheckResult,
         annotations=Annotations(read_only=False, destructive=True, idempotent=True, open_world=True),
         handler=handler)
+
+
+async def _progress(ctx: Any, progress: int, total: int, message: str) -> None:
+    # A request context without report_progress (a test's stand-in, the CLI's) reports nothing.
+    report = getattr(ctx, "report_progress", None)
+    if report is not None:
+        await report(progress, total, message)
+
+
+def _stopped(verdict: Any, targets: list[str], deleted: list[CheckDetail], failure: DeleteFailure,
+             rest: list[str]) -> DeleteCheckResult:
+    """The first failure ends the run: say exactly which were deleted, which failed, which were not tried."""
+    summary = (f"Stopped at the first failure: {len(deleted)} of {len(targets)} checks were deleted, "
+               f"{failure.check} was not ({failure.error})"
+               + (f", and {len(rest)} more were not attempted: " + ", ".join(rest) if rest else "") + ".")
+    if not deleted:
+        raise ToolError("None of the checks was deleted. " + summary, kind="delete_failed",
+                        failed=[msgspec.to_builtins(failure)], not_attempted=rest, deleted=[])
+    note = (summary + " deleted holds each deleted check as it was just before deletion. Call delete_check "
+            "again for the ones not deleted once the cause is fixed.")
+    return DeleteCheckResult(outcome=verdict.outcome, message=verdict.message, targets=targets, deleted=deleted,
+                             failed=[failure], not_attempted=rest, note=note)
 
 
 def write_tools(api: HealthchecksApi) -> list[Tool]:

@@ -1,0 +1,86 @@
+"""The variables that decide how the instance is reached: proxy, TLS trust, and the start-up warnings.
+
+Read once, with the rest of config.py, and parsed as strictly: a proxy URL, CA file or
+boolean that cannot be used stops the server with a message naming the variable (and
+never a proxy's credentials). Nothing here imports ssl or the HTTP stack.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+PLAIN_HTTP_LINE = ("hcmcp: HEALTHCHECKS_URL is {url}, plain http to a host that is not loopback: the API key "
+                   "would cross the network in clear text. Use https:// unless this network is trusted.")
+INSECURE_TLS_LINE = ("hcmcp: HEALTHCHECKS_INSECURE_TLS=true — the instance's TLS certificate is not verified: "
+                     "whoever sits on the path can impersonate it and read the API key.")
+IGNORED_PROXY_LINE = ("hcmcp: {name} is ignored, as curl ignores it (a CGI server can fill it from a request "
+                      "header); for a proxy to an http:// instance set http_proxy, in lower case.")
+
+_LOOPBACK_V4 = re.compile(r"127(?:\.\d{1,3}){3}")
+
+
+def is_loopback(host: str) -> bool:
+    host = host.lower().strip("[]").rstrip(".")
+    return (host == "localhost" or host.endswith(".localhost") or host == "::1"
+            or bool(_LOOPBACK_V4.fullmatch(host)))
+
+
+def network_settings(env: Mapping[str, str], site_root: str) -> dict[str, Any]:
+    """The Config fields proxy, ca_file, insecure_tls and startup_notes for ``site_root``."""
+    from .config import ConfigError, parse_bool
+
+    parts = urlsplit(site_root)
+    scheme, host = parts.scheme, parts.hostname or ""
+    try:
+        port = parts.port or (443 if scheme == "https" else 80)
+    except ValueError:
+        raise ConfigError("HEALTHCHECKS_URL has a port that is not a number between 0 and 65535") from None
+    notes: list[str] = []
+
+    insecure = parse_bool("HEALTHCHECKS_INSECURE_TLS", env.get("HEALTHCHECKS_INSECURE_TLS"), False)
+    if insecure:
+        notes.append(INSECURE_TLS_LINE)
+    ca_file = env.get("HEALTHCHECKS_CA_FILE")
+    if ca_file is not None:
+        ca_file = ca_file.strip()
+        if not ca_file:
+            raise ConfigError("HEALTHCHECKS_CA_FILE is set but empty; unset it, or give the path of a PEM file "
+                              "holding the instance's CA certificate(s)")
+        from .http.tls import check_ca_file
+        problem = check_ca_file("HEALTHCHECKS_CA_FILE", ca_file)
+        if problem:
+            raise ConfigError(problem)
+    if scheme == "https":
+        _check_openssl_paths(env)
+    elif not is_loopback(host):
+        notes.append(PLAIN_HTTP_LINE.format(url=site_root))
+
+    proxy = None
+    if any(name in env for name in ("http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
+                                    "HTTP_PROXY")):
+        from .http import proxy as proxies
+        try:
+            proxy = proxies.route_for(env, scheme, host, port)
+        except proxies.ProxySettingError as error:
+            raise ConfigError(str(error)) from None
+        notes += [IGNORED_PROXY_LINE.format(name=name) for name in proxies.ignored_variables(env, scheme)]
+    return {"proxy": proxy, "ca_file": ca_file, "insecure_tls": insecure, "startup_notes": tuple(notes)}
+
+
+def _check_openssl_paths(env: Mapping[str, str]) -> None:
+    """SSL_CERT_FILE / SSL_CERT_DIR replace OpenSSL's store: a wrong path would trust nothing, silently."""
+    from .config import ConfigError
+
+    cert_file = env.get("SSL_CERT_FILE")
+    if cert_file and not os.path.isfile(cert_file):
+        raise ConfigError(f"SSL_CERT_FILE={cert_file!r}: no such file. It replaces the system's trusted "
+                          "certificates, so every https connection would fail; fix the path or unset it "
+                          "(HEALTHCHECKS_CA_FILE adds a CA for the instance without replacing anything)")
+    cert_dir = env.get("SSL_CERT_DIR")
+    if cert_dir and not any(os.path.isdir(part) for part in cert_dir.split(os.pathsep) if part):
+        raise ConfigError(f"SSL_CERT_DIR={cert_dir!r}: no such directory. It replaces the system's trusted "
+                          "certificate directory; fix the path or unset it")

@@ -1,0 +1,530 @@
+"""One client connection: requests read and answered in turn (keep-alive, pipelining).
+
+The App contract it keeps (when the client goes away, what is buffered) is described in
+``server.py``; the strict framing checks it applies before h11 acts are in ``framing.py``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING
+
+import anyio
+import anyio.abc
+import h11
+from anyio.abc import SocketAttribute
+
+from .framing import (Refusal, buffered, check_chunk_framing, check_head, content_length, head_size, peek,
+                      protocol_error_message, split_target)
+from .messages import Request, Response, StreamingResponse, error_payload, reason
+
+if TYPE_CHECKING:
+    from .server import HttpServer
+
+logger = logging.getLogger("hcmcp.http.server")
+
+_RECEIVE_SIZE = 64 * 1024
+# After the last response on a connection we half-close and keep reading for a moment, so
+# unread request bytes do not make the kernel answer with a reset that destroys our reply.
+_LINGER_SECONDS = 1.0
+_LINGER_BYTES = 256 * 1024
+_NO_BODY_STATUSES = frozenset({204, 304})
+
+
+class _ClientGone(Exception):
+    """The peer reset the connection, stopped reading past write_timeout, or vanished."""
+
+
+
+def _clean_headers(headers: list[tuple[str, str]], *drop: str) -> list[tuple[str, str]]:
+    return [(name, value) for name, value in headers if name.lower() not in drop]
+
+
+async def _linger_and_close(stream: anyio.abc.SocketStream) -> None:
+    """Half-close, read and drop what the client still sends for a moment, then close."""
+    try:
+        await stream.send_eof()
+        with anyio.move_on_after(_LINGER_SECONDS):
+            drained = 0
+            while drained < _LINGER_BYTES:
+                drained += len(await stream.receive(_RECEIVE_SIZE))
+    except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        pass
+    finally:
+        await stream.aclose()
+
+
+
+class _Connection:
+    """One client connection: requests read and answered in turn (keep-alive, pipelining).
+
+    Two tasks share it. ``_read_forever`` is the only reader of the socket: it feeds h11
+    and wakes the request loop, and because it keeps reading while an answer is computed
+    or streamed, it is what sees a client leave. The request loop (``_serve_requests``)
+    parses, calls the app and writes. One reader for the connection's life, rather than a
+    watcher per request: a task per request cost more than the rest of a small request.
+    """
+
+    def __init__(self, server: HttpServer, stream: anyio.abc.SocketStream) -> None:
+        self.server = server
+        self.limits = server.limits
+        self.stream = stream
+        self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=self.limits.max_header_bytes)
+        self.peer_closed = False     # EOF or a reset was read (h11 has been told of the EOF)
+        self.peer_reset = False      # ... and it was a reset: nothing more can be written either
+        self.in_request = False
+        self.reserved = 0            # body bytes this connection holds against the server's budget
+        self._arrived = anyio.Event()    # the reader fed h11 (bytes or EOF) since the loop last looked
+        self._room = anyio.Event()       # the loop wants bytes: a reader paused at the ceiling goes on
+        self._loop_waiting = False
+        self._on_gone: Callable[[], None] | None = None   # what a disconnect cancels now (an app, a stream)
+        self.waiting_scope: anyio.CancelScope | None = None
+        try:
+            remote = stream.extra(SocketAttribute.remote_address)
+            self.client: tuple[str, int] | None = (str(remote[0]), int(remote[1]))
+        except Exception:
+            self.client = None
+
+    def close_if_idle(self) -> None:
+        """Shutdown: a connection waiting for its next request closes now."""
+        if self.waiting_scope is not None:
+            self.waiting_scope.cancel()
+
+    async def run(self) -> None:
+        graceful = False
+        try:
+            async with anyio.create_task_group() as reading:
+                reading.start_soon(self._read_forever)
+                try:
+                    graceful = await self._serve_requests()
+                except _ClientGone:
+                    logger.debug("Client %s went away", self.client)
+                finally:
+                    reading.cancel_scope.cancel()
+        finally:
+            if graceful:
+                await _linger_and_close(self.stream)
+            else:
+                await self.stream.aclose()
+
+    async def _serve_requests(self) -> bool:
+        """Answer requests until the connection must close; True when a polite close is due."""
+        first = True
+        while True:
+            head: h11.Request | None = None
+            with anyio.CancelScope() as self.waiting_scope:
+                if self.server._closing:
+                    return False
+                head = await self._read_head(first)
+            self.waiting_scope = None
+            if head is None:
+                return self.h11.our_state is h11.MUST_CLOSE
+            self.in_request = True
+            self.server._active_requests += 1
+            try:
+                keep_going = await self._handle(head)
+            finally:
+                self.in_request = False
+                self.server._active_requests -= 1
+            if not keep_going:
+                return True
+            if self.h11.our_state is not h11.DONE or self.h11.their_state is not h11.DONE:
+                return True   # Connection: close, HTTP/1.0, or an error answer
+            if self.server._closing:
+                return True
+            self.h11.start_next_cycle()
+            first = False
+
+    # -- reading -------------------------------------------------------------
+
+    async def _read_forever(self) -> None:
+        """Feed h11 everything the client sends, until EOF or a reset; then cancel what ``_on_gone`` says.
+
+        While the loop waits for bytes it reads without limit (h11 and the loop bound a request);
+        otherwise it reads ahead only while less than max_header_bytes + max_body_bytes lies
+        unparsed, then pauses, and a lost client is only noticed when a write fails.
+        """
+        # Read-ahead is bounded per connection by a head plus one read: across 256 connections
+        # that is ~20 MiB at most, where a body's worth each would have been 260 MiB.
+        ceiling = self.limits.max_header_bytes + _RECEIVE_SIZE
+        while True:
+            while not self._loop_waiting and buffered(self.h11) >= ceiling:
+                await self._room.wait()
+                self._room = anyio.Event()
+            try:
+                data = await self.stream.receive(_RECEIVE_SIZE)
+            except anyio.EndOfStream:
+                data = b""
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                data = b""
+                self.peer_reset = True
+            self.h11.receive_data(data)   # b"" tells h11 of the EOF
+            self._arrived.set()
+            if not data:
+                self.peer_closed = True
+                if self._on_gone is not None:
+                    self._on_gone()
+                return
+
+    async def _receive(self) -> None:
+        """Wait until the reader has fed h11 more (bytes or EOF); a reset raises _ClientGone."""
+        if self.peer_closed:
+            raise _ClientGone()   # h11 asks for no bytes once it knows of the EOF; never spin if it did
+        self._loop_waiting = True
+        self._room.set()
+        try:
+            await self._arrived.wait()
+        finally:
+            self._loop_waiting = False
+        self._arrived = anyio.Event()
+        if self.peer_reset:
+            raise _ClientGone()
+
+    def _has_buffered_bytes(self) -> bool:
+        return buffered(self.h11) > 0
+
+    async def _read_head(self, first: bool) -> h11.Request | None:
+        """The next request's line and headers, or None when the connection should end.
+
+        A fresh connection gets header_timeout for its first request. Between requests a
+        keep-alive connection may sit idle for idle_timeout; once a byte of the next request
+        has arrived, the rest of its head must follow within header_timeout.
+        """
+        now = anyio.current_time()
+        head_deadline = now + self.limits.header_timeout if first or self._has_buffered_bytes() else None
+        idle_deadline = now + self.limits.idle_timeout
+        while True:
+            try:
+                if self.h11.their_state is h11.IDLE:
+                    check_head(peek(self.h11, self.limits.max_header_bytes + 4), self.limits.max_request_line)
+                event = self.h11.next_event()
+            except Refusal as refusal:
+                await self._answer_error(refusal.status, refusal.message)
+                return None
+            except h11.RemoteProtocolError as exc:
+                await self._answer_protocol_error(exc)
+                return None
+            if isinstance(event, h11.Request):
+                return event
+            if event is not h11.NEED_DATA:
+                return None   # ConnectionClosed (or PAUSED, which our loop never leaves us in)
+            if head_deadline is None and self._has_buffered_bytes():
+                head_deadline = anyio.current_time() + self.limits.header_timeout
+            with anyio.move_on_at(head_deadline if head_deadline is not None else idle_deadline):
+                await self._receive()
+                continue
+            if self._has_buffered_bytes():
+                await self._answer_error(408, (
+                    f"The request line and headers did not arrive within {self.limits.header_timeout:g} s. "
+                    "Send the whole request head promptly."))
+            return None
+
+    async def _read_body(self, head: h11.Request) -> bytes | None:
+        """The whole body under max_body_bytes and body_timeout, or None after an error answer."""
+        limit = self.limits.max_body_bytes
+        too_large = (f"The request body is larger than this server accepts ({limit} bytes). "
+                     "Send a smaller body.")
+        declared = content_length(head)
+        if declared is not None and declared > limit:
+            await self._answer_error(413, too_large)   # no 100 Continue: the client need not send it
+            return None
+        if declared is not None and not self._reserve(declared):
+            await self._answer_busy()
+            return None
+        parts: list[bytes] = []
+        size = 0
+        outcome = "timeout"
+        with anyio.move_on_after(self.limits.body_timeout):
+            while True:
+                try:
+                    if declared is None:
+                        check_chunk_framing(self.h11, limit - size)
+                    event = self.h11.next_event()
+                except Refusal as refusal:
+                    # (status, message), not the exception: its traceback holds this frame, and
+                    # the frame holding it back would keep ``parts`` alive until a GC pass.
+                    outcome, error = "refused", (refusal.status, refusal.message)
+                    break
+                except h11.RemoteProtocolError as exc:
+                    outcome, error = "refused", self._protocol_error(exc)
+                    break
+                if event is h11.NEED_DATA:
+                    if self.h11.they_are_waiting_for_100_continue:
+                        await self._write(self.h11.send(h11.InformationalResponse(status_code=100, reason=b"Continue", headers=[])))
+                    await self._receive()
+                elif isinstance(event, h11.Data):
+                    size += len(event.data)
+                    if size > limit:
+                        outcome = "too large"
+                        break
+                    if declared is None and not self._reserve(len(event.data)):
+                        outcome = "busy"
+                        break
+                    parts.append(event.data)
+                elif isinstance(event, h11.EndOfMessage):
+                    return b"".join(parts)
+                else:
+                    outcome, error = "refused", (400, protocol_error_message("unexpected event"))
+                    break
+        parts.clear()
+        if outcome == "too large":
+            await self._answer_error(413, too_large)
+        elif outcome == "busy":
+            await self._answer_busy()
+        elif outcome == "refused":
+            if not self.peer_closed:   # the client hung up mid-request: nobody is left to read an answer
+                await self._answer_error(*error)
+        else:
+            await self._answer_error(408, (
+                f"The request body did not arrive within {self.limits.body_timeout:g} s. "
+                "Send the body promptly, or a smaller one."))
+        return None
+
+    def _reserve(self, size: int) -> bool:
+        if not self.server.reserve(size):
+            return False
+        self.reserved += size
+        return True
+
+    def _release_reserved(self) -> None:
+        if self.reserved:
+            self.server.unreserve(self.reserved)
+            self.reserved = 0
+
+    async def _answer_busy(self) -> None:
+        await self._answer_error(503, (
+            f"The server is buffering as many request bodies as it allows "
+            f"({self.limits.max_buffered_bytes} bytes over all connections). Retry shortly."),
+            retry_after=True)
+
+    # -- one request ---------------------------------------------------------
+
+    async def _handle(self, head: h11.Request) -> bool:
+        """Read the body, call the app, send its answer. False when the connection must close."""
+        if head_size(head) > self.limits.max_header_bytes:
+            await self._answer_error(431, self._headers_too_large())
+            return False
+        if head.method == b"CONNECT":
+            # A 2xx to CONNECT would turn this connection into a tunnel; we serve no tunnels.
+            await self._answer_error(501, "CONNECT is not supported by this server.")
+            return False
+        if head.http_version not in (b"1.0", b"1.1"):
+            await self._answer_error(505, "This server speaks HTTP/1.1 (and 1.0); send the request as HTTP/1.1.")
+            return False
+        method = head.method.decode("ascii")
+        try:
+            path, query, authority = split_target(method, head.target.decode("latin-1"))
+        except Refusal as refusal:
+            await self._answer_error(refusal.status, refusal.message)
+            return False
+        try:
+            body = await self._read_body(head)
+            if body is None:
+                return False
+            request = Request(
+                method=method,
+                path=path,
+                query=query,
+                headers=[(name.decode("latin-1"), value.decode("latin-1")) for name, value in head.headers],
+                body=body,
+                client=self.client,
+                target_authority=authority,
+            )
+            del body
+            response = await self._call_app(request)
+        finally:
+            self._release_reserved()
+        if response is None:
+            await self._answer_error(500, "The server failed while handling this request. Try again later.",
+                                     close=False)
+            return True
+        if isinstance(response, StreamingResponse):
+            return await self._send_stream(response, is_head=method == "HEAD")
+        return await self._send_response(response, is_head=method == "HEAD")
+
+    async def _call_app(self, request: Request) -> Response | StreamingResponse | None:
+        """The app's answer; None when the app failed (logged: a 500 is due).
+
+        A disconnect seen meanwhile cancels the app unless the request opted out of
+        cancel_on_disconnect; then the answer, if any, is dropped and _ClientGone raised.
+        """
+        scope = anyio.CancelScope()
+
+        def cancel_unless_opted_out() -> None:
+            if request.cancel_on_disconnect:
+                scope.cancel()
+
+        response: Response | StreamingResponse | None = None
+        failure: Exception | None = None
+        self._on_gone = cancel_unless_opted_out
+        try:
+            with scope:
+                if not self.peer_closed:
+                    response, failure = await self._app_answer(request)
+                else:
+                    # The client left before this request's turn (pipelined before its EOF): decide
+                    # once the app first waits, when it has had its chance to opt out. Rare, so a task.
+                    async with anyio.create_task_group() as deciding:
+                        deciding.start_soon(_call, cancel_unless_opted_out)
+                        response, failure = await self._app_answer(request)
+        finally:
+            self._on_gone = None
+        if self.peer_closed and request.cancel_on_disconnect:
+            logger.debug("Client %s closed the connection before the answer to %s %s; the app was cancelled",
+                         self.client, request.method, request.path)
+            if isinstance(response, StreamingResponse):
+                await _close_chunks(response.chunks)
+            raise _ClientGone()
+        if failure is not None:
+            logger.error("The app failed on %s %s; answered 500", request.method, request.path, exc_info=failure)
+            return None
+        return response
+
+    async def _app_answer(self, request: Request) -> tuple[Response | StreamingResponse | None, Exception | None]:
+        """(the app's answer, None) or (None, what it raised); a cancellation passes through."""
+        try:
+            response = await self.server.app(request)
+        except Exception as exc:
+            return None, exc
+        if not isinstance(response, (Response, StreamingResponse)):
+            return None, TypeError(f"the app returned {type(response).__name__}, not a Response or StreamingResponse")
+        return response, None
+
+    # -- writing -------------------------------------------------------------
+
+    async def _write(self, data: bytes) -> None:
+        if not data:
+            return
+        try:
+            with anyio.fail_after(self.limits.write_timeout):
+                await self.stream.send(data)
+        except TimeoutError as exc:
+            logger.info("Client %s did not read for %g s; closing", self.client, self.limits.write_timeout)
+            raise _ClientGone() from exc
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            raise _ClientGone() from exc
+
+    def _response_event(self, status: int, headers: list[tuple[str, str]]) -> h11.Response | None:
+        """The h11 event for the app's head, or None (logged) when the app gave an invalid one."""
+        if self.server._closing:
+            headers = _clean_headers(headers, "connection") + [("connection", "close")]
+        try:
+            return h11.Response(status_code=status, reason=reason(status), headers=headers)
+        except (h11.LocalProtocolError, TypeError, ValueError):
+            logger.exception("The app returned an invalid response head (status %r); answered 500", status)
+            return None
+
+    async def _send_response(self, response: Response, *, is_head: bool) -> bool:
+        headers = _clean_headers(response.headers, "content-length", "transfer-encoding")
+        has_body = response.status not in _NO_BODY_STATUSES
+        if has_body:
+            headers.append(("content-length", str(len(response.body))))
+        event = self._response_event(response.status, headers)
+        if event is None:
+            await self._answer_invalid_response()
+            return True
+        data = self.h11.send(event)
+        if has_body and not is_head and response.body:
+            data += self.h11.send(h11.Data(data=response.body))
+        data += self.h11.send(h11.EndOfMessage())
+        await self._write(data)
+        return True
+
+    async def _send_stream(self, response: StreamingResponse, *, is_head: bool) -> bool:
+        """Send the head, then each chunk as it comes, while watching for the client leaving."""
+        chunks = response.chunks
+        try:
+            headers = _clean_headers(response.headers, "content-length", "transfer-encoding")
+            event = self._response_event(response.status, headers)
+            if event is None:
+                await self._answer_invalid_response()
+                return True
+            await self._write(self.h11.send(event))
+            if is_head or response.status in _NO_BODY_STATUSES:
+                await self._write(self.h11.send(h11.EndOfMessage()))
+                return True
+            scope = anyio.CancelScope()
+            self._on_gone = scope.cancel   # a stream ends with its client, whatever the request said
+            finished = write_failed = False
+            try:
+                with scope:
+                    if self.peer_closed:
+                        scope.cancel()
+                    try:
+                        async for chunk in chunks:
+                            if chunk:
+                                await self._write(self.h11.send(h11.Data(data=chunk)))
+                        await self._write(self.h11.send(h11.EndOfMessage()))
+                        finished = True
+                    except _ClientGone:
+                        write_failed = True
+                    except Exception:
+                        logger.exception("The app's stream failed after its head was sent; closing the connection")
+            finally:
+                self._on_gone = None
+            if write_failed or self.peer_closed:
+                logger.debug("Client %s closed the connection during a stream; stream cancelled", self.client)
+                raise _ClientGone()
+            # A stream that failed midway cannot finish its chunked body: closing tells the client.
+            return finished
+        finally:
+            await _close_chunks(chunks)
+
+    # -- the server's own answers -------------------------------------------
+
+    async def _answer_protocol_error(self, exc: h11.RemoteProtocolError) -> None:
+        if self.peer_closed:
+            return   # the client hung up mid-request: nobody is left to read an answer
+        await self._answer_error(*self._protocol_error(exc))
+
+    def _protocol_error(self, exc: h11.RemoteProtocolError) -> tuple[int, str]:
+        status = exc.error_status_hint if exc.error_status_hint in (400, 431, 501) else 400
+        # h11's own message can quote the offending header line, which may hold an API key:
+        # neither the answer nor the log repeats it.
+        if status == 431:
+            message = self._headers_too_large()
+        elif status == 501:
+            message = ("The request uses an HTTP feature this server does not implement "
+                       "(only Transfer-Encoding: chunked is supported).")
+        else:
+            message = protocol_error_message(str(exc))
+        return status, message
+
+    def _headers_too_large(self) -> str:
+        return (f"The request headers are larger than this server accepts "
+                f"({self.limits.max_header_bytes} bytes). Send fewer or shorter headers.")
+
+    async def _answer_invalid_response(self) -> None:
+        await self._answer_error(500, "The server produced an invalid response. Try again later.", close=False)
+
+    async def _answer_error(self, status: int, message: str, *, close: bool = True,
+                            retry_after: bool = False) -> None:
+        """Send one of the server's own error answers, if a response can still be started."""
+        if self.h11.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
+            return
+        logger.info("Answered %d to %s", status, self.client)
+        content_type, body = error_payload(self.limits, status, message)
+        headers = [("content-type", content_type), ("content-length", str(len(body)))]
+        if retry_after:
+            headers.append(("retry-after", "1"))
+        if close or self.server._closing:
+            headers.append(("connection", "close"))
+        data = self.h11.send(h11.Response(status_code=status, reason=reason(status), headers=headers))
+        data += self.h11.send(h11.Data(data=body)) + self.h11.send(h11.EndOfMessage())
+        await self._write(data)
+
+
+async def _call(function: Callable[[], None]) -> None:
+    function()
+
+
+async def _close_chunks(chunks: AsyncIterator[bytes]) -> None:
+    """Call the app's ``aclose()`` on a stream's iterator, if it has one (it may hold resources)."""
+    aclose = getattr(chunks, "aclose", None)
+    if aclose is not None:
+        try:
+            await aclose()
+        except Exception:
+            logger.exception("Closing the app's stream raised")
+

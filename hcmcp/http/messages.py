@@ -1,0 +1,105 @@
+"""What an App sees and returns (Request, Response, StreamingResponse) and the server's limits.
+
+Shared by ``server.py`` (the listener) and ``connection.py`` (one connection's loop).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+
+from . import first_header
+
+logger = logging.getLogger("hcmcp.http.server")
+
+
+@dataclass
+class Request:
+    method: str                      # "GET", "POST", ...
+    path: str                        # the target without the query string, e.g. "/api/v3/checks/"
+    query: list[tuple[str, str]]     # decoded query pairs, in order (repeated keys kept)
+    headers: list[tuple[str, str]]   # names lowercased, values as sent (latin-1 decoded)
+    body: bytes
+    client: tuple[str, int] | None = None
+    # True: a client that disconnects before the response starts cancels the app (the default).
+    # An app sets it to False when a disconnect must not cancel it (a protocol that says a
+    # hang-up is no cancellation); it is read when the disconnect is seen, so setting it
+    # before the app's first await always takes effect. The app then finishes, and its answer
+    # is sent if the connection still takes it; the connection closes after that answer.
+    cancel_on_disconnect: bool = True
+    # The authority of an absolute-form target ("http://host:port/path" -> "host:port"), as
+    # sent; None for the usual origin-form ("/path"). An app that checks Host checks this too.
+    target_authority: str | None = None
+
+    def header(self, name: str) -> str | None:
+        """The first value of header ``name`` (case-insensitive), or None."""
+        return first_header(self.headers, name)
+
+    def header_count(self, name: str) -> int:
+        """How many times header ``name`` was sent."""
+        name = name.lower()
+        return sum(1 for key, _ in self.headers if key == name)
+
+
+@dataclass
+class Response:
+    status: int
+    body: bytes = b""
+    headers: list[tuple[str, str]] = field(default_factory=list)   # Content-Length is added by the server
+
+
+@dataclass
+class StreamingResponse:
+    """A response whose body is produced while it is sent (chunked transfer-encoding).
+
+    ``chunks`` is iterated by the server; each item is written and flushed at once.
+    When the client goes away the iteration is cancelled (the task running it sees
+    a cancellation), which is how a transport learns that a stream was closed; this holds
+    whatever ``Request.cancel_on_disconnect`` says, which governs only the time before the
+    response starts (then the app itself is cancelled). ``aclose()``, when ``chunks`` has
+    one, is called after every stream, even one that was never iterated.
+    """
+
+    status: int
+    chunks: AsyncIterator[bytes]
+    headers: list[tuple[str, str]] = field(default_factory=list)
+
+
+App = Callable[[Request], Awaitable["Response | StreamingResponse"]]
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    max_body_bytes: int = 1 * 1024 * 1024      # over -> 413, then close
+    max_header_bytes: int = 16 * 1024          # over -> 431, then close
+    max_request_line: int = 8 * 1024           # the request line alone, over -> 414, then close
+    # Request bodies buffered at once over ALL connections (declared lengths are reserved
+    # when the head arrives, chunked bodies as they come): over -> 503 with Retry-After, close.
+    max_buffered_bytes: int = 32 * 1024 * 1024
+    header_timeout: float = 10.0               # request line + headers must arrive within this -> 408, close
+    body_timeout: float = 30.0                 # the whole body -> 408, close
+    idle_timeout: float = 60.0                 # keep-alive connection idle between requests -> close silently
+    write_timeout: float = 30.0                # a client that does not read -> close
+    max_connections: int = 256                 # over -> 503 immediately, close
+    # (status, message) -> (content type, body) for the server's own error answers
+    # (400, 408, 413, 414, 431, 500, 501, 503, 505); None means a text/plain message.
+    error_body: Callable[[int, str], tuple[str, bytes]] | None = None
+
+
+def reason(status: int) -> bytes:
+    """The standard reason phrase (``OK``, ``Not Found``); h11 sends an empty one otherwise."""
+    from http import HTTPStatus
+    try:
+        return HTTPStatus(status).phrase.encode("ascii")
+    except ValueError:
+        return b""
+
+
+def error_payload(limits: ServerLimits, status: int, message: str) -> tuple[str, bytes]:
+    if limits.error_body is not None:
+        try:
+            return limits.error_body(status, message)
+        except Exception:
+            logger.exception("error_body hook failed for status %d; answering with plain text", status)
+    return "text/plain; charset=utf-8", (message + "\n").encode("utf-8")
