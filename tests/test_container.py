@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shlex
+import sys
 import subprocess
 from pathlib import Path
 
@@ -128,3 +129,10 @@ def test_the_final_stage_runs_its_entrypoint_read_only_as_its_user_with_only_its
                              timeout=TIMEOUT, stdin=subprocess.DEVNULL, **drop)
     assert refused.returncode != 0 and b"HEALTHCHECKS_HTTP_TOKEN" in refused.stderr   # refused before binding
     assert sorted((str(p), p.stat().st_mtime_ns) for p in baked.rglob("*")) == before  # never written
+
+
+def test_an_interpreter_without_ctypes_still_hands_memory_back_without_failing(monkeypatch):
+    """distroless python3 ships no _ctypes: the HTTP server's malloc_trim after a burst must not raise."""
+    from hcmcp.http import server
+    monkeypatch.setitem(sys.modules, "ctypes", None)   # `import ctypes` now raises ImportError
+    server._release_freed_memory()
