@@ -12,6 +12,7 @@ import time
 
 import pytest
 
+from hcmcp.tools.present import MARKER
 from support import HCMCP, ROOT, StdioPeer, modern_meta
 
 REVISIONS = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"]
@@ -35,7 +36,11 @@ class Caller:
     def ok(self, name: str, arguments: dict) -> dict:
         result = self.call(name, arguments)
         assert not result.get("isError"), (name, result["content"][0]["text"])
-        return json.loads(result["content"][0]["text"])
+        text = result["content"][0]["text"]
+        if name == "get_ping_body":                 # the body itself, after the marker
+            assert text.startswith(MARKER + "\n\n")
+            return result.get("structuredContent") or {"body": text[len(MARKER) + 2:]}
+        return json.loads(text.removeprefix(MARKER + "\n\n"))
 
 
 @pytest.mark.parametrize("revision", REVISIONS)

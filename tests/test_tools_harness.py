@@ -84,9 +84,8 @@ class Env:
         params = tool.decode_arguments(arguments)
         value = await tool.handler(ctx, params)
         assert isinstance(value, tool.result), f"{name} returned {type(value).__name__}"
-        result = msgspec.to_builtins(value)
+        result, text = tool.present(value)      # the result budget and the untrusted marker, as tools/call
         jsonschema.validate(result, flat_schema(tool.result))
-        text = msgspec.json.encode(result).decode()
         if self.key:
             assert self.key not in text, f"{name} put the API key in its result"
         return result

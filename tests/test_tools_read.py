@@ -11,6 +11,8 @@ from test_tools_harness import (BACKUPS, DB_DUMP, MISSING, NOW, OTHERS, PAUSED, 
 
 from hcmcp.healthchecks.simulator import Simulator
 from hcmcp.http.server import Request, Response
+from hcmcp.tools.present import cut_mark
+from hcmcp.tools.shaping import MARKER
 from hcmcp.tools.shaping import RESULT_BUDGET_BYTES
 
 RW, RO = Simulator.RW_KEY, Simulator.RO_KEY
@@ -211,7 +213,9 @@ async def test_get_check_cuts_a_desc_too_large_for_the_budget() -> None:
         env.sim.check(BACKUPS).desc = "d" * 200_000
         result = await env.call("get_check", {"check": BACKUPS})
     assert encoded_size(result) <= RESULT_BUDGET_BYTES
-    assert "desc was cut from 200000" in result["note"]
+    desc = result["check"]["desc"]
+    assert desc.startswith("ddd") and desc.endswith(cut_mark(200_000 - desc.index("…")))
+    assert "check.desc was shortened" in result["note"] and "marked in place" in result["note"]
 
 
 # -- list_pings ---------------------------------------------------------------------------------
@@ -321,7 +325,12 @@ async def test_get_ping_body_truncates_at_64_kb() -> None:
         env.sim.flood_bytes = 1_000_000
         result = await env.call("get_ping_body", {"check": BACKUPS, "n": 2})
     assert result["truncated"] is True and result["bytes_received"] == 64 * 1024
-    assert len(result["body"]) == 64 * 1024 and "cut at 64 KB" in result["note"]
+    assert "cut at 64 KB" in result["note"]
+    # 64 KB of text is more than 64 KiB of JSON (every newline is escaped): the result budget
+    # shortens it further, marked in place, so the whole result still fits.
+    assert encoded_size(result) <= RESULT_BUDGET_BYTES and "body was shortened" in result["note"]
+    kept = result["body"].index("… [")
+    assert result["body"] == result["body"][:kept] + cut_mark(64 * 1024 - kept)
 
 
 @pytest.mark.anyio
@@ -493,7 +502,8 @@ async def test_an_html_error_page_is_dropped_and_a_long_text_body_cut_at_2000() 
                                              [("content-type", "application/json")])
         long = await env.fails("update_check", {"check": BACKUPS, "name": "x"})
     assert "nginx" not in html.message and "<" not in html.message and html.details["retryable"] is True
-    said = long.message.split('The instance said: "', 1)[1]
+    said = long.message.split(MARKER + "\n\n", 1)[1]
+    assert long.details["upstream"] == said and long.details["untrusted"] is True
     assert said.startswith("e" * 2000 + "…") and "e" * 2001 not in said
     assert RW not in long.message
 

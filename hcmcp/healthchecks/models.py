@@ -155,9 +155,14 @@ def entries_of(document: Any, key: str, entry_type: type[T]) -> Listing[T]:
             malformed += 1
             continue
         try:
-            items.append(msgspec.convert(entry, entry_type))
+            item = msgspec.convert(entry, entry_type)
         except msgspec.ValidationError:
             malformed += 1
+            continue
+        if isinstance(item, Check) and not item.identifier:
+            malformed += 1          # every field of a Check has a default: {} would pass as one
+            continue
+        items.append(item)
     return Listing(items, malformed)
 
 
@@ -179,4 +184,10 @@ def check_of(document: Any) -> Check:
     """One check object; raises msgspec.ValidationError when it is not one."""
     if not isinstance(document, dict):
         raise msgspec.ValidationError(f"expected a JSON object, got {type(document).__name__}")
-    return msgspec.convert(document, Check)
+    check = msgspec.convert(document, Check)
+    if not check.identifier:
+        # Every field has a default, so any object converts: {"checks": ...} or {} would pass
+        # as a check with no name and no identity. A real one always carries uuid or unique_key.
+        raise msgspec.ValidationError("expected a check object, which carries a uuid or a unique_key; "
+                                      "this one has neither")
+    return check

@@ -22,6 +22,8 @@ OPERATOR_DISABLED = "operator"          # ELICITATION=false on this server
 CLIENT_CANNOT = "client"                # the client did not declare form elicitation
 TRANSPORT_CANNOT = "transport"          # a stateless transport: no way to reach the client mid-call
 
+MISSING_STATE_NOTE = ("An earlier answer to this question could not be used: it came back without the "
+                      "requestState it answers (the client must echo it unchanged). Please answer again.\n\n")
 STALE_NOTE = ("An earlier answer to this question could not be used: its state had expired, "
               "did not match this request, or came from a server that has since restarted "
               "(the likeliest cause). Please answer again.\n\n")
@@ -82,6 +84,9 @@ def _modern_answer(ctx: RequestContext, key: str, params: dict[str, Any], finger
     tool = ctx.tool_name or ctx.method
     state = ctx.request_state
     if state is None:
+        if bad_state == "ask_again" and key in (ctx.input_responses or {}):
+            # An answer without the state it answers: not an approval, and the person is told why.
+            params = dict(params, message=MISSING_STATE_NOTE + params["message"])
         raise InputRequired({key: {"method": "elicitation/create", "params": params}},
                             seal.seal(tool, fingerprint))
     try:

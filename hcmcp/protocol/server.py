@@ -347,7 +347,7 @@ class McpServer:
         try:
             params = tool.decode_arguments(arguments)
             value = await tool.handler(ctx, params)
-            result = tool_result(msgspec.to_builtins(value))
+            result = tool_result(*tool.present(value))
         except ToolError as error:
             result = error_result(error)
         except InputRequired as needed:
@@ -387,9 +387,11 @@ class McpServer:
         waiter.event.set()
 
 
-def tool_result(structured: dict[str, Any]) -> dict[str, Any]:
-    return {"content": [{"type": "text", "text": orjson.dumps(structured).decode()}],
-            "structuredContent": structured}
+def tool_result(structured: dict[str, Any], text: str | None = None) -> dict[str, Any]:
+    """A CallToolResult: ``text`` is the text block (default: the JSON of ``structured``)."""
+    if text is None:
+        text = orjson.dumps(structured).decode()
+    return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
 
 
 def error_result(error: ToolError) -> dict[str, Any]:

@@ -47,6 +47,9 @@ class ToolError(Exception):
 # A handler takes the request context (see protocol.server.RequestContext) and the
 # decoded params Struct, and returns an instance of the tool's result Struct.
 Handler = Callable[[Any, Any], Awaitable[msgspec.Struct]]
+# Turns a handler's result into (structuredContent, the text block). The protocol's own
+# default is the JSON twice; a tool layer may mark, shorten or render it (see hcmcp/tools/present.py).
+Presenter = Callable[[msgspec.Struct], "tuple[dict[str, Any], str]"]
 
 
 @dataclass
@@ -59,6 +62,15 @@ class Tool:
     annotations: Annotations
     handler: Handler
     tags: frozenset[str] = field(default_factory=frozenset)   # free labels for catalogs ("essential")
+    presenter: Presenter | None = None
+
+    def present(self, value: msgspec.Struct) -> tuple[dict[str, Any], str]:
+        """(structuredContent, text) of one result: the presenter's, else the JSON in both."""
+        if self.presenter is not None:
+            return self.presenter(value)
+        import orjson
+        structured = msgspec.to_builtins(value)
+        return structured, orjson.dumps(structured).decode()
 
     def descriptor(self) -> dict[str, Any]:
         """The ``Tool`` object of a tools/list result (revision-neutral; see revisions.shape_tool)."""

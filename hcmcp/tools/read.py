@@ -11,6 +11,7 @@ from ..healthchecks.api import (KEY_SETUP, PING_BODY_CEILING, HealthchecksApi, R
                                 normalise_check_id, normalise_uuid)
 from ..healthchecks.models import Check, Listing
 from ..protocol.tool import Annotations, Tool, ToolError
+from .present import present_body, presented
 from .shaping import (RESULT_BUDGET_BYTES, CheckDetail, CheckedTool, Untrusted, budget_sentence, calling_api,
                       check_detail, fit_entries, join_note, malformed_sentence, refuse_separator_items,
                       is_api_failure, remove_control_characters, tool_error)
@@ -194,16 +195,8 @@ class GetCheckResult(Untrusted, kw_only=True):
 def _get_check(api: HealthchecksApi):
     async def handler(ctx: Any, params: GetCheckParams) -> GetCheckResult:
         ident = require_check_id("get_check", params.check)
-        check = check_detail(await calling_api(lambda: api.get_check(ident)))
-        note = None
-        # desc has no length limit upstream: cut it rather than blow the result budget.
-        over = len(msgspec.json.encode(check)) - (RESULT_BUDGET_BYTES - 1024)
-        if over > 0 and len(check.desc) > 0:
-            keep = max(0, len(check.desc) - over - 64)
-            note = (f"desc was cut from {len(check.desc)} to {keep} characters to keep the result under "
-                    f"{RESULT_BUDGET_BYTES // 1024} KiB; the web UI shows all of it.")
-            check.desc = check.desc[:keep]
-        return GetCheckResult(check=check, note=note)
+        # desc has no length limit upstream: the result budget (present.fit_result) cuts it.
+        return GetCheckResult(check=check_detail(await calling_api(lambda: api.get_check(ident))))
 
     return Tool(
         name="get_check", title="Get a check",
@@ -329,7 +322,8 @@ def _get_ping_body(api: HealthchecksApi):
             "than the instance keeps. A 503 means the instance's body storage is briefly unavailable: worth "
             "retrying. 🔑 Needs a read-write key (a read-only key gets 401 \"wrong api key\"). 🆔 Needs the "
             "check's UUID; a unique_key gets a bare 404."),
-        params=GetPingBodyParams, result=GetPingBodyResult, annotations=READ, handler=handler)
+        params=GetPingBodyParams, result=GetPingBodyResult, annotations=READ, handler=handler,
+        presenter=present_body)
 
 
 def _without_partial_utf8_tail(data: bytes) -> bytes:
@@ -625,6 +619,6 @@ def _get_api_key_info(api: HealthchecksApi):
 
 
 def read_tools(api: HealthchecksApi) -> list[Tool]:
-    return [_list_checks(api), _get_check(api), _list_pings(api), _get_ping_body(api), _list_flips(api),
-            _list_integrations(api), _list_badges(api), _get_status(api), _get_api_key_info(api)]
+    return presented([_list_checks(api), _get_check(api), _list_pings(api), _get_ping_body(api), _list_flips(api),
+                      _list_integrations(api), _list_badges(api), _get_status(api), _get_api_key_info(api)])
 

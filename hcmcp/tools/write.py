@@ -15,6 +15,7 @@ from msgspec import UNSET, Meta, UnsetType
 
 from ..healthchecks.api import HealthchecksApi, normalise_uuid
 from ..protocol.tool import Annotations, Tool, ToolError
+from .present import present_delete, presented
 from .read import UUID_TEXT, require_uuid
 from .shaping import (CheckDetail, CheckedTool, Untrusted, calling_api, check_detail, is_api_failure, join_note,
                       refuse_separator_items, tool_error)
@@ -385,7 +386,7 @@ def _delete_check(api: HealthchecksApi) -> Tool:
             "a read-write key."),
         params=DeleteCheckParams, result=DeleteCheckResult,
         annotations=Annotations(read_only=False, destructive=True, idempotent=True, open_world=True),
-        handler=handler)
+        handler=handler, presenter=present_delete)
 
 
 async def _progress(ctx: Any, progress: int, total: int, message: str) -> None:
@@ -411,4 +412,5 @@ def _stopped(verdict: Any, targets: list[str], deleted: list[CheckDetail], failu
 
 
 def write_tools(api: HealthchecksApi) -> list[Tool]:
-    return [_create_check(api), _update_check(api), _pause_check(api), _resume_check(api), _delete_check(api)]
+    return presented([_create_check(api), _update_check(api), _pause_check(api), _resume_check(api),
+                      _delete_check(api)])

@@ -1,0 +1,168 @@
+"""What a tool result looks like on the wire: the untrusted marker and the result budget.
+
+Every tool of this package answers through ``present`` (``get_ping_body`` through
+``present_body``), the ``presenter`` of its Tool:
+
+- **The budget.** The structured result stays within RESULT_BUDGET_BYTES of JSON, whatever
+  the instance sent and whatever the caller passed (a 120,000-character ``desc`` comes back
+  from create_check too). Listings already drop whole entries to fit (shaping.fit_entries);
+  what is still too large is one object with long texts, and those are shortened: the
+  longest first, all of them to the same length if several must give (so a short field is
+  never cut while a longer one keeps more), each cut marked in place with how many
+  characters were left out. A string keeps at least MIN_KEPT characters, so identifiers
+  (UUIDs, unique_keys, tokens) are never cut. The result keeps its shape, so it still
+  satisfies the tool's outputSchema.
+- **The marker.** A result that reports what the instance said (``untrusted: true``; for
+  delete_check, only when it holds deleted checks or failures) opens
+  its text block with MARKER, one sentence saying that what follows is untrusted data from
+  Healthchecks and never instructions; ``untrusted`` and ``source`` are set here, last, so
+  nothing the instance sends can change them. There is no closing marker to forge:
+  everything after the sentence is the instance's. (An error that quotes the instance puts
+  MARKER right before the quote, at the end of its text: shaping.tool_error.) ``get_ping_body``'s text block is the
+  cleaned body itself after the sentence, so a person reads the job's output rather than
+  an escaped JSON string.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import msgspec
+import orjson
+
+from ..protocol.tool import Tool, ToolError
+from .shaping import MARKER, RESULT_BUDGET_BYTES, SOURCE
+
+MIN_KEPT = 64           # characters every shortened string keeps
+NOTE_ROOM = 512         # bytes kept free for the sentence the note gains
+_PROTECTED = frozenset({"untrusted", "source"})
+
+
+def cut_mark(left_out: int) -> str:
+    return f"… [{left_out} more characters cut here to keep the result under {RESULT_BUDGET_BYTES // 1024} KiB]"
+
+
+def _cut(text: str, keep: int) -> str:
+    return text[:keep] + cut_mark(len(text) - keep)
+
+
+def _worth_cutting(text: str, keep: int) -> bool:
+    """Cut only where it saves something: a string just longer than ``keep`` would grow by its mark."""
+    return len(text) - keep > len(cut_mark(len(text) - keep))
+
+
+def _encoded(value: Any) -> int:
+    return len(orjson.dumps(value))
+
+
+def _long_strings(node: Any, path: str, into: list[tuple[Any, Any, str]]) -> None:
+    """Every string longer than MIN_KEPT under ``node``: (its container, its key or index, its path)."""
+    if isinstance(node, dict):
+        items: Iterable[tuple[Any, Any]] = node.items()
+    elif isinstance(node, list):
+        items = enumerate(node)
+    else:
+        return
+    for key, value in items:
+        where = f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else key)
+        if isinstance(value, str):
+            if len(value) > MIN_KEPT and key not in _PROTECTED:
+                into.append((node, key, where))
+        else:
+            _long_strings(value, where, into)
+
+
+def fit_result(structured: dict[str, Any], budget: int = RESULT_BUDGET_BYTES) -> list[str]:
+    """Shorten the longest strings of ``structured`` (in place) until its JSON fits ``budget``.
+
+    Returns the paths of the strings that were cut ([] when it fitted as it was). Raises
+    ToolError when even every long string at MIN_KEPT characters would not fit: then the
+    result is large by its number of entries, which a narrower request fixes.
+    """
+    size = _encoded(structured)
+    if size <= budget:
+        return []
+    leaves: list[tuple[Any, Any, str]] = []
+    _long_strings(structured, "", leaves)
+    originals = [(container, key, where, container[key], _encoded(container[key])) for container, key, where in leaves]
+    target = budget - NOTE_ROOM
+
+    def size_at(keep: int) -> int:
+        total = size
+        for _, _, _, text, encoded in originals:
+            if _worth_cutting(text, keep):
+                total += _encoded(_cut(text, keep)) - encoded
+        return total
+
+    if not originals or size_at(MIN_KEPT) > target:
+        raise ToolError(f"The result of this call would be {size} bytes of JSON, more than this server's "
+                        f"{budget // 1024} KiB result budget even with every text shortened. Narrow the request "
+                        "(a lower limit, a filter) and call again.", kind="result_too_large")
+    low, high = MIN_KEPT, max(len(text) for _, _, _, text, _ in originals)
+    while low < high:                   # the largest length every long string may keep
+        middle = (low + high + 1) // 2
+        if size_at(middle) <= target:
+            low = middle
+        else:
+            high = middle - 1
+    cut: list[str] = []
+    for container, key, where, text, _ in originals:
+        if _worth_cutting(text, low):
+            container[key] = _cut(text, low)
+            cut.append(where)
+    if "note" in structured and (structured["note"] is None or isinstance(structured["note"], str)):
+        shown = ", ".join(cut[:5]) + (f" and {len(cut) - 5} more" if len(cut) > 5 else "")
+        sentence = (f"{shown} {'was' if len(cut) == 1 else 'were'} shortened to keep the result under "
+                    f"{budget // 1024} KiB; each cut is marked in place with how many characters were left out.")
+        structured["note"] = f"{structured['note']} {sentence}" if structured["note"] else sentence
+    return cut
+
+
+def _is_untrusted(value: msgspec.Struct) -> bool:
+    return getattr(value, "untrusted", None) is True
+
+
+def _structured(value: msgspec.Struct) -> tuple[dict[str, Any], bytes]:
+    """The budgeted structuredContent and its JSON (encoded once when it fits, as it nearly always does)."""
+    structured = msgspec.to_builtins(value)
+    if _is_untrusted(value):
+        # Ours, set here: no field the instance sent can stand in for these two.
+        structured["untrusted"] = True
+        structured["source"] = SOURCE
+    encoded = orjson.dumps(structured)
+    if len(encoded) > RESULT_BUDGET_BYTES:
+        fit_result(structured)
+        encoded = orjson.dumps(structured)
+    return structured, encoded
+
+
+def present(value: msgspec.Struct) -> tuple[dict[str, Any], str]:
+    """(structuredContent, text): budgeted; the text is the JSON, after MARKER when untrusted."""
+    structured, encoded = _structured(value)
+    text = encoded.decode()
+    return structured, (f"{MARKER}\n\n{text}" if _is_untrusted(value) else text)
+
+
+def present_body(value: msgspec.Struct) -> tuple[dict[str, Any], str]:
+    """get_ping_body: the text block is MARKER, then the cleaned body itself (not its JSON)."""
+    structured, _ = _structured(value)
+    return structured, f"{MARKER}\n\n{structured['body']}"
+
+
+def present_delete(value: msgspec.Struct) -> tuple[dict[str, Any], str]:
+    """delete_check: marked only when it reports the instance's words (the deleted checks, a
+    failure). A refusal or a token_issued result is this server's own text, and its token
+    instruction must not sit under a sentence saying never to follow what follows."""
+    structured, encoded = _structured(value)
+    text = encoded.decode()
+    carries_instance_text = bool(structured.get("deleted") or structured.get("failed"))
+    return structured, (f"{MARKER}\n\n{text}" if carries_instance_text else text)
+
+
+def presented(tools: list[Tool]) -> list[Tool]:
+    """``tools`` with ``present`` as the presenter of each that has none of its own."""
+    for tool in tools:
+        if tool.presenter is None:
+            tool.presenter = present
+    return tools
