@@ -2,17 +2,31 @@
 
 It proves the protocol core is a real MCP implementation rather than a Healthchecks
 special case, and it serves the fixture tools the transcripts and the official
-conformance suite name. Run: ``python -m conformance.fixture_server`` (stdio).
+conformance suite name (conformance/fixtures/): it declares every optional feature the
+core has -- resources with templates and subscriptions, prompts, completion, logging,
+progress, subscriptions/listen. Run: ``python -m conformance.fixture_server`` (stdio), or
+``python conformance/fixture_server.py --http 127.0.0.1:PORT`` for the official suite.
 """
 
 from __future__ import annotations
 
 import hashlib
+import sys
+from pathlib import Path
 
 import anyio
 import msgspec
 
+if __package__ in (None, ""):   # run as a script: make `conformance` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from hcmcp.protocol.completion import Completions
+from hcmcp.protocol.logs import Logging
+from hcmcp.protocol.prompts import Prompts
+from hcmcp.protocol.resources import Resources
 from hcmcp.protocol.server import McpServer, ServerIdentity
+from hcmcp.protocol.subscriptions import Subscriptions
+from hcmcp.protocol.tasks import Tasks
 from hcmcp.protocol.stdio import run_stdio
 from hcmcp.protocol.tool import Annotations, Tool, ToolError
 
@@ -105,21 +119,41 @@ def fixture_tools() -> list[Tool]:
     ]
 
 
-def fixture_server(**kwargs) -> McpServer:
+def fixture_server(minimal: bool = False, **kwargs) -> McpServer:
+    """Everything the official suite asks for; ``minimal``: only fixture_tools() and no optional
+    feature (the surface conformance/transcripts/ and tests/test_protocol_stdio.py describe)."""
     identity = ServerIdentity(name="hcmcp-fixture", version="0.1.0", title="hcmcp protocol fixture")
-    return McpServer(identity, fixture_tools(), **kwargs)
+    if minimal:
+        return McpServer(identity, fixture_tools(), **kwargs)
+    from conformance.fixtures import catalog
+    from conformance.fixtures.content import content_tools
+    from conformance.fixtures.input_required import Triggers, input_required_tools
+    from conformance.fixtures.schemas import schema_tools
+    from conformance.fixtures.tasks import MRTR_FIRST, TASK_SUPPORT, task_tools
+
+    triggers = Triggers()
+    resources = Resources(catalog.resources(), catalog.templates())
+    prompts = Prompts(catalog.prompts(), list_changed=True)
+    subscriptions = Subscriptions(tools=True, prompts=True, resource_updates=True)
+    resources.listeners.append(subscriptions.resource_updated)
+    triggers.subscriptions, triggers.prompts, triggers.resources = subscriptions, prompts, resources
+    tools = fixture_tools() + content_tools() + input_required_tools(triggers) + schema_tools() + task_tools()
+    features = (resources, prompts, Completions(catalog.complete), Logging(), subscriptions,
+                Tasks(TASK_SUPPORT, mrtr_first=MRTR_FIRST))
+    return McpServer(identity, tools, features=features, **kwargs)
 
 
 def main(argv: list[str]) -> None:
-    """``python -m conformance.fixture_server [--http HOST:PORT [--stateless]]`` (stdio by default)."""
+    """``python -m conformance.fixture_server [--minimal] [--http HOST:PORT [--stateless]]`` (stdio by default)."""
+    minimal = "--minimal" in argv
     if "--http" in argv:
         from hcmcp.protocol.streamable_http import serve_http
         bind = argv[argv.index("--http") + 1]
-        anyio.run(lambda: serve_http(fixture_server(elicitation_timeout=5.0), bind, stateless="--stateless" in argv))
+        server = fixture_server(minimal, elicitation_timeout=5.0)
+        anyio.run(lambda: serve_http(server, bind, stateless="--stateless" in argv))
     else:
-        run_stdio(fixture_server())
+        run_stdio(fixture_server(minimal))
 
 
 if __name__ == "__main__":
-    import sys
     main(sys.argv[1:])

@@ -40,8 +40,8 @@ PY = sys.executable
 TRANSPORTS = ("stdio", "http")
 # How to start each named server, per transport. Port 0: the server picks one and says which on stderr.
 SERVERS: dict[str, dict[str, list[str]]] = {
-    "fixture": {"stdio": [PY, "-m", "conformance.fixture_server"],
-                "http": [PY, "-m", "conformance.fixture_server", "--http", "127.0.0.1:0"]},
+    "fixture": {"stdio": [PY, "-m", "conformance.fixture_server", "--minimal"],
+                "http": [PY, "-m", "conformance.fixture_server", "--minimal", "--http", "127.0.0.1:0"]},
     "hcmcp-demo": {"stdio": [PY, "-m", "hcmcp", "--demo"],
                    "http": [PY, "-m", "hcmcp", "--http", "127.0.0.1:0", "--demo"]},
     # The 2025 era without sessions, as behind a gateway: no way to reach the client mid-call.

@@ -18,7 +18,10 @@ json_values = st.recursive(
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
     max_leaves=12)
 methods = st.sampled_from(["initialize", "ping", "tools/list", "tools/call", "server/discover", "resources/read",
-                           "notifications/initialized", "notifications/cancelled", "nope"]) | st.text(max_size=12)
+                           "notifications/initialized", "notifications/cancelled", "nope",
+                           # the optional features the full fixture server registers
+                           "prompts/get", "completion/complete", "logging/setLevel", "resources/subscribe",
+                           "tasks/get", "tasks/update", "tasks/cancel", "subscriptions/listen"]) | st.text(max_size=12)
 meta = st.fixed_dictionaries({"io.modelcontextprotocol/protocolVersion": st.sampled_from(["2026-07-28", "x"]),
                               "io.modelcontextprotocol/clientCapabilities": json_values})
 params = st.one_of(json_values, st.fixed_dictionaries(

@@ -16,6 +16,7 @@ run at all (suite not installed, server did not start).
     python conformance/suite/run.py --server "python conformance/suite/sdk_reference_server.py --http 127.0.0.1:{port}" \\
         --baselines conformance/suite/sdk-reference
     python conformance/suite/run.py --url http://127.0.0.1:8000/mcp   # a server already running
+    python conformance/suite/run.py --fixture   # conformance/fixture_server.py, baselines in fixture/ (empty)
 
 The suites and Node 22 come from `.ci/node.sh` (run here automatically; cached).
 Stdlib only: this is a dev tool and must run in any Python 3.11.
@@ -43,6 +44,8 @@ REPO = SUITE_DIR.parent.parent
 NODE_SH = REPO / ".ci" / "node.sh"
 PINS_FILE = SUITE_DIR / "pins.env"
 DEFAULT_SERVER = "{python} -m hcmcp --http 127.0.0.1:{port} --demo"
+FIXTURE_SERVER = "{python} conformance/fixture_server.py --http 127.0.0.1:{port}"
+FIXTURE_BASELINES = SUITE_DIR / "fixture"
 START_TIMEOUT_S = 30.0
 
 
@@ -312,8 +315,12 @@ def main(argv: list[str] | None = None) -> int:
     target.add_argument("--server", default=DEFAULT_SERVER,
                         help="server command; {port} and {python} are filled in (default: %(default)s)")
     target.add_argument("--url", help="test a server that is already listening at this URL instead")
-    parser.add_argument("--baselines", type=Path, default=SUITE_DIR,
-                        help="folder holding baseline-<leg>.yml (default: %(default)s)")
+    target.add_argument("--fixture", action="store_true",
+                        help="test the fixture server (hcmcp.protocol alone) against its own baselines, "
+                             f"{FIXTURE_BASELINES.relative_to(REPO)}/ (empty: it serves every fixture)")
+    parser.add_argument("--baselines", type=Path, default=None,
+                        help=f"folder holding baseline-<leg>.yml (default: {SUITE_DIR}, or with --fixture "
+                             f"{FIXTURE_BASELINES})")
     parser.add_argument("--leg", action="append", choices=[leg.name for leg in LEGS],
                         help="run only this leg (repeatable; default: all three)")
     parser.add_argument("--output", type=Path, help="keep logs and checks.json here (default: a temp folder)")
@@ -321,6 +328,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--suggest-baselines", type=Path, metavar="DIR",
                         help="also write baseline-<leg>.yml files matching this run's failures into DIR, to review")
     args = parser.parse_args(argv)
+    if args.fixture:
+        args.server = FIXTURE_SERVER
+    if args.baselines is None:
+        args.baselines = FIXTURE_BASELINES if args.fixture else SUITE_DIR
 
     legs = [leg for leg in LEGS if not args.leg or leg.name in args.leg]
     out = args.output or Path(tempfile.mkdtemp(prefix="hcmcp-conformance-"))

@@ -62,6 +62,7 @@ class Session:
     stateless: bool = False                 # an HTTP mode with no way to reach the client mid-call
     inflight: dict[Id, anyio.CancelScope] = field(default_factory=dict)
     waiting: dict[Id, _Waiter] = field(default_factory=dict)
+    features: dict[str, Any] = field(default_factory=dict)   # per-feature state (log level, subscriptions)
     _next_id: int = 0
     _initialized_event: Any = None
 
@@ -130,7 +131,7 @@ class RequestContext:
 
     async def request_client(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """2025 era: send a request to the client and wait for its response message."""
-        if self.push is None:
+        if self.push is None or self.modern:
             raise RuntimeError("this transport cannot send requests to the client")
         await self.session.until_initialized()
         request_id = self.session.next_request_id()
@@ -164,7 +165,7 @@ class ServerIdentity:
 class McpServer:
     def __init__(self, identity: ServerIdentity, tools: list[Tool], *, elicitation_enabled: bool = True,
                  elicitation_timeout: float = 120.0, seal: Seal | None = None,
-                 tools_private: bool = True) -> None:
+                 tools_private: bool = True, features: tuple[Any, ...] = ()) -> None:
         self.identity = identity
         self.tools = {tool.name: tool for tool in tools}
         self.elicitation_enabled = elicitation_enabled
@@ -180,6 +181,16 @@ class McpServer:
             "resources/read": self._resources_read,
             **{method: self._empty_list for method in _EMPTY_LISTS},
         }
+        # Optional features (resources, prompts, logging, ...: protocol/features.py) add their
+        # methods and capabilities; a server that registers none answers as before.
+        self.features = tuple(features)
+        self.pushes = any(feature.pushes for feature in self.features)   # sends messages during requests
+        for feature in self.features:
+            self.methods.update(feature.attach(self))
+
+    def tools_changed(self) -> None:
+        """Call after changing ``self.tools``: the cached tools/list answers are rebuilt."""
+        self._tools_list.clear()
 
     # -- the entry points used by transports ---------------------------------------------------
 
@@ -214,8 +225,11 @@ class McpServer:
         raise RuntimeError(f"{message.method} suspended; it must not be in INSTANT_METHODS")
 
     def capabilities(self, revision: str) -> dict[str, Any]:
-        return {"tools": {"listChanged": False}, "prompts": {"listChanged": False},
-                "resources": {"subscribe": False, "listChanged": False}}
+        capabilities = {"tools": {"listChanged": False}, "prompts": {"listChanged": False},
+                        "resources": {"subscribe": False, "listChanged": False}}
+        for feature in self.features:
+            capabilities.update(feature.capabilities(revision))
+        return capabilities
 
     # -- requests ----------------------------------------------------------------------------
 
@@ -347,7 +361,8 @@ class McpServer:
         try:
             params = tool.decode_arguments(arguments)
             value = await tool.handler(ctx, params)
-            result = tool_result(*tool.present(value))
+            shape = getattr(tool, "call_result", None)   # a tool with content of its own (protocol/content.py)
+            result = shape(value) if shape is not None else tool_result(*tool.present(value))
         except ToolError as error:
             result = error_result(error)
         except InputRequired as needed:

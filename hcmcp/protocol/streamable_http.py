@@ -59,7 +59,8 @@ ENDPOINT = "/mcp"
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
 # Methods whose target travels in Mcp-Name (2026 era), and the params key it must equal.
-_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+          "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}   # tasks: SEP-2663
 # JSON-RPC error codes the 2026 HTTP binding maps to a status other than 200.
 _STATUS_OF_ERROR = {METHOD_NOT_FOUND: 404, INVALID_PARAMS: 400, INVALID_REQUEST: 400, PARSE_ERROR: 400,
                     HEADER_MISMATCH: 400, UNSUPPORTED_PROTOCOL_VERSION: 400, MISSING_REQUIRED_CLIENT_CAPABILITY: 400}
@@ -95,6 +96,16 @@ def error_body(status: int, message: str) -> tuple[str, bytes]:
 
 def _json(status: int, message: dict[str, Any], headers: list[tuple[str, str]] | None = None) -> Response:
     return Response(status, encode(message), [("content-type", "application/json"), *(headers or [])])
+
+
+# 2026 requests that may send notifications before their response (with a server that pushes).
+_MAY_STREAM = frozenset({"tools/call", "prompts/get", "completion/complete", "subscriptions/listen"})
+
+
+def _call_status(response: dict[str, Any]) -> int:
+    """A 2026 tools/call answer: 200, but -32021 MUST be 400 (the other errors keep 200)."""
+    error = response.get("error")
+    return 400 if isinstance(error, dict) and error.get("code") == MISSING_REQUIRED_CLIENT_CAPABILITY else 200
 
 
 def _request_id(message: Message) -> Any:
@@ -147,6 +158,7 @@ class StreamableHttp:
         self.settings = settings
         self.clock = clock
         self.table = SessionTable(settings.max_sessions, settings.session_idle, clock)
+        self._param_headers: dict[tuple[str, int], list] = {}   # tool -> its x-mcp-header properties
         self.streams = 0          # requests being answered now (JSON or SSE), bounded by max_streams
         self._tasks: anyio.abc.TaskGroup | None = None
         self.guard = ListenerGuard(settings.token, settings.allowed_origins, bound_host)
@@ -232,6 +244,8 @@ class StreamableHttp:
         key = _NAMED.get(message.method)
         if key is not None:
             _check_header(request, "Mcp-Name", params.get(key), f"params.{key}", rid)
+        if message.method == "tools/call":
+            self._check_param_headers(request, params, rid)
         if message.is_notification:
             await self.server.handle(message, Session())
             return Response(202)
@@ -239,20 +253,82 @@ class StreamableHttp:
             revisions.modern_envelope(params)
         except RpcError as error:
             raise _Reply(400, error.code, error.message, data=error.data, id=rid) from None
-        if message.method == "tools/call" and _wants_progress(params):
-            return await self._call_with_progress(message)
+        if ((self.server.pushes and message.method in _MAY_STREAM)
+                or (message.method == "tools/call" and _wants_progress(params))):
+            return await self._modern_stream(message)
         if message.method == "tools/call":
             # Nothing is pushed in this era, so the answer is JSON. A client that closes the
             # connection first cancels this app, and with it the call.
             with self._stream(rid):
                 response = await self._handle_call(message, Session(), None)
-            return _json(200, response) if response is not None else _empty_stream()
+            return _json(_call_status(response), response) if response is not None else _empty_stream()
         with self._stream(rid):
             response = await self.server.handle(message, Session())
         if response is None:
             return Response(202)
         status = _STATUS_OF_ERROR.get(response["error"]["code"], 200) if "error" in response else 200
         return _json(status, response)
+
+    async def _modern_stream(self, message: Message) -> Response | StreamingResponse:
+        """A 2026 request that may send notifications while it is answered -- a tools/call with a
+        progressToken, or any request of a server whose features push (logs, a subscriptions/listen
+        stream): JSON when nothing came first, else SSE carrying them (the only messages 2026 allows
+        on a request's stream), then the response. Closing the stream cancels the request, before
+        or after its first message, as the 2026 revision defines cancellation."""
+        assert self._tasks is not None, "StreamableHttp.run() is not running"
+        release = self._take_stream(message.id)
+        outbox = _Outbox()
+        scope = anyio.CancelScope()
+
+        async def push(outgoing: dict[str, Any]) -> None:
+            if not outbox.put(outgoing):
+                scope.cancel()
+
+        async def run() -> None:
+            response: dict[str, Any] | None = None
+            try:
+                with scope:
+                    response = await self._handle_call(message, Session(), push)
+            finally:
+                outbox.put(_Final(response))   # dropped when the client has gone
+                release()
+
+        def gone() -> None:
+            outbox.close()
+            scope.cancel()
+
+        self._tasks.start_soon(run)
+        try:
+            first = await outbox.get()
+        except BaseException:
+            gone()
+            raise
+        if isinstance(first, _Final):
+            outbox.close()
+            response = first.response
+            if response is None:
+                return _empty_stream()
+            if message.method == "tools/call":
+                return _json(_call_status(response), response)
+            status = _STATUS_OF_ERROR.get(response["error"]["code"], 200) if "error" in response else 200
+            return _json(status, response)
+        return StreamingResponse(200, _Body(_relay(first, outbox), gone), list(_SSE_HEADERS))
+
+    def _check_param_headers(self, request: Request, params: dict[str, Any], rid: Any) -> None:
+        """Mcp-Param-<Name> headers of a tool whose schema declares x-mcp-header (protocol/param_headers.py)."""
+        tool = self.server.tools.get(params.get("name")) if isinstance(params.get("name"), str) else None
+        if tool is None:
+            return
+        headers = self._param_headers.get((tool.name, id(tool)))
+        if headers is None:
+            from . import param_headers
+            headers = self._param_headers[(tool.name, id(tool))] = param_headers.declared(
+                tool.descriptor()["inputSchema"])
+        if headers:
+            from . import param_headers
+            problem = param_headers.problem(headers, request.header, decode_header_value, params.get("arguments"))
+            if problem is not None:
+                raise _Reply(400, HEADER_MISMATCH, problem, id=rid)
 
     # -- 2025 era ------------------------------------------------------------------------------
 
@@ -368,44 +444,6 @@ class StreamableHttp:
 
         return StreamingResponse(200, _Body(_relay(first, outbox), stream_closed), list(_SSE_HEADERS))
 
-    async def _call_with_progress(self, message: Message) -> Response | StreamingResponse:
-        """A 2026 tools/call that carried a progressToken: SSE with its progress notifications (the
-        only messages 2026 allows on a request's stream), then its response. Closing the stream
-        cancels the call, as the 2026 revision defines cancellation."""
-        assert self._tasks is not None, "StreamableHttp.run() is not running"
-        release = self._take_stream(message.id)
-        outbox = _Outbox()
-        scope = anyio.CancelScope()
-
-        async def notify(outgoing: dict[str, Any]) -> None:
-            if not outbox.put(outgoing):
-                scope.cancel()
-
-        async def run() -> None:
-            response: dict[str, Any] | None = None
-            try:
-                with scope:
-                    response = await self._handle_call(message, Session(), notify)
-                outbox.put(_Final(response))
-            finally:
-                release()
-
-        self._tasks.start_soon(run)
-        try:
-            first = await outbox.get()
-        except BaseException:
-            scope.cancel()
-            outbox.close()
-            raise
-        if isinstance(first, _Final):
-            outbox.close()
-            return _json(200, first.response) if first.response is not None else _empty_stream()
-
-        def closed() -> None:
-            outbox.close()
-            scope.cancel()
-        return StreamingResponse(200, _Body(_relay(first, outbox), closed), list(_SSE_HEADERS))
-
     async def _handle_call(self, message: Message, session: Session, push: Push | None) -> dict[str, Any] | None:
         """``server.handle`` for a tools/call, with a failure outside the tool answered as -32603."""
         try:
@@ -417,6 +455,8 @@ class StreamableHttp:
 
     def _may_ask(self, session: Session) -> bool:
         """Whether a 2025-era call of this session could push a question (and so need a stream)."""
+        if self.server.pushes and not session.stateless:
+            return True    # a server with features that send during calls (logs, progress, sampling)
         return (self.server.elicitation_enabled and not session.stateless
                 and revisions.declares_form_elicitation(session.client_capabilities))
 
