@@ -6,13 +6,16 @@ A transcript that fails prints the runner's report (the step, the pattern, what 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
 from conformance import transcripts as runner
+from conformance.replay import runner as replay_runner
 
 CASES = [(path, transport)
          for path in runner.find_transcripts()
@@ -21,7 +24,39 @@ PARALLEL = 3    # each transcript spends most of its time waiting on its own ser
 
 
 @pytest.fixture(scope="session")
-def replays(request):
+def as_any_server():
+    """The command against our fixture server as if it were anyone's: --server-command (stdio) and --url (an
+    HTTP server already listening). Started with the session, so they run while the other replays do."""
+    command = [sys.executable, "-m", "conformance.transcripts"]
+    # The fixture server as `--http` starts it, but with the core's default time to wait for an answer to
+    # a question (the command line's 5 s is for the official suite): one server takes every transcript here,
+    # a few at a time, and on a loaded machine an elicitation round trip can outlast 5 s.
+    serve = ("import anyio; from conformance.fixture_server import fixture_server; "
+             "from hcmcp.protocol.streamable_http import serve_http; "
+             "anyio.run(lambda: serve_http(fixture_server(), '127.0.0.1:0'))")
+    server = subprocess.Popen([sys.executable, "-c", serve], cwd=runner.ROOT, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    url = None
+    for line in server.stderr:
+        found = re.search(r"serving MCP at (http://127\.0\.0\.1:\d+/mcp)", line)
+        if found:
+            url = found.group(1)
+            break
+    threading.Thread(target=server.stderr.read, daemon=True).start()    # keep its stderr drained
+    runs = {"stdio": subprocess.Popen([*command, "--server-command", f"{sys.executable} -m conformance.fixture_server"],
+                                      cwd=runner.ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)}
+    if url is not None:
+        runs["http"] = subprocess.Popen([*command, "--url", url], cwd=runner.ROOT, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True)
+    yield runs
+    for process in [*runs.values(), server]:
+        if process.poll() is None:
+            process.kill()
+        process.wait(10)
+
+
+@pytest.fixture(scope="session")
+def replays(request, as_any_server):
     """The selected transcripts, replayed a few at a time in the background; each test waits for its own."""
     selected = [item.callspec.params for item in request.session.items
                 if getattr(item, "originalname", None) == "test_transcript"]
@@ -57,6 +92,22 @@ def test_every_transcript_reads_like_a_spec():
         assert any("expect" in step for step in transcript.steps), f"{path}: expects nothing"
         names.add(transcript.name)
     assert len(names) >= 20
+
+
+def test_every_transcript_says_who_can_take_it():
+    """hcmcp-only (a reason), fixture-needing (the tools it names), or protocol-level: for any server."""
+    kinds = {"hcmcp-only": [], "fixture": [], "protocol": []}
+    for path in runner.find_transcripts():
+        transcript = runner.load(path)
+        if transcript.hcmcp_only:
+            kinds["hcmcp-only"].append(transcript.name)
+        elif transcript.fixture_needs:
+            kinds["fixture"].append(transcript.name)
+        else:
+            kinds["protocol"].append(transcript.name)
+    assert all(not n.split("/")[1].startswith(("hcmcp-", "delete-")) for n in kinds["protocol"] + kinds["fixture"]), \
+        "the product server's transcripts are hcmcp-only"
+    assert len(kinds["protocol"]) >= 15, kinds
 
 
 # -- the matcher -----------------------------------------------------------------------------
@@ -164,21 +215,21 @@ def test_a_message_outside_the_schema_fails(tmp_path):
     # A 2026 answer checked against the 2026 schema: an input_required result without requestState
     # or inputRequests is invalid; the runner must validate even when the pattern accepts anything.
     validated = []
-    original = runner.validate_with_official_schema
+    original = replay_runner.validate_with_official_schema
 
     def spy(revision, message, method):
         validated.append((revision, method))
         original(revision, message, method)
 
-    runner.validate_with_official_schema = spy
+    replay_runner.validate_with_official_schema = spy
     try:
         path = write(tmp_path, "validated", [INIT, {"expect": {"$any": "object"}}])
         assert runner.run_transcript(runner.load(runner.Path(path)), "stdio").passed
     finally:
-        runner.validate_with_official_schema = original
+        replay_runner.validate_with_official_schema = original
     assert validated == [("2025-11-25", "initialize")]
     with pytest.raises(Exception):
-        runner.validate_with_official_schema("2026-07-28", {"jsonrpc": "2.0", "id": 1, "result": {}}, "tools/list")
+        replay_runner.validate_with_official_schema("2026-07-28", {"jsonrpc": "2.0", "id": 1, "result": {}}, "tools/list")
 
 
 @pytest.mark.parametrize("steps, verdict", [
@@ -215,3 +266,121 @@ def test_the_command_prints_one_line_each_and_the_totals(tmp_path):
     assert lines[0].startswith("ok   2025/negotiate-unknown-version [stdio]")
     assert lines[1].startswith("FAIL 2025/bad [stdio]")
     assert lines[-1] == "1 passed, 1 failed"
+
+
+# -- against any server: structural matching, needs, --server-command and --url ---------------
+
+def fits_other(pattern, actual):
+    """As fits(), against a server that is not hcmcp: the $hcmcp parts are left out."""
+    try:
+        runner.match(pattern, actual, {}, strict=False)
+        return True
+    except runner.Mismatch:
+        return False
+
+
+def test_hcmcp_parts_bind_hcmcp_alone():
+    text = {"$any": "string", "$hcmcp": "Parse error: exact words"}
+    assert fits(text, "Parse error: exact words") and not fits(text, "Parse error")
+    assert fits_other(text, "Parse error") and not fits_other(text, 3), "the other matchers still hold"
+    error = {"code": -32700, "message": text, "$more": "not-hcmcp"}
+    assert not fits(error, {"code": -32700, "message": "Parse error: exact words", "data": 1}), "hcmcp adds no keys"
+    assert fits_other(error, {"code": -32700, "message": "x", "data": 1})
+    assert not fits_other(error, {"code": -32600, "message": "x"}), "what the spec fixes binds every server"
+    optional = {"title": {"$hcmcp": "hcmcp protocol fixture"}, "name": {"$any": "string"}}
+    assert fits_other(optional, {"name": "peer"}) and not fits(optional, {"name": "peer"})
+    absent = {"nextCursor": {"$absent": "hcmcp"}}
+    assert fits_other(absent, {"nextCursor": "c"}) and not fits(absent, {"nextCursor": "c"}) and fits(absent, {})
+    either = {"id": 1, "error": {"$hcmcp": {"code": -32600}}, "$more": "not-hcmcp"}
+    assert fits_other(either, {"id": 1, "result": {}}) and not fits(either, {"id": 1, "result": {}})
+    with pytest.raises(runner.TranscriptError):
+        runner.match({"a": 1, "$more": "sometimes"}, {"a": 1}, {})
+
+
+def test_needs_are_checked_when_loading(tmp_path):
+    for needs in ({"tools": "add"}, {"hcmcp": ""}, {"servers": ["x"]}):
+        with pytest.raises(runner.TranscriptError):
+            runner.load(runner.Path(write(tmp_path, "needs", [INIT, {"expect": {"$any": "object"}}], needs=needs)))
+    with pytest.raises(runner.TranscriptError):
+        runner.load(runner.Path(write(tmp_path, "stepneeds", [{**INIT, "needs": {"tools": [1]}}])))
+    loaded = runner.load(runner.Path(write(tmp_path, "ok", [INIT, {"expect": {"$any": "object"}, "needs": {"hcmcp": True}}],
+                                           needs={"tools": ["add"]})))
+    assert loaded.fixture_needs == {"tools": ["add"]} and loaded.hcmcp_only is None
+
+
+def every_line(stdout: str) -> dict[str, str]:
+    return {line.split()[1] + " " + line.split()[2].rstrip(":"): line for line in stdout.splitlines()
+            if line.split() and line.split()[0] in ("ok", "FAIL", "skip", "n/a", "known")}
+
+
+def expected_verdicts(transport: str) -> tuple[set[str], set[str]]:
+    """The transcripts any server may take over this transport, and those only hcmcp can take."""
+    runs, hcmcp_only = set(), set()
+    for path in runner.find_transcripts():
+        transcript = runner.load(path)
+        if transport in transcript.transports:
+            (hcmcp_only if transcript.hcmcp_only else runs).add(f"{transcript.name} [{transport}]")
+    return runs, hcmcp_only
+
+
+def check_replay_as_any_server(done: subprocess.CompletedProcess, transport: str) -> None:
+    lines = every_line(done.stdout)
+    runs, hcmcp_only = expected_verdicts(transport)
+    failures = re.findall(r"^FAIL .*(?:\n {5}.*)*", done.stdout, re.M)
+    assert done.returncode == 0, "\n".join(failures)[:6000] + done.stderr[-2000:]
+    assert done.stdout.splitlines()[0].startswith("target: ") and "hcmcp-fixture" in done.stdout.splitlines()[0]
+    for name in runs:
+        assert lines[name].startswith("ok   "), lines[name]
+    for name in hcmcp_only:
+        assert lines[name].startswith(f"skip {name}: hcmcp-only: "), lines[name]
+    assert done.stdout.splitlines()[-1] == f"{len(runs)} passed, 0 failed, {len(hcmcp_only)} skipped"
+    assert len(runs) >= 20
+
+
+@pytest.mark.parametrize("transport", runner.TRANSPORTS)
+def test_the_command_replays_the_transcripts_against_any_server(as_any_server, transport):
+    """--server-command and --url: our fixture server, reached like anyone's, passes every transcript that is
+    not hcmcp-only (matched by what the spec fixes) and skips the others, saying why."""
+    assert transport in as_any_server, "the fixture server did not say where it serves HTTP"
+    stdout, stderr = as_any_server[transport].communicate(timeout=600)
+    done = subprocess.CompletedProcess([], as_any_server[transport].returncode, stdout, stderr)
+    check_replay_as_any_server(done, transport)
+
+
+STUB_SERVER = r'''
+import json, sys
+for line in sys.stdin:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        print(json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "bad"}}), flush=True)
+        continue
+    if not isinstance(message, dict) or "id" not in message:
+        continue
+    if message.get("method") == "initialize":
+        result = {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "stub", "version": "1"}}
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "result": result}), flush=True)
+    else:
+        print(json.dumps({"jsonrpc": "2.0", "id": message["id"], "error": {"code": -32601, "message": "no"}}), flush=True)
+'''
+
+
+def test_a_server_that_breaks_the_protocol_fails_and_what_it_lacks_is_skipped(tmp_path):
+    stub = tmp_path / "stub_server.py"
+    stub.write_text(STUB_SERVER)
+    files = [str(runner.TRANSCRIPTS / name) for name in
+             ("2025/malformed-messages.json", "2025/tool-argument-errors.json", "2026/discover.json",
+              "2025/hcmcp-errors.json", "2026/http-header-validation.json")]
+    done = subprocess.run([sys.executable, "-m", "conformance.transcripts", "--server-command",
+                           f"{sys.executable} {stub}", *files],
+                          capture_output=True, text=True, cwd=runner.ROOT, timeout=120)
+    assert done.returncode == 1, done.stdout
+    lines = every_line(done.stdout)
+    assert lines["2025/malformed-messages [stdio]"].startswith("FAIL ")
+    assert "step 2 (expect): at $.error.code: expected -32700, got -32600" in done.stdout
+    assert lines["2025/tool-argument-errors [stdio]"] == \
+        "skip 2025/tool-argument-errors [stdio]: needs tools add, echo, which the target does not list"
+    assert lines["2026/discover [stdio]"].startswith("skip 2026/discover [stdio]: needs the 2026-07-28 era")
+    assert lines["2025/hcmcp-errors [stdio]"].startswith("skip 2025/hcmcp-errors [stdio]: hcmcp-only: ")
+    assert lines["2026/http-header-validation [stdio]"].startswith("n/a  ")
+    assert done.stdout.splitlines()[-1] == "0 passed, 1 failed, 3 skipped"

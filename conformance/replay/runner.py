@@ -1,0 +1,239 @@
+"""Replaying one transcript against a target, step by step, validating every message the server writes.
+
+``run_transcript(transcript, transport, target)`` returns an ``Outcome``: passed, failed (at which
+step, with the pattern and what came instead), or not run and why (the target does not serve
+what the transcript needs). Against hcmcp every check holds; against another server the
+hcmcp-only steps and the ``$hcmcp`` parts of patterns are left out.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from conformance.replay.format import MODERN_REVISION, ROOT, STEP_KINDS, Transcript, TranscriptError
+from conformance.replay.patterns import Mismatch, _short, match, substitute
+from conformance.replay.targets import Target
+from conformance.replay.transports import META_VERSION, HttpPeer, StdioPeer
+
+EXPECT_TIMEOUT_MS = 10_000
+
+sys.path.insert(0, str(ROOT / "tests"))
+import support  # noqa: E402  (tests/support.py holds the schema checks: validate_server_message)
+
+
+class StepFailed(Exception):
+    def __init__(self, number: int, step: dict[str, Any], why: str, expected: Any = None, got: Any = None) -> None:
+        super().__init__(why)
+        self.number = number
+        self.step = step
+        self.why = why
+        self.expected = expected
+        self.got = got
+
+
+@dataclass
+class Outcome:
+    transcript: Transcript
+    transport: str
+    passed: bool                 # every step held (False too when not run: see skipped)
+    seconds: float
+    report: list[str] = field(default_factory=list)
+    failed_step: int | None = None
+    skipped: str | None = None   # not run at all: why (the target does not serve what it needs)
+    steps_not_run: dict[str, int] = field(default_factory=dict)   # why -> how many steps were left out
+    strict: bool = True          # replayed against hcmcp itself (known_bug marks apply only then)
+
+    @property
+    def verdict(self) -> str:
+        """ok; FAIL; skip; "known bug" (a known_bug transcript that still fails, as it should until the
+        fix); or FAIL too for a known_bug transcript that passes: the fix landed, so the mark must go."""
+        if self.skipped is not None:
+            return "skip"
+        bug = self.transcript.bug_on(self.transport) if self.strict else None
+        if bug is None:
+            return "ok" if self.passed else "FAIL"
+        expected_step = bug["fails_at_step"]
+        return "known bug" if not self.passed and self.failed_step == expected_step else "FAIL"
+
+
+class Replay:
+    """The state of one transcript being replayed: captures, and what was sent (to validate answers)."""
+
+    def __init__(self, transcript: Transcript, peer: StdioPeer | HttpPeer, target: Target) -> None:
+        self.transcript = transcript
+        self.peer = peer
+        self.target = target
+        self.strict = target.is_hcmcp
+        self.captures: dict[str, Any] = {}
+        self.methods: dict[Any, str] = {}     # request id -> method, to validate the result it gets
+        self.modern_ids: set[Any] = set()     # request ids sent with 2026-07-28 _meta
+        self.revision = transcript.revision   # the negotiated legacy revision, once initialize is answered
+        self.not_run: dict[str, int] = {}
+
+    def run(self) -> None:
+        for number, step in enumerate(self.transcript.steps, 1):
+            if step.get("only") not in (None, self.peer.transport):
+                continue
+            why_not = self.target.unmet(step.get("needs", {}))
+            if why_not is not None:
+                why_not = "hcmcp-only" if step["needs"].get("hcmcp") else why_not
+                self.not_run[why_not] = self.not_run.get(why_not, 0) + 1
+                continue
+            try:
+                self.step(step)
+            except TranscriptError as error:
+                raise StepFailed(number, step, f"the transcript is wrong: {error}") from None
+            except StepFailed as failed:
+                failed.number, failed.step = number, step
+                raise
+
+    def resolve(self, value: Any) -> Any:
+        return substitute(value, self.captures, self.transcript.define)
+
+    def step(self, step: dict[str, Any]) -> None:
+        headers = self.resolve(step.get("http_headers", {}))
+        if "send" in step:
+            message = self.resolve(step["send"])
+            self._note_request(message)
+            self.peer.send(json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode(), message,
+                           headers)
+        elif "answer" in step:
+            message = {"jsonrpc": "2.0", **self.resolve(step["answer"])}
+            self.peer.send(json.dumps(message, separators=(",", ":")).encode(), message, headers)
+        elif "send_raw" in step:
+            self.peer.send(self.resolve(step["send_raw"]).encode(), None, headers)
+        elif "expect" in step:
+            self._expect(step)
+        elif "expect_none" in step:
+            received = self.peer.receive(step["expect_none"] / 1000)
+            if received is not None:
+                raise StepFailed(0, step, f"expected no message for {step['expect_none']} ms",
+                                 got=received.problem or received.message)
+
+    def _note_request(self, message: Any) -> None:
+        if not isinstance(message, dict) or "method" not in message or "id" not in message:
+            return
+        key = _key(message["id"])     # an id may be reused once its request is answered: last use wins
+        self.methods[key] = message["method"]
+        params = message.get("params")
+        if isinstance(params, dict) and isinstance(params.get("_meta"), dict) and META_VERSION in params["_meta"]:
+            self.modern_ids.add(key)
+        else:
+            self.modern_ids.discard(key)
+
+    def _expect(self, step: dict[str, Any]) -> None:
+        pattern = self.resolve(step["expect"])
+        timeout = step.get("timeout_ms", EXPECT_TIMEOUT_MS) / 1000
+        received = self.peer.receive(timeout)
+        if received is None:
+            raise StepFailed(0, step, f"no message within {timeout:g} s", expected=pattern)
+        if received.problem:
+            if self._free_form_refusal(step, received):
+                return
+            raise StepFailed(0, step, received.problem, expected=pattern)
+        message = received.message
+        self._validate(step, message)
+        try:
+            match(pattern, message, self.captures, strict=self.strict)
+        except Mismatch as mismatch:
+            raise StepFailed(0, step, str(mismatch), expected=pattern, got=message) from None
+        wanted_status = step.get("http_status")
+        if wanted_status is not None and received.http_status is not None:
+            try:
+                match(wanted_status, received.http_status, {}, "HTTP status", strict=self.strict)
+            except Mismatch:
+                raise StepFailed(0, step, f"expected HTTP status {_short(wanted_status)}, got {received.http_status}",
+                                 expected=pattern, got=message) from None
+        if isinstance(message, dict) and isinstance(message.get("result"), dict) and \
+                self.methods.get(_key(message.get("id"))) == "initialize" and _key(message.get("id")) not in self.modern_ids:
+            self.revision = message["result"].get("protocolVersion", self.revision)
+
+    def _free_form_refusal(self, step: dict[str, Any], received: Any) -> bool:
+        """Over HTTP a refusal whose status the spec leaves open (``http_status`` with ``$hcmcp``) may come
+        from the transport with a body that is no JSON-RPC message: "The HTTP response body MAY comprise a
+        JSON-RPC error response". hcmcp itself always sends the message."""
+        wanted = step.get("http_status")
+        status = received.http_status
+        return (not self.strict and status is not None and 400 <= status < 500 and isinstance(wanted, dict)
+                and "$hcmcp" in wanted and received.message is None)
+
+    def _validate(self, step: dict[str, Any], message: Any) -> None:
+        """Every message the server writes must satisfy the official schema of the revision it speaks."""
+        if not isinstance(message, dict):
+            raise StepFailed(0, step, "the server wrote something that is not a JSON object", got=message)
+        is_response = "method" not in message
+        key = _key(message.get("id"))
+        method = self.methods.get(key) if is_response else None
+        revision = MODERN_REVISION if is_response and key in self.modern_ids else self.revision
+        if method == "initialize" and is_response and key not in self.modern_ids:
+            result = message.get("result")
+            if isinstance(result, dict) and result.get("protocolVersion") in _schema_revisions():
+                revision = result["protocolVersion"]
+        try:
+            validate_with_official_schema(revision, message, method)
+        except Exception as error:     # jsonschema.ValidationError, with the path it failed at
+            detail = getattr(error, "message", str(error))
+            where = "/".join(str(p) for p in getattr(error, "absolute_path", ()))
+            raise StepFailed(0, step, f"the message does not satisfy the {revision} schema"
+                                      f"{' at ' + where if where else ''}: {detail}", got=message) from None
+
+
+def validate_with_official_schema(revision: str, message: dict[str, Any], method: str | None) -> None:
+    """tests/support.validate_server_message (its validators are built once per definition)."""
+    support.validate_server_message(revision, message, method)
+
+
+def _key(request_id: Any) -> Any:
+    # JSON-RPC ids 1 and "1" are different ids; True would collide with 1 in a dict.
+    return (type(request_id).__name__, request_id)
+
+
+def _schema_revisions() -> set[str]:
+    return {p.name.split(".")[0] for p in (ROOT.parent / "shared" / "spec" / "mcp-schema").glob("*.schema.json")}
+
+
+def run_transcript(transcript: Transcript, transport: str, target: Target | None = None) -> Outcome:
+    target = target or Target.hcmcp()
+    started = time.monotonic()
+    why_not = target.cannot_run(transcript)
+    if why_not is not None:
+        return Outcome(transcript, transport, False, 0.0, skipped=why_not, strict=target.is_hcmcp)
+    report: list[str] = []
+    failed_step: int | None = None
+    peer: StdioPeer | HttpPeer | None = None
+    replay: Replay | None = None
+    try:
+        peer = target.open(transcript.server, transport, transcript.env)
+        replay = Replay(transcript, peer, target)
+        replay.run()
+        problems = peer.finish()
+        peer = None
+        if problems:
+            report.append("after the last step:")
+            report.extend(f"  {p}" for p in problems)
+    except StepFailed as failed:
+        failed_step = failed.number
+        kind = next((k for k in STEP_KINDS if k in failed.step), "note")
+        report.append(f"step {failed.number} ({kind}): {failed.why}")
+        if failed.step.get("note"):
+            report.append(f"  the step says: {failed.step['note']}")
+        if failed.expected is not None:
+            report.append(f"  expected: {_short(failed.expected, 2000)}")
+        if failed.got is not None:
+            report.append(f"  got:      {_short(failed.got, 2000)}")
+    except (RuntimeError, ValueError) as error:
+        report.append(str(error))
+    finally:
+        if peer is not None:
+            tail = peer.stderr_tail()
+            peer.stop()
+            if tail:
+                report.append("  server stderr (last lines):")
+                report.extend(f"    | {line}" for line in tail.splitlines()[-15:])
+    return Outcome(transcript, transport, not report, time.monotonic() - started, report, failed_step,
+                   steps_not_run=dict(replay.not_run) if replay else {}, strict=target.is_hcmcp)
+
