@@ -61,8 +61,9 @@ def stop(proc: subprocess.Popen, grace: float = 3.0) -> None:
     _live.discard(proc)
 
 
-def spawn(argv: list[str], env: dict[str, str] | None = None, **kwargs: Any) -> subprocess.Popen:
-    proc = subprocess.Popen(argv, env=env, cwd=REPO, **kwargs)
+def spawn(argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None,
+          **kwargs: Any) -> subprocess.Popen:
+    proc = subprocess.Popen(argv, env=env, cwd=cwd or REPO, **kwargs)
     _live.add(proc)
     return proc
 
@@ -116,12 +117,12 @@ class StdioServer:
     from it includes interpreter start-up, imports and the server's own set-up.
     """
 
-    def __init__(self, argv: list[str], env: dict[str, str] | None = None):
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None):
         self.argv = argv
         self._stderr = tempfile.TemporaryFile()
         self.started_at = time.perf_counter()
         self.proc = spawn(argv, env=env or server_env(), stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0)
+                          stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0, cwd=cwd)
         self._replies: queue.Queue[Reply | None] = queue.Queue()
         self._next_id = 0
         self._write_lock = threading.Lock()
@@ -479,6 +480,9 @@ def common_arguments(parser: Any, default_runs: int = 15) -> None:
                         help="never create a venv; peers whose venv is missing are reported as such")
     parser.add_argument("--servers", default="hcmcp,mcpserver,fastmcp1",
                         help="comma-separated subset of hcmcp,mcpserver,fastmcp1")
+    parser.add_argument("--charts", metavar="DIR",
+                        help="draw this program's charts (PNG) there (default: benchmarks/ for a full run, "
+                             "none with --quick)")
 
 
 def runs_from(args: Any, default_runs: int = 15) -> int:

@@ -28,6 +28,7 @@ from benchmarks._harness import (
     PEER_LABELS, DirectClient, ServerGone, Simulator, SimulatorFailed, Table, calls_in_flight, common_arguments,
     exit_status, failed, median, mib, ms, not_run, one_line, ratio, runs_from, server_env, simulator,
 )
+from benchmarks._charts import charts_dir, draw, lines
 from benchmarks._servers import ServerSpec, selected
 
 SIZES = (10, 1000, 10000)
@@ -83,7 +84,7 @@ def simulator_alone(sim: Simulator, path: str, runs: int) -> tuple[int, float]:
 
 
 def measure(size: int, variant: Variant, sim: Simulator, runs: int, floor_runs: int, table: Table,
-            medians: dict[tuple[int, str], float]) -> None:
+            medians: dict[tuple[int, str], float], peaks: dict[tuple[int, str], float] | None = None) -> None:
     """One row: a fresh server, one warm-up call, then `runs` timed list_checks calls."""
     spec = variant.spec
     if spec.argv is None:
@@ -106,6 +107,8 @@ def measure(size: int, variant: Variant, sim: Simulator, runs: int, floor_runs: 
     took = median(stats.latencies)
     if not stats.errors:  # a ratio against a refusal would compare different work
         medians[size, variant.key] = took
+        if peaks is not None:
+            peaks[size, variant.key] = memory["VmHWM"]
     # A refusal is the server's answer, not a broken benchmark: hcmcp refuses an unfiltered
     # list whose answer is over its byte ceiling, by design, and says what to do instead.
     if stats.errors == len(stats.latencies) and variant.key == "hcmcp":
@@ -167,14 +170,25 @@ def main(argv: list[str] | None = None) -> int:
                   ["checks", "server", "API body", "simulator alone", "time per call", "over the simulator",
                    "VmRSS after", "VmHWM (peak)", "outcome"])
     medians: dict[tuple[int, str], float] = {}
+    peaks: dict[tuple[int, str], float] = {}
     for size in sizes:
         try:
             with simulator(f"bulk:{size}") as sim:
                 for variant in rows:
-                    measure(size, variant, sim, runs, floor_runs, table, medians)
+                    measure(size, variant, sim, runs, floor_runs, table, medians, peaks)
         except SimulatorFailed as exc:
             table.add(size, "simulator", "", "", failed(str(exc)), "", "", "", "")
     add_notes(table, sizes, specs, medians)
+    labels = {variant.key: variant.label for variant in rows}
+    chart = draw(charts_dir(args), "scaling", lambda plt: lines(
+        plt, "list_checks against project size (answered calls only; hcmcp refuses >5 MiB unfiltered by design)", [
+            ("time per call (median)", "ms", {labels[key]: [(size, medians[size, k] * 1000) for size, k in medians if k == key]
+                                               for key in labels}),
+            ("peak RSS (VmHWM) after the calls", "MiB", {labels[key]: [(size, peaks[size, k] / 1024)
+                                                                         for size, k in peaks if k == key]
+                                                          for key in labels})]))
+    if chart:
+        table.note(chart)
     table.print()
     return exit_status()
 

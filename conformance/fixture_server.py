@@ -155,7 +155,7 @@ def main(argv: list[str]) -> None:
         # The tests shorten the shutdown drain to see a call cut by it without waiting 10 s.
         import os
         grace = os.environ.get("FIXTURE_SHUTDOWN_GRACE")
-        run_stdio(fixture_server(minimal), *([float(grace)] if grace else []))
+        run_stdio(fixture_server(minimal), **({"grace": float(grace)} if grace else {}))
 
 
 if __name__ == "__main__":

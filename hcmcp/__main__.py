@@ -9,9 +9,12 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import asynccontextmanager
-from typing import Any
 
 from . import __version__
+
+TYPE_CHECKING = False   # not typing.TYPE_CHECKING: importing typing costs start-up time (fast_start.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 USAGE = """\
 usage: hcmcp [--demo] [--http HOST:PORT [--stateless]]     serve MCP (stdio by default)
@@ -100,16 +103,24 @@ def build_server(config, api):
                      elicitation_timeout=config.elicitation_timeout, seal=Seal(config.state_key))
 
 
+def _demo_simulator():
+    """The --demo instance, seeded (not yet served: that needs the event loop)."""
+    from .healthchecks.simulator import Simulator
+    sim = Simulator()
+    sim.seed_demo()
+    return sim
+
+
 @asynccontextmanager
-async def _built_server(opts: dict[str, Any], config):
+async def _built_server(opts: dict[str, Any], config, sim=None):
     """The McpServer for this command: over the configured instance, or (--demo) over the
-    simulated one, served on 127.0.0.1 inside this process's event loop for as long as it is used."""
+    simulated one (``sim``, or a new one), served on 127.0.0.1 inside this process's event loop
+    for as long as it is used."""
     if not opts["demo"]:
         yield build_server(config, _api(config))
         return
-    from .healthchecks.simulator import Simulator, serve
-    sim = Simulator()
-    sim.seed_demo()
+    from .healthchecks.simulator import serve
+    sim = sim or _demo_simulator()
     async with serve(sim):
         yield build_server(config, _api(config, sim.site_root, sim.RW_KEY))
 
@@ -137,10 +148,55 @@ async def _transport(opts: dict[str, Any], config, server) -> None:
         await serve_stdio(server)
 
 
-def _serve_stdio_now(config) -> None:
-    """Plain stdio: build the server and answer the handshake before any event loop is imported."""
-    from .protocol.stdio import run_stdio
-    run_stdio(build_server(config, _api(config)))
+def _serve_stdio_now(opts: dict[str, Any], config) -> None:
+    """stdio (plain or --demo): the handshake is answered before the heavy imports (fast_start.py),
+    which happen meanwhile in a background thread; then the full server takes over. Never returns."""
+    from .config import ConfigError
+    from .fast_start import Handshake, serve
+    try:
+        handshake = Handshake.load(config)   # None when handshake.json is stale: the full path serves
+    except ConfigError as error:
+        _fail(str(error))
+    if opts["demo"]:
+        build = _demo_simulator
+
+        def go_on(sim, reader, session) -> None:
+            _run_demo_stdio(opts, config, sim, reader, session)
+    else:
+        def build():
+            return build_server(config, _api(config))
+
+        def go_on(server, reader, session) -> None:
+            from .protocol.stdio import run_stdio
+            run_stdio(server, reader, session)
+    if handshake is None:
+        go_on(build(), None, None)
+    serve(handshake, _warming(build, config), go_on)
+
+
+def _warming(build, config):
+    """``build``, followed by the imports the first tools/call needs (event loop, HTTP client)."""
+    def run():
+        built = build()
+        import anyio._backends._asyncio  # noqa: F401
+        from .http import client  # noqa: F401   (ssl and the TLS settings load with the first https connection)
+        return built
+    return run
+
+
+def _run_demo_stdio(opts: dict[str, Any], config, sim, reader, session) -> None:
+    import anyio
+
+    from .protocol.stdio import exit_now, serve_stdio
+
+    async def serve_demo() -> None:
+        async with _built_server(opts, config, sim) as server:
+            await serve_stdio(server, reader, 1, session)
+    try:
+        anyio.run(serve_demo)
+    except KeyboardInterrupt:
+        pass
+    exit_now(0)
 
 
 async def _tools(opts: dict[str, Any], config) -> None:
@@ -227,13 +283,13 @@ def main(argv: list[str] | None = None) -> None:
         warning = api_key_warning(config.api_key)
         if warning:
             sys.stderr.write(warning + "\n")
-    if opts["command"] == "serve" and not opts["http"] and not opts["demo"]:
-        import signal
-        from .protocol.stdio import exit_now
-        signal.signal(signal.SIGTERM, lambda *_: exit_now(0))   # from the first moment, not after imports
+    if opts["command"] == "serve" and not opts["http"]:
+        import _signal   # not signal: that imports enum, milliseconds before the first reply
+        from .fast_start import exit_now
+        _signal.signal(_signal.SIGTERM, lambda *_: exit_now(0))   # from the first moment, not after imports
         if sys.stdin.isatty():
             sys.stderr.write(WAITING)
-        _serve_stdio_now(config)
+        _serve_stdio_now(opts, config)
     import anyio
     if opts["command"] == "tools":
         anyio.run(_tools, opts, config)

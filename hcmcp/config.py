@@ -7,10 +7,11 @@ would leave the operator believing something that is not true.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+
+TYPE_CHECKING = False   # not typing.TYPE_CHECKING: importing typing costs start-up time (fast_start.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_URL = "https://healthchecks.io"
 
@@ -19,8 +20,10 @@ class ConfigError(Exception):
     """A setting that cannot be used; the message says which and how to fix it."""
 
 
-@dataclass(frozen=True)
 class Config:
+    """Frozen. A plain class, not a dataclass: importing dataclasses (and re) was a third of the
+    time to the first reply (see hcmcp/fast_start.py)."""
+
     api_key: str | None
     site_root: str                      # scheme://host[:port][/prefix], no trailing slash, no /api/vN
     read_only: bool
@@ -37,7 +40,24 @@ class Config:
     proxy: Any = None                            # hcmcp.http.proxy.ProxyRoute, or None for direct
     ca_file: str | None = None                   # HEALTHCHECKS_CA_FILE
     insecure_tls: bool = False                   # HEALTHCHECKS_INSECURE_TLS
-    startup_notes: tuple[str, ...] = field(default=())   # one stderr line each, printed at start
+    startup_notes: tuple[str, ...] = ()          # one stderr line each, printed at start
+
+    def __init__(self, **values: object) -> None:
+        fields = self.__annotations__
+        unknown = set(values) - set(fields)
+        missing = {name for name in fields if name not in values and not hasattr(type(self), name)}
+        if unknown or missing:
+            raise TypeError(f"Config: unknown fields {sorted(unknown)}, missing fields {sorted(missing)}")
+        for name in fields:   # a field with a class-level default may be left out, as with a dataclass
+            object.__setattr__(self, name, values[name] if name in values else getattr(type(self), name))
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Config is frozen: cannot set {name}")
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Config and all(getattr(self, f) == getattr(other, f) for f in self.__annotations__)
+
+    __hash__ = None   # type: ignore[assignment]
 
     def __repr__(self) -> str:   # never show the key or the tokens, not even in a traceback
         return (f"Config(site_root={self.site_root!r}, api_key={'set' if self.api_key else 'unset'}, "
@@ -55,15 +75,45 @@ def parse_bool(name: str, raw: str | None, default: bool) -> bool:
                       f"(the default is {'true' if default else 'false'})")
 
 
+_SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+
+
+def _split_url(url: str) -> tuple[str, str, str] | None:
+    """(scheme, authority, path) as the regex ``(?i)([a-z][a-z0-9+.-]*)://([^/?#]*)([^?#]*)`` would
+    fullmatch them, or None. Printable ASCII is split by hand (importing re costs ~5 ms of start-up);
+    anything else goes to the regex itself, so the two can never disagree."""
+    if not (url.isascii() and url.isprintable()):
+        import re
+        match = re.fullmatch(r"(?i)([a-z][a-z0-9+.-]*)://([^/?#]*)([^?#]*)", url)
+        return (match.group(1), match.group(2), match.group(3)) if match else None
+    colon = url.find(":")
+    scheme, rest = url[:colon], url[colon + 3:]
+    if (colon < 1 or url[colon:colon + 3] != "://" or not scheme[0].isalpha()
+            or not _SCHEME_CHARS.issuperset(scheme) or "?" in rest or "#" in rest):
+        return None
+    slash = rest.find("/")
+    return (scheme, rest, "") if slash < 0 else (scheme, rest[:slash], rest[slash:])
+
+
+def _strip_api_suffix(path: str) -> str:
+    """``re.sub(r"/api/v\\d+/?$", "", path)`` for a path without a trailing slash."""
+    if not (path.isascii() and path.isprintable()):
+        import re
+        return re.sub(r"/api/v\d+/?$", "", path)
+    at = path.rfind("/api/v")
+    version = path[at + 6:]
+    return path[:at] if at >= 0 and version and version.isdigit() else path
+
+
 def parse_site_root(raw: str | None) -> str:
     if raw is None or raw.strip() == "":
         return DEFAULT_URL
     url = raw.strip()
-    match = re.fullmatch(r"(?i)([a-z][a-z0-9+.-]*)://([^/?#]*)([^?#]*)", url)
-    if not match:
+    parts = _split_url(url)
+    if parts is None:
         raise ConfigError(f"HEALTHCHECKS_URL is not a URL: give the site root, e.g. {DEFAULT_URL} "
                           "or http://127.0.0.1:8000 (no query string or fragment)")
-    scheme, authority, path = match.group(1).lower(), match.group(2), match.group(3)
+    scheme, authority, path = parts[0].lower(), parts[1], parts[2]
     if scheme not in ("http", "https"):
         raise ConfigError(f"HEALTHCHECKS_URL uses the scheme {scheme!r}: only http and https are supported")
     if "@" in authority:
@@ -71,7 +121,7 @@ def parse_site_root(raw: str | None) -> str:
                           "the API key goes in HEALTHCHECKS_API_KEY")
     if not authority or authority.startswith(":"):
         raise ConfigError("HEALTHCHECKS_URL has no host name: give the site root, e.g. " + DEFAULT_URL)
-    path = re.sub(r"/api/v\d+/?$", "", path.rstrip("/")).rstrip("/")
+    path = _strip_api_suffix(path.rstrip("/")).rstrip("/")
     return f"{scheme}://{authority.lower()}{path}"
 
 

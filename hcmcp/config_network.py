@@ -8,10 +8,11 @@ never a proxy's credentials). Nothing here imports ssl or the HTTP stack.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping
-from typing import Any
-from urllib.parse import urlsplit
+
+TYPE_CHECKING = False   # neither typing nor re before the first reply: they cost start-up time (fast_start.py)
+if TYPE_CHECKING:
+    from typing import Any
 
 PLAIN_HTTP_LINE = ("hcmcp: HEALTHCHECKS_URL is {url}, plain http to a host that is not loopback: the API key "
                    "would cross the network in clear text. Use https:// unless this network is trusted.")
@@ -20,20 +21,61 @@ INSECURE_TLS_LINE = ("hcmcp: HEALTHCHECKS_INSECURE_TLS=true — the instance's T
 IGNORED_PROXY_LINE = ("hcmcp: {name} is ignored, as curl ignores it (a CGI server can fill it from a request "
                       "header); for a proxy to an http:// instance set http_proxy, in lower case.")
 
-_LOOPBACK_V4 = re.compile(r"127(?:\.\d{1,3}){3}")
+def _loopback_v4(host: str) -> bool:
+    """127.d.d.d with 1 to 3 digits each, as the regex 127(?:[.][0-9]{1,3}){3} but without re for
+    ASCII (importing re costs start-up time); other text goes to re, whose digit class is Unicode's."""
+    if not host.isascii():
+        import re
+        return bool(re.fullmatch(r"127(?:\.\d{1,3}){3}", host))
+    parts = host.split(".")
+    return (len(parts) == 4 and parts[0] == "127"
+            and all(1 <= len(part) <= 3 and part.isdigit() for part in parts[1:]))
 
 
 def is_loopback(host: str) -> bool:
     host = host.lower().strip("[]").rstrip(".")
     return (host == "localhost" or host.endswith(".localhost") or host == "::1"
-            or bool(_LOOPBACK_V4.fullmatch(host)))
+            or _loopback_v4(host))
+
+
+class _Parts:
+    """scheme, hostname and port of a plain URL, exactly as urllib.parse.urlsplit gives them."""
+
+    def __init__(self, scheme: str, netloc: str) -> None:
+        self.scheme = scheme
+        hostinfo = netloc.rpartition("@")[2]
+        hostname, _, port = hostinfo.partition(":")
+        self.hostname = hostname.lower() or None
+        self._port = port or None
+
+    @property
+    def port(self) -> int | None:
+        if self._port is None:
+            return None
+        if not (self._port.isdigit() and self._port.isascii()):
+            raise ValueError(f"Port could not be cast to integer value as {self._port!r}")
+        port = int(self._port)
+        if not 0 <= port <= 65535:
+            raise ValueError("Port out of range 0-65535")
+        return port
+
+
+def _split(site_root: str):
+    """urlsplit(site_root), by hand for printable ASCII without brackets (importing urllib.parse
+    brings re and ipaddress: start-up time); anything else goes to urlsplit itself."""
+    scheme, sep, rest = site_root.partition("://")
+    if (not sep or not (site_root.isascii() and site_root.isprintable()) or "[" in site_root or "]" in site_root
+            or any(c in rest for c in "?#") or not scheme.isalpha() or scheme.lower() != scheme):
+        from urllib.parse import urlsplit
+        return urlsplit(site_root)
+    return _Parts(scheme, rest.partition("/")[0])
 
 
 def network_settings(env: Mapping[str, str], site_root: str) -> dict[str, Any]:
     """The Config fields proxy, ca_file, insecure_tls and startup_notes for ``site_root``."""
     from .config import ConfigError, parse_bool
 
-    parts = urlsplit(site_root)
+    parts = _split(site_root)
     scheme, host = parts.scheme, parts.hostname or ""
     try:
         port = parts.port or (443 if scheme == "https" else 80)

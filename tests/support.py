@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import queue
+import shlex
 import subprocess
 import sys
 import threading
@@ -194,4 +195,5 @@ def modern_meta(capabilities: dict[str, Any] | None = None, version: str = "2026
 
 PY = sys.executable
 FIXTURE = [PY, "-m", "conformance.fixture_server", "--minimal"]   # the suite's fixtures: without --minimal
-HCMCP = [PY, "-m", "hcmcp"]
+# HCMCP_SERVER_CMD (e.g. "python3 dist/hcmcp.pyz") makes the stdio end-to-end tests spawn that instead.
+HCMCP = shlex.split(os.environ["HCMCP_SERVER_CMD"]) if os.environ.get("HCMCP_SERVER_CMD") else [PY, "-m", "hcmcp"]

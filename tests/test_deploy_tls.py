@@ -125,17 +125,16 @@ def imported(stderr: str) -> list[str]:
 
 
 def test_ssl_is_imported_only_by_the_first_call(pki, instance):
+    # Before the first reply nothing imports ssl: tests/test_fast_start.py checks the modules loaded
+    # at the moment the handshake's first byte is written (an https URL included). After that reply a
+    # background thread warms the server up (asyncio brings ssl with it), so an import list taken at
+    # EOF no longer says what start-up cost; what a call must add is checked here.
     argv = [HCMCP[0], "-X", "importtime", "-m", "hcmcp"]
     with front(pki, "good", instance) as tls:
         env = hcmcp_env(f"https://127.0.0.1:{tls.port}", HEALTHCHECKS_CA_FILE=str(pki.ca))
-        with hcmcp(env, argv=argv) as peer:          # the handshake and tools/list, then EOF
-            peer.request("tools/list")
-            peer.close()
-            before_a_call = imported(peer.stderr_text())
-        with hcmcp(env, argv=argv) as peer:          # the same, and one call
+        with hcmcp(env, argv=argv) as peer:          # the handshake, tools/list and one call
             peer.request("tools/list")
             result = call(peer, "list_checks", {})
             peer.close()
             with_a_call = imported(peer.stderr_text())
-    assert "hcmcp.tools.catalog" in before_a_call and "ssl" not in before_a_call
     assert not result.get("isError") and "ssl" in with_a_call and "hcmcp.http.tls" in with_a_call

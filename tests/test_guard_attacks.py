@@ -429,9 +429,11 @@ def test_a_seal_that_does_not_open_deletes_nothing_and_asks_again(side, three, h
     assert_all_exist(side, three)
 
 
-def confirm_stale_note() -> str:
-    from hcmcp.protocol.asking import STALE_NOTE
-    return STALE_NOTE
+def confirm_stale_note() -> tuple[str, str]:
+    """The notes a fresh question may start with (for str.startswith): a state sealed with another key
+    (forged, tampered, another replica's) says so and names HEALTHCHECKS_STATE_KEY; any other, the stale note."""
+    from hcmcp.protocol.asking import OTHER_KEY_NOTE, STALE_NOTE
+    return STALE_NOTE, OTHER_KEY_NOTE
 
 
 def test_a_seal_for_a_widened_or_narrowed_list_asks_again(side, three):

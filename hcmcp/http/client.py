@@ -40,6 +40,13 @@ _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # already-encoded path is not encoded twice). "?" and "#" are encoded: they would
 # otherwise end the path.
 _PATH_SAFE = "/:@!$&'()*+,;=%~"
+# Request heads are written by hand from header blocks h11 validated (see _request_bytes):
+# headers that make h11 do more than write them go through h11's send.
+_STATEFUL_HEADERS = frozenset({"connection", "expect", "transfer-encoding", "upgrade", "te", "keep-alive"})
+_HEAD_BLOCKS_KEPT = 64
+_STATE_REQUESTS: dict[str, h11.Request] = {}   # method -> the event that tells h11 a request went out
+_END_OF_MESSAGE = h11.EndOfMessage()
+_UNKNOWN = object()
 
 TimeoutPhase = Literal["connect", "read", "overall"]
 
@@ -90,7 +97,7 @@ class ConnectionLost(ProtocolFailure):
 class HttpResponse:
     status: int
     headers: list[tuple[str, str]]   # names lowercased, values latin-1 decoded, in order
-    body: bytes
+    body: bytes                      # bytes-like: the bytearray it was read into, handed over without a copy
     truncated: bool = False          # True when truncate_at_ceiling cut the body
 
     def header(self, name: str) -> str | None:
@@ -162,12 +169,15 @@ class _Origin:
 class _Connection:
     """One TCP (or TLS) stream and the h11 state machine that frames it."""
 
-    __slots__ = ("stream", "h11", "eof_fed")
+    __slots__ = ("stream", "h11", "eof_fed", "_sock", "reading", "deadline_fresh")
 
     def __init__(self, stream: ByteStream) -> None:
         self.stream = stream
         self.h11 = h11.Connection(h11.CLIENT)
         self.eof_fed = False
+        self._sock: object = _UNKNOWN     # the raw socket, looked up once (anyio's extra() costs ~15 us)
+        self.reading: anyio.CancelScope | None = None   # the read-timeout scope of the exchange under way
+        self.deadline_fresh = False
 
     def looks_dead(self) -> bool:
         """True when an idle connection can no longer carry a request.
@@ -177,7 +187,9 @@ class _Connection:
         request is written to it. anyio pauses reading between receives, so what the
         server sent (or its FIN) is still in the kernel, where a zero-timeout poll sees it.
         """
-        sock = self.stream.extra(SocketAttribute.raw_socket, None)
+        if self._sock is _UNKNOWN:
+            self._sock = self.stream.extra(SocketAttribute.raw_socket, None)
+        sock = self._sock
         if sock is None:
             return False
         fd = sock.fileno()
@@ -236,6 +248,7 @@ class HttpClient:
         _refuse_client_owned(self._default_headers)
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
+        self._head_blocks: dict[tuple[str, tuple[tuple[str, str], ...]], bytes | bool] = {}
         self._overall_timeout = overall_timeout
         self._byte_ceiling = _valid_ceiling(byte_ceiling)
         self._ssl_context = ssl_context
@@ -422,8 +435,18 @@ class HttpClient:
         except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
             raise _Stale() from None
 
-        head = await self._read_head(conn, exchange)
-        response, complete = await self._read_body(conn, exchange, head)
+        # One read-timeout scope for the whole response, its deadline pushed back before every
+        # receive: "sent nothing for read_timeout s", at the cost of one scope per exchange, not per chunk.
+        with anyio.move_on_after(self._read_timeout) as reading:
+            conn.reading = reading
+            conn.deadline_fresh = True   # the first receive needs no push: the deadline was just set
+            try:
+                head = await self._read_head(conn, exchange)
+                response, complete = await self._read_body(conn, exchange, head)
+            finally:
+                conn.reading = None
+        if reading.cancelled_caught:
+            raise self._read_timed_out(exchange)
         unread, stream_ended = conn.h11.trailing_data
         reusable = (
             complete
@@ -437,6 +460,44 @@ class HttpClient:
         return response, reusable
 
     def _request_bytes(self, conn: _Connection, exchange: _Exchange) -> bytes:
+        """The request on the wire. Its head is written here, from a header block that h11 has
+        validated once for this exact header list (the same few lists recur on every call);
+        h11 is only told that a request of this method went out, so that it frames the response
+        as before. Anything unusual takes h11's own send."""
+        block = self._head_blocks.get((exchange.method, tuple(exchange.headers)))
+        if block is None:
+            block = self._validated_head_block(exchange)
+        target = exchange.target
+        if (block is False or exchange.method == "CONNECT" or " " in target
+                or not (target.isascii() and target.isprintable())):
+            return self._request_bytes_by_h11(conn, exchange)
+        state = _STATE_REQUESTS.get(exchange.method)
+        if state is None:
+            state = _STATE_REQUESTS[exchange.method] = h11.Request(
+                method=exchange.method, target="/", headers=[("Host", "h"), ("Content-Length", "0")])
+        conn.h11.send(state)
+        conn.h11.send(_END_OF_MESSAGE)
+        head = f"{exchange.method} {target} HTTP/1.1\r\n".encode("ascii") + block
+        return head + exchange.body if exchange.body else head
+
+    def _validated_head_block(self, exchange: _Exchange) -> bytes | bool:
+        """The header block h11 writes for these headers (validated by h11), cached; False when
+        h11 would do more than write them (connection management) or refuses them."""
+        if any(name.lower() in _STATEFUL_HEADERS for name, _ in exchange.headers):
+            block: bytes | bool = False
+        else:
+            try:
+                written = h11.Connection(h11.CLIENT).send(
+                    h11.Request(method=exchange.method, target="/", headers=exchange.headers)) or b""
+                block = written.split(b"\r\n", 1)[1]
+            except (h11.LocalProtocolError, UnicodeEncodeError):
+                block = False     # h11's own send raises the error, with our text
+        if len(self._head_blocks) >= _HEAD_BLOCKS_KEPT:
+            self._head_blocks.clear()
+        self._head_blocks[exchange.method, tuple(exchange.headers)] = block
+        return block
+
+    def _request_bytes_by_h11(self, conn: _Connection, exchange: _Exchange) -> bytes:
         try:
             data = conn.h11.send(
                 h11.Request(method=exchange.method, target=exchange.target, headers=exchange.headers)
@@ -509,7 +570,8 @@ class HttpClient:
                 break
             else:                               # ConnectionClosed mid-body
                 raise ConnectionLost(self._lost_text(exchange, "closed before the body was complete"))
-        response = HttpResponse(status=head.status_code, headers=headers, body=bytes(body), truncated=truncated)
+        # The read buffer itself, not bytes(body): a copy would double the peak for a body near the ceiling.
+        response = HttpResponse(status=head.status_code, headers=headers, body=body, truncated=truncated)
         return response, not truncated
 
     def _next_event(self, conn: _Connection, exchange: _Exchange) -> object:
@@ -533,14 +595,27 @@ class HttpClient:
 
     async def _receive(self, conn: _Connection, exchange: _Exchange) -> bytes:
         """The next chunk of at most READ_CHUNK bytes; b"" at end of stream."""
-        with anyio.move_on_after(self._read_timeout):
-            try:
-                return await conn.stream.receive(READ_CHUNK)
-            except anyio.EndOfStream:
-                return b""
-            except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-                raise _Dropped(_reason(exc)) from None
-        raise Timeout(
+        reading = conn.reading
+        if reading is None:   # outside an exchange's read scope: a scope of its own
+            with anyio.move_on_after(self._read_timeout):
+                return await self._receive_now(conn)
+            raise self._read_timed_out(exchange)
+        if conn.deadline_fresh:
+            conn.deadline_fresh = False
+        else:
+            reading.deadline = anyio.current_time() + self._read_timeout
+        return await self._receive_now(conn)
+
+    async def _receive_now(self, conn: _Connection) -> bytes:
+        try:
+            return await conn.stream.receive(READ_CHUNK)
+        except anyio.EndOfStream:
+            return b""
+        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
+            raise _Dropped(_reason(exc)) from None
+
+    def _read_timed_out(self, exchange: _Exchange) -> Timeout:
+        return Timeout(
             f"{self._origin.label} sent nothing for {self._read_timeout:g} s while answering "
             f"{exchange.what}. The server may be overloaded or unreachable; try again later.",
             phase="read",

@@ -248,7 +248,7 @@ def _release_freed_memory() -> None:
     import gc
     gc.collect()
     try:
-        import ctypes
+        import ctypes   # absent from some minimal interpreters (distroless python3 has no _ctypes)
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
+    except (ImportError, OSError, AttributeError):
         pass

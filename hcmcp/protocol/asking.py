@@ -27,6 +27,10 @@ MISSING_STATE_NOTE = ("An earlier answer to this question could not be used: it 
 STALE_NOTE = ("An earlier answer to this question could not be used: its state had expired, "
               "did not match this request, or came from a server that has since restarted "
               "(the likeliest cause). Please answer again.\n\n")
+# A seal made with another key: behind a load balancer, the likeliest cause is a replica without ours.
+OTHER_KEY_NOTE = ("An earlier answer to this question could not be used: its state was sealed with another "
+                  "key, by a server that has since restarted or by another replica (replicas behind a load "
+                  "balancer must share HEALTHCHECKS_STATE_KEY). Please answer again.\n\n")
 
 
 @dataclass
@@ -91,7 +95,8 @@ def _modern_answer(ctx: RequestContext, key: str, params: dict[str, Any], finger
     except SealBroken as broken:
         if bad_state == "error":
             raise RpcError(INVALID_PARAMS, f"Invalid params: requestState could not be verified ({broken.reason})") from None
-        fresh = dict(params, message=STALE_NOTE + params["message"])
+        note = OTHER_KEY_NOTE if broken.reason == "forged" else STALE_NOTE
+        fresh = dict(params, message=note + params["message"])
         raise InputRequired({key: {"method": "elicitation/create", "params": fresh}},
                             seal.seal(tool, fingerprint)) from None
     responses = ctx.input_responses or {}

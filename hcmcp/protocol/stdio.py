@@ -279,23 +279,25 @@ def exit_now(code: int = 0) -> None:
         os._exit(code)
 
 
-def run_stdio(server: McpServer, grace: float = SHUTDOWN_GRACE) -> None:
+def run_stdio(server: McpServer, reader: LineReader | None = None, session: Session | None = None,
+              grace: float = SHUTDOWN_GRACE) -> None:
     """Serve ``server`` on this process's stdin/stdout until EOF or SIGTERM, then exit 0
     (after up to ``grace`` seconds for the calls in flight).
 
     Start-up is a feature: the handshake and tools/list are answered on this thread, by the
     same McpServer.handle, before asyncio and anyio are even imported. The event loop starts
-    with the first message that needs it (a tools/call, usually).
+    with the first message that needs it (a tools/call, usually). ``reader``/``session``: what
+    hcmcp/fast_start.py already read and answered.
     """
     signal.signal(signal.SIGTERM, lambda *_: exit_now(0))
-    reader = LineReader(0)
+    reader = reader or LineReader(0)
     wakeup_read, wakeup_write = os.pipe()
     os.set_blocking(wakeup_read, False)
     os.set_blocking(wakeup_write, False)
     signal.set_wakeup_fd(wakeup_write, warn_on_full_buffer=False)
     reader.wakeup_fd = wakeup_read
     writer = LineWriter(1)
-    session = Session()
+    session = session or Session()
     while True:
         line = reader.read_line()
         if line is None:

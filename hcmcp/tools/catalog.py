@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 import zlib
 
-from ..config import Config, ConfigError
 from ..healthchecks.api import HealthchecksApi
 from ..protocol.tool import Tool, flat_schema, preload_schemas, schema_key
 
-ESSENTIAL = "essential"
+from .selection import ESSENTIAL, _matches, select  # noqa: F401  (select is this module's API)
 
 # The generated input/output schemas of every tool, so that a cold start need not generate
 # them (that was most of the time to the first tools/list). Valid only for the exact source
@@ -57,35 +56,6 @@ def all_tools(api: HealthchecksApi) -> tuple[list[Tool], list[Tool]]:
     from .write import write_tools
     _preload_schema_file()
     return read_tools(api), write_tools(api)
-
-
-def _matches(entry: str, tool: Tool) -> bool:
-    if entry == ESSENTIAL:
-        return ESSENTIAL in tool.tags
-    if entry.endswith("*"):
-        return tool.name.startswith(entry[:-1])
-    return tool.name == entry
-
-
-def select(read: list[Tool], write: list[Tool], config: Config) -> list[Tool]:
-    everything = read + write
-    names = ", ".join(tool.name for tool in everything)
-    for variable, entries in (("HEALTHCHECKS_ALLOW_TOOLS", config.allow_tools),
-                              ("HEALTHCHECKS_DENY_TOOLS", config.deny_tools)):
-        for entry in entries or ():
-            if not any(_matches(entry, tool) for tool in everything):
-                raise ConfigError(f"{variable}: {entry!r} matches no tool. Valid entries are tool names, "
-                                  f"a prefix ending in * (e.g. list_*), or {ESSENTIAL}. Tools: {names}")
-    chosen = read if config.read_only else everything
-    if config.allow_tools is not None:
-        chosen = [t for t in chosen if any(_matches(e, t) for e in config.allow_tools)]
-    if config.deny_tools is not None:
-        chosen = [t for t in chosen if not any(_matches(e, t) for e in config.deny_tools)]
-    if not chosen:
-        why = " (HEALTHCHECKS_READ_ONLY=true removes the write tools)" if config.read_only else ""
-        raise ConfigError(f"The tool selection leaves no tool to serve{why}. Adjust HEALTHCHECKS_ALLOW_TOOLS / "
-                          f"HEALTHCHECKS_DENY_TOOLS; tools: {names}")
-    return chosen
 
 
 if __name__ == "__main__":

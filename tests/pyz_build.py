@@ -1,0 +1,41 @@
+"""The hcmcp.pyz the tests run: the one named by HCMCP_PYZ (.ci/run builds dist/hcmcp.pyz first and
+names it), or else one built now from this tree for this interpreter only, once per test session."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+from support import ROOT
+
+BUILD = ROOT / ".ci" / "build-pyz"
+
+
+@lru_cache(maxsize=None)
+def built_pyz() -> Path:
+    given = os.environ.get("HCMCP_PYZ")
+    if given:
+        path = Path(given).resolve()
+        assert path.is_file(), f"HCMCP_PYZ={given} does not exist: build it with .ci/build-pyz"
+        return path
+    folder = Path(tempfile.mkdtemp(prefix="hcmcp-test-pyz-"))
+    atexit.register(shutil.rmtree, folder, True)
+    output = folder / "hcmcp.pyz"
+    done = subprocess.run([sys.executable, str(BUILD), "--python", "host", "--output", str(output)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, f".ci/build-pyz failed:\n{done.stderr}"
+    return output
+
+
+def payload_hash(pyz: Path) -> str:
+    """The cache directory name the loader uses: the HASH it was built with."""
+    import zipfile
+    with zipfile.ZipFile(pyz) as archive:
+        loader = archive.read("__main__.py").decode()
+    return loader.split('HASH = "', 1)[1].split('"', 1)[0]

@@ -1,0 +1,288 @@
+"""Two `hcmcp --http` replicas behind a real nginx, configured by exactly the README's block.
+
+The block under the `hcmcp-nginx-config` marker in README.md is read here and given only loopback
+addresses, a port and a log path; nginx (Debian's package; .ci/run installs it) runs unprivileged
+from a temporary directory, in the foreground, in front of two replicas of one simulated instance.
+The official mcp 2.3.0 client drives it: in 2026 mode a delete_check whose answer lands on the other
+replica deletes the check when the replicas share HEALTHCHECKS_STATE_KEY and deletes nothing, saying
+why, when they do not; a 2025-era session stays on one replica and answers the dialog. nginx's
+access log ($upstream_addr) shows where each request went.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import types
+from mcp.client import Client
+
+from support import ROOT
+from test_http_transport_process import Served, clean_env
+
+MARKER = "<!-- hcmcp-nginx-config:"
+NOBODY = 65534
+DEADLINE = 60.0
+# What the README's block names, and how often: the test replaces these and nothing else.
+PLACEHOLDERS = {"server hcmcp-1:8000;": 2, "server hcmcp-2:8000;": 2, "listen 8080;": 1,
+                "/var/log/nginx/hcmcp.access.log": 1}
+
+
+def readme_config() -> str:
+    text = (ROOT / "README.md").read_text()
+    assert MARKER in text, "README.md lost the hcmcp-nginx-config marker"
+    block = re.search(r"```nginx\n(.*?)```", text[text.index(MARKER):], re.S)
+    assert block, "no ```nginx block after the marker in README.md"
+    return block.group(1)
+
+
+def localised(config: str, replicas: list[int], port: int, log: Path) -> str:
+    for placeholder, count in PLACEHOLDERS.items():
+        assert config.count(placeholder) == count, f"README's nginx block: expected {placeholder!r} x{count}"
+    config = config.replace("server hcmcp-1:8000;", f"server 127.0.0.1:{replicas[0]};")
+    config = config.replace("server hcmcp-2:8000;", f"server 127.0.0.1:{replicas[1]};")
+    config = config.replace("listen 8080;", f"listen 127.0.0.1:{port};")
+    config = config.replace("/var/log/nginx/hcmcp.access.log", str(log))
+    assert "hcmcp-1" not in config and "hcmcp-2" not in config
+    return config
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def nginx_binary() -> str:
+    found = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if os.path.exists(p)), None)
+    assert found, "nginx is not installed: apt-get install nginx (.ci/run does this when it is missing)"
+    return found
+
+
+def as_nobody() -> dict:
+    return {"user": NOBODY, "group": NOBODY, "extra_groups": []} if os.geteuid() == 0 else {}
+
+
+class Proxy:
+    """The nginx in front: its URL, and once it has stopped, the lines of its access log."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.log: list[dict[str, str]] = []
+
+
+@contextmanager
+def nginx(replicas: list[int]):
+    """nginx in the foreground with the README's block; yields a Proxy."""
+    folder = Path(tempfile.mkdtemp(prefix="hcmcp-nginx-", dir="/tmp"))
+    try:
+        folder.chmod(0o755)
+        for sub in ("logs", "temp"):
+            (folder / sub).mkdir()
+        if os.geteuid() == 0:
+            for path in (folder, folder / "logs", folder / "temp"):
+                os.chown(path, NOBODY, NOBODY)
+        log = folder / "logs" / "access.log"
+        port = free_port()
+        temp = folder / "temp"
+        conf = folder / "nginx.conf"
+        conf.write_text(f"""\
+daemon off;
+worker_processes 1;
+pid {folder}/logs/nginx.pid;
+error_log {folder}/logs/error.log info;
+events {{ worker_connections 64; }}
+http {{
+    client_body_temp_path {temp}/body;
+    proxy_temp_path {temp}/proxy;
+    fastcgi_temp_path {temp}/fastcgi;
+    uwsgi_temp_path {temp}/uwsgi;
+    scgi_temp_path {temp}/scgi;
+    access_log off;
+{localised(readme_config(), replicas, port, log)}
+}}
+""")
+        binary = nginx_binary()
+        proc = subprocess.Popen([binary, "-p", str(folder), "-e", str(folder / "logs" / "error.log"),
+                                 "-c", str(conf)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, cwd=folder, **as_nobody())
+        try:
+            deadline = time.monotonic() + DEADLINE
+            while True:
+                assert proc.poll() is None, (proc.stdout.read().decode(errors="replace") +
+                                             (folder / "logs" / "error.log").read_text(errors="replace"))
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                    break
+                except OSError:
+                    assert time.monotonic() < deadline, "nginx did not start listening"
+                    time.sleep(0.05)
+            proxy = Proxy(f"http://127.0.0.1:{port}/mcp")
+            yield proxy
+        finally:
+            proc.send_signal(signal.SIGQUIT)   # graceful: flushes the log
+            try:
+                proc.wait(15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        proxy.log = log_lines(log)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def simulator():
+    proc = subprocess.Popen([sys.executable, "-m", "hcmcp.healthchecks.simulator"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, cwd=ROOT)
+    try:
+        url = proc.stdout.readline().strip()
+        keys = {}
+        while line := proc.stdout.readline().strip():
+            name, _, value = line.partition("=")
+            keys[name] = value
+        assert url.startswith("http://127.0.0.1:"), url
+        yield url, keys["RW_KEY"]
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@contextmanager
+def replicas(simulator, keys: list[str]):
+    site, api_key = simulator
+    started: list[Served] = []
+    try:
+        for key in keys:
+            env = clean_env(HEALTHCHECKS_URL=site, HEALTHCHECKS_API_KEY=api_key, HEALTHCHECKS_STATE_KEY=key)
+            started.append(Served([sys.executable, "-m", "hcmcp", "--http", "127.0.0.1:0"], env=env))
+        yield [served.port for served in started]
+        for served in started:
+            assert served.stop() == 0, "".join(served.stderr)
+    finally:
+        for served in started:
+            served.__exit__()
+
+
+OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))   # 127.0.0.1 only, never a proxy
+
+
+def on_simulator(simulator, uuid: str) -> bool:
+    site, api_key = simulator
+    request = urllib.request.Request(f"{site}/api/v3/checks/{uuid}", headers={"X-Api-Key": api_key})
+    try:
+        with OPENER.open(request, timeout=10):
+            return True
+    except urllib.error.HTTPError as error:
+        assert error.code == 404, error
+        return False
+
+
+def log_lines(log: Path) -> list[dict[str, str]]:
+    """The access log as dicts of its key=value fields."""
+    lines = []
+    for line in log.read_text().splitlines():
+        fields = dict(re.findall(r"(\w+)=(\S*)", line))
+        fields["request"] = line.split('"')[1]
+        lines.append(fields)
+    return lines
+
+
+def accept(seen: list):
+    async def callback(ctx, params: types.ElicitRequestParams) -> types.ElicitResult:
+        seen.append(params.message)
+        return types.ElicitResult(action="accept", content={"confirm": True})
+    return callback
+
+
+async def create(client: Client, name: str) -> str:
+    made = await client.call_tool("create_check", {"name": name, "timeout": 3600})
+    assert not made.is_error, made.content
+    return made.structured_content["check"]["uuid"]
+
+
+def test_2026_the_answer_lands_on_the_other_replica_and_deletes_with_a_shared_key(simulator):
+    key = secrets.token_hex(32)
+    seen: list = []
+    with replicas(simulator, [key, key]) as ports, nginx(ports) as proxy:
+        async def scenario():
+            with anyio.fail_after(DEADLINE):
+                async with Client(proxy.url, mode="2026-07-28", elicitation_callback=accept(seen)) as client:
+                    uuid = await create(client, "behind nginx")
+                    result = await client.call_tool("delete_check", {"check": uuid})
+                    assert not result.is_error and result.structured_content["outcome"] == "approved_by_dialog"
+                    return uuid
+        uuid = anyio.run(scenario)
+    assert len(seen) == 1 and uuid in seen[0]
+    assert not on_simulator(simulator, uuid)
+    deletes = [line for line in proxy.log if line["name"] == "delete_check"]
+    assert len(deletes) == 2 and all(line["version"] == "2026-07-28" for line in deletes)
+    assert {line["upstream"] for line in deletes} == {f"127.0.0.1:{port}" for port in ports}   # one each
+
+
+def test_2026_with_different_keys_nothing_is_deleted_and_the_question_says_why(simulator):
+    seen: list = []   # the callback declares elicitation; the questions are answered by hand here
+    with replicas(simulator, [secrets.token_hex(32), secrets.token_hex(32)]) as ports, nginx(ports) as proxy:
+        async def scenario():
+            with anyio.fail_after(DEADLINE):
+                async with Client(proxy.url, mode="2026-07-28", elicitation_callback=accept(seen)) as client:
+                    uuid = await create(client, "keys differ")
+                    first = await client.session.call_tool("delete_check", {"check": uuid},
+                                                           allow_input_required=True)
+                    assert isinstance(first, types.InputRequiredResult), first
+                    answer = {"confirm_delete": types.ElicitResult(action="accept", content={"confirm": True})}
+                    again = await client.session.call_tool("delete_check", {"check": uuid}, input_responses=answer,
+                                                           request_state=first.request_state,
+                                                           allow_input_required=True)
+                    return uuid, again
+        uuid, again = anyio.run(scenario)
+    assert isinstance(again, types.InputRequiredResult) and seen == [], again   # asked again, never a yes
+    message = again.input_requests["confirm_delete"].params.message
+    assert "sealed with another key" in message and "HEALTHCHECKS_STATE_KEY" in message
+    assert on_simulator(simulator, uuid)
+    deletes = [line for line in proxy.log if line["name"] == "delete_check"]
+    assert len(deletes) == 2 and deletes[0]["upstream"] != deletes[1]["upstream"]
+
+
+def test_2025_a_session_stays_on_one_replica_and_the_dialog_is_answered(simulator):
+    key = secrets.token_hex(32)
+    seen: list = []
+    with replicas(simulator, [key, key]) as ports, nginx(ports) as proxy:
+        async def scenario():
+            with anyio.fail_after(DEADLINE):
+                async with Client(proxy.url, mode="legacy", elicitation_callback=accept(seen)) as client:
+                    uuid = await create(client, "sticky")
+                    for _ in range(3):
+                        listed = await client.call_tool("list_checks", {"limit": 1})
+                        assert not listed.is_error
+                    result = await client.call_tool("delete_check", {"check": uuid})
+                    assert result.structured_content["outcome"] == "approved_by_dialog", result.structured_content
+                    return uuid
+        uuid = anyio.run(scenario)
+    assert len(seen) == 1 and uuid in seen[0]
+    assert not on_simulator(simulator, uuid)
+    lines = proxy.log
+    posts = [line for line in lines if line["request"].startswith("POST")]
+    assert len(posts) >= 7, lines   # initialize, initialized, create, 3 lists, delete, the dialog's answer
+    assert len({line["upstream"] for line in lines}) == 1, lines
+    assert sum(1 for line in posts if line["session"] not in ("", "-")) >= len(posts) - 1
+    assert json.dumps(lines).count("2026-07-28") == 0
