@@ -238,7 +238,7 @@ STREAM_METHODS = frozenset({"subscriptions/listen"})
 ID_REQUIRED_REVISIONS = frozenset({"2024-11-05", "2025-03-26", "2025-06-18"})
 
 
-def _message_or_reply(line: bytes | object, writer: LineWriter, session: Session) -> Message | None:
+def _message_or_reply(line: bytes | object, writer: LineWriter, session: Session | None = None) -> Message | None:
     """The decoded message; or None after answering a line that is not one (or skipping a blank one)."""
     if line is TOO_LONG:
         _refuse(writer, session, RpcError(
@@ -258,9 +258,9 @@ _UNANSWERED_LOGGED = 20   # then one line saying so: a client that never reads s
 _unanswered = 0
 
 
-def _refuse(writer: LineWriter, session: Session, error: RpcError) -> None:
+def _refuse(writer: LineWriter, session: Session | None, error: RpcError) -> None:
     global _unanswered
-    if error.id is None and session.revision in ID_REQUIRED_REVISIONS:
+    if error.id is None and session is not None and session.revision in ID_REQUIRED_REVISIONS:
         _unanswered += 1
         if _unanswered <= _UNANSWERED_LOGGED:
             log.warning("not answered (%s has no error message without an id): %s", session.revision, error.message)
