@@ -259,6 +259,19 @@ def cancelled_ids(values: list[Any]) -> set:
     return out
 
 
+def cancelled_after_request(values: list[Any]) -> set:
+    """The ids a notifications/cancelled may stop: those whose request came earlier in the same
+    write. A cancellation read before its request finds nothing in flight and changes nothing (the
+    request must be answered)."""
+    out, requested = set(), set()
+    for value in values:
+        if must_answer(value):
+            requested.add(readable_id(value))
+        else:
+            out |= {id for id in cancelled_ids([value]) if id in requested}
+    return out
+
+
 def progress_token(line: bytes) -> Any:
     """The _meta.progressToken a line carries, if any."""
     value = parse(line)
