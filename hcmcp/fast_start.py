@@ -254,6 +254,52 @@ class Warmer:
         return self._value
 
 
+def _wakeup_pipe() -> tuple[int, int] | None:
+    """(read, write) ends of a pipe that signal.set_wakeup_fd writes to; None off the main thread."""
+    import _signal   # not signal: that imports enum (milliseconds of start-up)
+    wakeup_read, wakeup_write = os.pipe()
+    os.set_blocking(wakeup_read, False)
+    os.set_blocking(wakeup_write, False)
+    try:
+        _signal.set_wakeup_fd(wakeup_write, warn_on_full_buffer=False)
+    except ValueError:   # not the main thread (an in-process test): no handler could run here anyway
+        os.close(wakeup_read)
+        os.close(wakeup_write)
+        return None
+    return wakeup_read, wakeup_write
+
+
+def _close_wakeup_pipe(pipe: tuple[int, int] | None) -> None:
+    if pipe is not None:
+        import _signal
+        _signal.set_wakeup_fd(-1)   # the full path sets its own (run_stdio, or the event loop)
+        os.close(pipe[0])
+        os.close(pipe[1])
+
+
+def _wait_for_input(fd: int, wakeup_fd: int) -> None:
+    """Block until ``fd`` is readable, waking for a signal too (as protocol.stdio's LineReader).
+
+    A Python signal handler runs between bytecodes, not inside a system call that began after the
+    signal arrived: a SIGTERM landing just before ``os.read()`` started left the process blocked in
+    that read until the client wrote again. The signal's C handler writes to the wakeup pipe, so
+    poll() returns and the SIGTERM handler (exit 0) runs on the next bytecode.
+    """
+    import select
+    poller = select.poll()
+    poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
+    poller.register(wakeup_fd, select.POLLIN)
+    while True:
+        ready = dict(poller.poll())
+        if wakeup_fd in ready:
+            try:
+                os.read(wakeup_fd, 512)
+            except BlockingIOError:
+                pass
+        if fd in ready:
+            return
+
+
 def serve(handshake: Handshake, build, continue_with, stdin_fd: int = 0, stdout_fd: int = 1) -> None:
     """Answer the handshake from ``handshake`` until a line it does not know; then call
     ``continue_with(built, reader, session)`` with what ``build()`` returned, a stdio LineReader
@@ -262,6 +308,7 @@ def serve(handshake: Handshake, build, continue_with, stdin_fd: int = 0, stdout_
     buffer = bytearray()
     eof = False
     warmer = Warmer(build)
+    wakeup = _wakeup_pipe()
     while True:
         end = buffer.find(b"\n")
         if end < 0:
@@ -269,6 +316,8 @@ def serve(handshake: Handshake, build, continue_with, stdin_fd: int = 0, stdout_
                 if not buffer:
                     exit_now(0)
                 break                      # a last line without newline, or a very long one
+            if wakeup is not None:
+                _wait_for_input(stdin_fd, wakeup[0])
             data = os.read(stdin_fd, 1 << 16)
             if data:
                 buffer += data
@@ -284,6 +333,7 @@ def serve(handshake: Handshake, build, continue_with, stdin_fd: int = 0, stdout_
             write_all(stdout_fd, reply)
             if warmer._thread is None and handshake.revision is not None:
                 warmer.start()
+    _close_wakeup_pipe(wakeup)
     built = warmer.result()
     from .protocol.server import Session
     from .protocol.stdio import LineReader
