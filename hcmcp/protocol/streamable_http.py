@@ -275,44 +275,16 @@ class StreamableHttp:
         stream): JSON when nothing came first, else SSE carrying them (the only messages 2026 allows
         on a request's stream), then the response. Closing the stream cancels the request, before
         or after its first message, as the 2026 revision defines cancellation."""
-        assert self._tasks is not None, "StreamableHttp.run() is not running"
-        release = self._take_stream(message.id)
-        outbox = _Outbox()
-        scope = anyio.CancelScope()
-
-        async def push(outgoing: dict[str, Any]) -> None:
-            if not outbox.put(outgoing):
-                scope.cancel()
-
-        async def run() -> None:
-            response: dict[str, Any] | None = None
-            try:
-                with scope:
-                    response = await self._handle_call(message, Session(), push)
-            finally:
-                outbox.put(_Final(response))   # dropped when the client has gone
-                release()
-
-        def gone() -> None:
-            outbox.close()
-            scope.cancel()
-
-        self._tasks.start_soon(run)
-        try:
-            first = await outbox.get()
-        except BaseException:
-            gone()
-            raise
-        if isinstance(first, _Final):
-            outbox.close()
-            response = first.response
-            if response is None:
-                return _empty_stream()
-            if message.method == "tools/call":
-                return _json(_call_status(response), response)
-            status = _STATUS_OF_ERROR.get(response["error"]["code"], 200) if "error" in response else 200
-            return _json(status, response)
-        return StreamingResponse(200, _Body(_relay(first, outbox), gone), list(_SSE_HEADERS))
+        first = await self._streamed(message, Session(), None, cancel_if_gone_early=True)
+        if isinstance(first, StreamingResponse):
+            return first
+        response = first.response
+        if response is None:
+            return _empty_stream()
+        if message.method == "tools/call":
+            return _json(_call_status(response), response)
+        status = _STATUS_OF_ERROR.get(response["error"]["code"], 200) if "error" in response else 200
+        return _json(status, response)
 
     def _check_param_headers(self, request: Request, params: dict[str, Any], rid: Any) -> None:
         """Mcp-Param-<Name> headers of a tool whose schema declares x-mcp-header (protocol/param_headers.py)."""
@@ -403,6 +375,19 @@ class StreamableHttp:
             with self._stream(message.id, entry), self.table.busy(entry):
                 response = await self.server.handle(message, session, _cannot_push)
             return _json(200, response) if response is not None else _empty_stream()
+        first = await self._streamed(message, session, entry, cancel_if_gone_early=False)
+        if isinstance(first, StreamingResponse):
+            return first
+        return _json(200, first.response) if first.response is not None else _empty_stream()
+
+    async def _streamed(self, message: Message, session: Session, entry: HttpSession | None, *,
+                        cancel_if_gone_early: bool) -> StreamingResponse | _Final:
+        """Run a request in the transport's task group until it produces its first message: an SSE
+        stream that relays it and whatever follows, or its ``_Final`` when it answered first (the
+        caller writes that as JSON). Once the stream is open, its closing cancels the request: its
+        answer could only travel there, and a question left waiting would hold its slot until the
+        elicitation timeout. A client that leaves before the first message cancels it too when
+        ``cancel_if_gone_early`` (2026: that is how the revision cancels); a 2025 call outlives it."""
         assert self._tasks is not None, "StreamableHttp.run() is not running"
         release = self._take_stream(message.id, entry)
         outbox = _Outbox()
@@ -410,8 +395,7 @@ class StreamableHttp:
 
         async def push(outgoing: dict[str, Any]) -> None:
             if not outbox.put(outgoing):
-                # Nobody reads this call's stream any more, so its question can never be
-                # answered: end the call rather than let it wait for the timeout.
+                # Nobody reads this stream any more: end the request rather than let it wait.
                 scope.cancel()
 
         async def run() -> None:
@@ -419,13 +403,17 @@ class StreamableHttp:
             try:
                 with scope:
                     response = await self._handle_call(message, session, push)
+            finally:
                 if not outbox.put(_Final(response)):
                     log.debug("the client left before the answer to %r; dropped", message.id)
-            finally:
                 if entry is not None:
                     entry.busy -= 1
                     entry.last_used = self.clock()
                 release()
+
+        def gone() -> None:
+            outbox.close()
+            scope.cancel()   # a no-op once the request has finished
 
         if entry is not None:
             entry.busy += 1   # counted before the task starts, so no sweep can end the session in between
@@ -433,16 +421,12 @@ class StreamableHttp:
         try:
             first = await outbox.get()
         except BaseException:
-            outbox.close()
+            gone() if cancel_if_gone_early else outbox.close()
             raise
         if isinstance(first, _Final):
             outbox.close()
-            return _json(200, first.response) if first.response is not None else _empty_stream()
-        def stream_closed() -> None:
-            outbox.close()
-            scope.cancel()   # a no-op once the call has finished
-
-        return StreamingResponse(200, _Body(_relay(first, outbox), stream_closed), list(_SSE_HEADERS))
+            return first
+        return StreamingResponse(200, _Body(_relay(first, outbox), gone), list(_SSE_HEADERS))
 
     async def _handle_call(self, message: Message, session: Session, push: Push | None) -> dict[str, Any] | None:
         """``server.handle`` for a tools/call, with a failure outside the tool answered as -32603."""
