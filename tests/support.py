@@ -197,3 +197,21 @@ PY = sys.executable
 FIXTURE = [PY, "-m", "conformance.fixture_server", "--minimal"]   # the suite's fixtures: without --minimal
 # HCMCP_SERVER_CMD (e.g. "python3 dist/hcmcp.pyz") makes the stdio end-to-end tests spawn that instead.
 HCMCP = shlex.split(os.environ["HCMCP_SERVER_CMD"]) if os.environ.get("HCMCP_SERVER_CMD") else [PY, "-m", "hcmcp"]
+
+
+def assert_sigterm_exits_promptly(command: list[str], attempts: int = 12) -> None:
+    """SIGTERM right after an answered initialize, at several moments: each process must exit 0
+    within 5 s (a race: a handler still pending when a blocking read began left it in that read)."""
+    import signal
+    import time
+    for attempt in range(attempts):
+        with StdioPeer(command) as peer:
+            peer.initialize()
+            if attempt % 3 == 1:
+                time.sleep(0.01 * attempt)
+            peer.proc.send_signal(signal.SIGTERM)
+            try:
+                code = peer.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                raise AssertionError(f"attempt {attempt}: no exit within 5 s after SIGTERM") from None
+            assert code == 0, f"attempt {attempt}: exit code {code}"

@@ -31,6 +31,18 @@ def with_checks(*codes: str):
     return sim
 
 
+def progress_then_result(peer, request_id):
+    """Read until the response to ``request_id``: (the progress notifications before it, its result)."""
+    progress = []
+    while True:
+        message = peer.read(timeout=30)
+        if message.get("method") == "notifications/progress":
+            progress.append(message)
+            continue
+        assert message["id"] == request_id, message
+        return progress, message["result"]
+
+
 def delete_with_dialog(peer, targets, token="p-1"):
     """tools/call delete_check with a progressToken; accept the dialog; return (progress, result)."""
     peer.send({"jsonrpc": "2.0", "id": 77, "method": "tools/call",
@@ -38,14 +50,7 @@ def delete_with_dialog(peer, targets, token="p-1"):
     question = peer.read(timeout=30)
     assert question["method"] == "elicitation/create"
     peer.send({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "accept", "content": {"confirm": True}}})
-    progress = []
-    while True:
-        message = peer.read(timeout=30)
-        if message.get("method") == "notifications/progress":
-            progress.append(message)
-            continue
-        assert message["id"] == 77, message
-        return progress, message["result"]
+    return progress_then_result(peer, 77)
 
 
 def delete_with_token(peer, targets, token="p-1"):
@@ -56,14 +61,7 @@ def delete_with_token(peer, targets, token="p-1"):
     peer.send({"jsonrpc": "2.0", "id": 78, "method": "tools/call", "params": {
         "name": "delete_check", "arguments": {"check": targets, "confirm_token": confirm},
         "_meta": {"progressToken": token}}})
-    progress = []
-    while True:
-        message = peer.read(timeout=30)
-        if message.get("method") == "notifications/progress":
-            progress.append(message)
-            continue
-        assert message["id"] == 78, message
-        return progress, message["result"]
+    return progress_then_result(peer, 78)
 
 
 @pytest.mark.parametrize("revision", ["2025-11-25", "2024-11-05"])

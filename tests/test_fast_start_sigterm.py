@@ -8,23 +8,8 @@ again. fast_start waits with poll() on stdin and a signal wakeup pipe, so the ha
 
 from __future__ import annotations
 
-import signal
-import subprocess
-import time
-
-import pytest
-
-from support import HCMCP, StdioPeer
+from support import HCMCP, assert_sigterm_exits_promptly
 
 
 def test_sigterm_after_initialize_answered_by_fast_start_exits_0_at_once():
-    for attempt in range(12):
-        with StdioPeer(HCMCP + ["--demo"]) as peer:
-            peer.initialize()        # answered from handshake.json; the process then waits in fast_start's read
-            if attempt % 3 == 1:
-                time.sleep(0.01 * attempt)
-            peer.proc.send_signal(signal.SIGTERM)
-            try:
-                assert peer.proc.wait(5) == 0
-            except subprocess.TimeoutExpired:
-                pytest.fail(f"attempt {attempt}: no exit within 5 s after SIGTERM")
+    assert_sigterm_exits_promptly(HCMCP + ["--demo"])

@@ -9,12 +9,11 @@ that outlives the grace period gets an error answer; SIGTERM never leaves the pr
 from __future__ import annotations
 
 import signal
-import subprocess
 import time
 
 import pytest
 
-from support import FIXTURE, HCMCP, StdioPeer, validate_server_message
+from support import FIXTURE, HCMCP, StdioPeer, assert_sigterm_exits_promptly, validate_server_message
 
 HANDSHAKE = [
     {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -133,16 +132,7 @@ def test_delete_check_says_nothing_was_deleted_when_stdin_closes_during_its_dial
 def test_sigterm_right_after_initialize_never_leaves_the_process_blocked():
     """The race: a signal whose Python handler was still pending when read() began left the
     process in that read. Sent at many moments around the handshake, each must exit 0 at once."""
-    for attempt in range(12):
-        with StdioPeer(FIXTURE) as peer:
-            peer.initialize()
-            if attempt % 3 == 1:
-                time.sleep(0.01 * attempt)
-            peer.proc.send_signal(signal.SIGTERM)
-            try:
-                assert peer.proc.wait(5) == 0
-            except subprocess.TimeoutExpired:
-                pytest.fail(f"attempt {attempt}: no exit within 5 s after SIGTERM")
+    assert_sigterm_exits_promptly(FIXTURE)
 
 
 def test_sigterm_lets_a_call_in_flight_finish_and_a_second_sigterm_exits_at_once():
