@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks._harness import (
-    CLIENT_INFO, PEER_LABELS, CallStats, ServerGone, Simulator, SimulatorFailed, Table, add_ratio_notes,
+    CLIENT_INFO, PEER_LABELS, CallStats, DirectClient, ServerGone, Simulator, SimulatorFailed, Table, add_ratio_notes,
     common_arguments, exit_status, failed, median, ms, not_run, percentile, ratio, runs_from, server_env,
     simulator, spawn, stop,
 )
@@ -126,6 +126,7 @@ def calls_over_http(server: HttpServerProcess, tool: str, arguments: dict[str, A
     return CallStats(latencies, time.perf_counter() - started, len(errors), errors[0] if errors else "")
 
 
+OVERHEAD_TARGET = 5.0   # issue 11: per-call overhead >= 5x lower than MCPServer's, stdio and HTTP
 TARGET_HTTP_VS_STDIO = 1.3   # hcmcp --http spawn->initialize within 1.3x of its stdio (issue 11)
 
 
@@ -187,17 +188,56 @@ def latency_table(specs: list[ServerSpec], calls: int) -> Table:
     p50s: dict[tuple[str, str], float] = {}
     rates: dict[tuple[str, str], float] = {}
     workloads: dict[str, dict] = {}
+    floors: dict[str, list[float]] = {}
     try:
         with simulator("demo") as sim:
-            workloads = {"list_checks": {}, "get_check": {"check": first_check_uuid(sim.url, sim.rw_key)}}
-            for spec in specs:
-                measure(spec, sim, workloads, calls, table, p50s, rates)
+            check = first_check_uuid(sim.url, sim.rw_key)
+            workloads = {"list_checks": {}, "get_check": {"check": check}}
+            paths = {"list_checks": "/api/v3/checks/", "get_check": f"/api/v3/checks/{check}"}
+            with DirectClient(sim.url, sim.rw_key) as direct:
+                for spec in specs:
+                    floor_samples(direct, paths, calls, floors)   # before and after every server: drift shows in both
+                    measure(spec, sim, workloads, calls, table, p50s, rates)
+                floor_samples(direct, paths, calls, floors)
     except SimulatorFailed as exc:
         table.add("simulator", "", failed(str(exc)), "", "", "")
     add_ratio_notes(table, list(workloads), p50s, rates)
+    overhead_notes(table, list(workloads), p50s, floors)
     table.note(f"{WARM_UP_CALLS} warm-up calls per tool are not counted. The client is stdlib "
                "http.client, the same for every server, and shares the 2 cores with it.")
     return table
+
+
+def floor_samples(direct: DirectClient, paths: dict[str, str], calls: int, floors: dict[str, list[float]]) -> None:
+    """The same upstream GETs straight to the simulator (stdlib http.client, keep-alive)."""
+    for tool, path in paths.items():
+        for _ in range(calls // 2):
+            floors.setdefault(tool, []).append(direct.get(path)[1])
+
+
+def overhead_notes(table: Table, tools: list[str], p50s: dict[tuple[str, str], float],
+                   floors: dict[str, list[float]]) -> None:
+    """Per-call overhead over HTTP, as the stdio latency benchmark defines it: call p50 minus the
+    p50 of the same upstream GET sent directly."""
+    for tool in tools:
+        if ("hcmcp", tool) not in p50s or not floors.get(tool):
+            continue
+        floor = percentile(floors[tool], 50)
+        ours = p50s["hcmcp", tool] - floor
+        for key, label in PEER_LABELS:
+            if (key, tool) not in p50s:
+                continue
+            theirs = p50s[key, tool] - floor
+            verdict = ""
+            if key == "mcpserver":
+                verdict = f" (target ≥ {OVERHEAD_TARGET:g}×: {'met' if ours > 0 and theirs / ours >= OVERHEAD_TARGET else 'missed'})"
+            table.note(f"{tool}: per-call overhead over HTTP (call p50 − direct GET p50 {floor * 1e6:.0f} µs): "
+                       f"hcmcp {ours * 1e6:.0f} µs, {label} {theirs * 1e6:.0f} µs; {label} / hcmcp = "
+                       f"{_overhead_ratio(theirs, ours)}{verdict}")
+
+
+def _overhead_ratio(theirs: float, ours: float) -> str:
+    return f"{theirs / ours:.1f}×" if ours > 0 and theirs > 0 else "n/a (an overhead at or below the floor)"
 
 
 def measure(spec: ServerSpec, sim: Simulator, workloads: dict[str, dict], calls: int, table: Table,
