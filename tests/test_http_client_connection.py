@@ -28,10 +28,10 @@ def anyio_backend() -> str:
 
 
 @contextmanager
-def answering_server() -> Iterator[int]:
-    """127.0.0.1:<port>, answering every request on a connection with OK until the peer closes."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
+def answering_server(host: str = "127.0.0.1") -> Iterator[int]:
+    """host:<port> (a loopback address), answering every request on a connection with OK until the peer closes."""
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    listener.bind((host, 0))
     listener.listen(8)
     stop = threading.Event()
 
@@ -114,6 +114,43 @@ async def test_an_http_origin_uses_the_socket_path_and_keeps_it_alive() -> None:
                 assert (response.status, bytes(response.body)) == (200, b'{"ok":true}')
             assert len(client._idle) == 1
             assert isinstance(client._idle[0], SocketConnection)
+
+
+@pytest.mark.anyio
+async def test_an_ipv6_literal_origin_connects_on_the_socket_path() -> None:
+    with answering_server("::1") as port:
+        async with HttpClient(f"http://[::1]:{port}") as client:
+            response = await client.request("GET", "/x")
+            assert response.status == 200
+            assert client._idle[0].sock.family == socket.AF_INET6
+
+
+@pytest.mark.anyio
+async def test_a_large_body_is_sent_whole() -> None:
+    """A body far larger than the socket buffer: sock_sendall waits for room, nothing is cut."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    body = b"x" * (4 * 1024 * 1024)
+    received = bytearray()
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            while b"\r\n\r\n" not in received or len(received.split(b"\r\n\r\n", 1)[1]) < len(body):
+                received.extend(conn.recv(1 << 20))
+            conn.sendall(OK)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        async with HttpClient(f"http://127.0.0.1:{listener.getsockname()[1]}") as client:
+            response = await client.request("POST", "/x", body=body)
+        assert response.status == 200
+        thread.join(10)
+        assert received.split(b"\r\n\r\n", 1)[1] == body
+    finally:
+        listener.close()
 
 
 @pytest.mark.anyio
