@@ -32,6 +32,7 @@ CASES = {
     "scaling": (TINY + ["--sizes", "30"], ["list_checks against projects"]),
     "http": (TINY + ["--servers", "hcmcp,mcpserver", "--calls", "5"],
              ["Start-up over Streamable HTTP", "Tool calls over Streamable HTTP"]),
+    "profile": (["--quick", "--no-install"], ["Python function calls per tool call"]),
 }
 
 
@@ -111,6 +112,17 @@ def test_scaling_has_a_row_per_variant_and_size() -> None:
                       "hcmcp, tag=prod", "MCPServer (mcp 2.3.0)", "MCPServer (mcp 2.3.0), tag=prod"}, rows
     assert all(row[0] == "30" and row[-1] == "answered" for row in rows), rows
     assert all(re.fullmatch(r"\d+\.\d ms", row[4]) for row in rows), rows
+
+
+def test_profile_counts_calls_for_both_transports_and_tools() -> None:
+    result = run_benchmark("profile")
+    rows = table_rows(result.stdout, "Python function calls per tool call")
+    assert {(row[0], row[1]) for row in rows} == {("stdio", "get_check"), ("stdio", "list_checks"),
+                                                  ("http", "get_check"), ("http", "list_checks")}, rows
+    for row in rows:
+        counts = [float(cell) for cell in row[2:]]
+        assert sum(counts[:-1]) == pytest.approx(counts[-1], abs=len(counts)), row   # the groups add up
+        assert counts[0] > 0 and counts[-1] > 100, row   # h11 parsed a response; a call is hundreds of calls
 
 
 def test_unknown_benchmark_name_is_refused() -> None:
