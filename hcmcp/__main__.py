@@ -189,7 +189,8 @@ def _serve_http_now(opts: dict[str, Any], config) -> None:
     (fast_http.py), which happen meanwhile in a background thread; then the full server takes over
     the listening socket, the connections and the sessions. Never returns once the fast path has
     bound; returns at once when it steps aside (the full path then serves from the start)."""
-    if os.environ.get("HCMCP_FAST_HTTP") == "0":   # test-only: the full path alone, to compare with
+    knob = os.environ.get("HCMCP_FAST_HTTP")   # test-only: "0" the full path alone; "hold" see FastHttp.serve
+    if knob == "0":
         return
     from .config import ConfigError
     from .fast_http import FastHttp
@@ -220,7 +221,7 @@ def _serve_http_now(opts: dict[str, Any], config) -> None:
         except KeyboardInterrupt:
             pass
         exit_now(0)
-    fast.serve(warm_http, go_on)
+    fast.serve(warm_http, go_on, eager=knob != "hold")
 
 
 async def _serve_adopted(opts: dict[str, Any], config, built, handover) -> None:

@@ -166,9 +166,11 @@ class FastHttp:
 
     # -- the loop ------------------------------------------------------------------------------
 
-    def serve(self, build, continue_with) -> None:
+    def serve(self, build, continue_with, eager: bool = True) -> None:
         """Answer what this module can until the full server is built (``build()`` in a thread)
-        or a request needs it; then call ``continue_with(built, HandOver)``."""
+        or a request needs it; then call ``continue_with(built, HandOver)``. ``eager=False``
+        (tests only) builds it only when a request needs it, so that the tests know which path
+        answers what."""
         import select
         import time
         wakeup = _wakeup_pipe()
@@ -188,10 +190,11 @@ class FastHttp:
         if wakeup is not None:
             poller.register(wakeup[0], select.POLLIN)
         clients: dict[int, _Client] = {}
-        warm_at = time.monotonic() + WARM_UP_AFTER
+        warm_at = time.monotonic() + WARM_UP_AFTER if eager else float("inf")
         hand_over = False
         while not hand_over:
-            timeout = None if warmer._thread is not None else max(0, int((warm_at - time.monotonic()) * 1000) + 1)
+            timeout = (None if warmer._thread is not None or not eager
+                       else max(0, int((warm_at - time.monotonic()) * 1000) + 1))
             events = poller.poll(timeout)
             if warmer._thread is None and (not events or time.monotonic() >= warm_at):
                 warmer.start()
@@ -212,7 +215,7 @@ class FastHttp:
                         clients.pop(fd).sock.close()
                     elif outcome is False:
                         hand_over = True
-                    elif warmer._thread is None:
+                    elif warmer._thread is None and eager:
                         warmer.start()   # an initialize was answered: build the full server meanwhile
         built = warmer.result()
         _close_wakeup_pipe(wakeup)
