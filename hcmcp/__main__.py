@@ -339,7 +339,7 @@ def main(argv: list[str] | None = None) -> None:
         if sys.stdin.isatty():
             sys.stderr.write(WAITING)
         _serve_stdio_now(opts, config)
-    if opts["command"] == "serve":   # --http
+    if opts["command"] == "serve" and opts["http"]:
         import _signal
         from .fast_start import exit_now
         for number in (_signal.SIGTERM, _signal.SIGINT):   # until serve_http's own handlers take over
