@@ -354,3 +354,42 @@ def test_sigterm_in_the_fast_phase_exits_0_promptly(initialized):
             assert fast.proc.wait(5) == 0
         except subprocess.TimeoutExpired:
             raise AssertionError("no exit within 5 s after SIGTERM in the fast phase") from None
+
+
+def _ipv6_loopback() -> bool:
+    import socket
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+        return True
+    except OSError:
+        return False
+
+
+def test_it_listens_with_the_options_anyio_sets():
+    import socket
+
+    async def anyio_options(host: str) -> list[int]:
+        listener = await anyio.create_tcp_listener(local_host=host, local_port=0)
+        try:
+            raw = listener.listeners[0].extra(anyio.abc.SocketAttribute.raw_socket)
+            return options(raw)
+        finally:
+            await listener.aclose()
+
+    def options(sock) -> list[int]:
+        found = [sock.family, sock.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR) != 0,
+                 sock.getsockopt(socket.SOL_SOCKET, socket.SO_ACCEPTCONN)]
+        if sock.family == socket.AF_INET6:
+            found.append(sock.getsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY))
+        return found
+
+    config = load(KEY_ENV)
+    for bind, host in [("127.0.0.1:0", "127.0.0.1")] + ([("[::1]:0", "::1")] if _ipv6_loopback() else []):
+        fast = FastHttp.prepare(bind, config, False)
+        assert fast is not None, bind
+        wrapped = socket.socket(fileno=fast.sock.detach())
+        try:
+            assert options(wrapped) == anyio.run(anyio_options, host), bind
+        finally:
+            wrapped.close()
