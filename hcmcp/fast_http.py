@@ -13,9 +13,10 @@ token is configured) beside fast_start and our config:
   heads of token names and plain visible-ASCII values, each header once, a Host the listener
   guard certainly accepts, no Origin, the right bearer token when one is configured, JSON in,
   JSON and SSE accepted, one Content-Length and the whole body, no Transfer-Encoding, Expect,
-  Upgrade, Mcp-Session-Id or non-legacy MCP-Protocol-Version, a body fast_start's Handshake
-  answers as an initialize. The reply is the full path's bytes (the same result text from
-  ``handshake.json``; the head as connection.py writes it; a session id made as
+  Upgrade or non-legacy MCP-Protocol-Version, a body fast_start's Handshake answers as an
+  initialize; and, with the Mcp-Session-Id of a session opened here, ``notifications/initialized``
+  (202), ``tools/list`` and ``ping``. The reply is the full path's bytes (the same result text
+  from ``handshake.json``; the head as connection.py writes it; a session id made as
   ``SessionTable.open`` makes one). tests/test_fast_http.py compares both paths byte for byte.
 - Anything else is handed over: the listening socket, every accepted connection with the bytes
   read from it but not answered, and the sessions it opened (registered in the real
