@@ -6,9 +6,10 @@ first runs this module, which imports only C modules (``_socket``, ``select``; `
 token is configured) beside fast_start and our config:
 
 - It binds and listens as anyio's ``create_tcp_listener`` would (SO_REUSEADDR, IPV6_V6ONLY, the
-  backlog) for a numeric bind it recognises (an IPv4 address, ``::1``, ``::``), and prints the
-  full path's "serving MCP at" line. Any other bind, a bind that fails, a refusal to word, or a
-  stale ``handshake.json``: this module steps aside before binding, and the full path serves.
+  backlog) for a numeric bind it recognises (an IPv4 address, ``::1``, ``::``), then loads the
+  handshake (the client connects meanwhile) and prints the full path's "serving MCP at" line.
+  Any other bind, a bind that fails, a refusal to word: this module steps aside before binding,
+  and the full path serves. A stale ``handshake.json``: it hands the listener over at once.
 - It answers only a perfectly ordinary 2025-era ``initialize``: ``POST /mcp HTTP/1.1``, CRLF
   heads of token names and plain visible-ASCII values, each header once, a Host the listener
   guard certainly accepts, no Origin, the right bearer token when one is configured, JSON in,
@@ -111,7 +112,7 @@ class _Client:
 
 
 class FastHttp:
-    def __init__(self, handshake: Handshake, ipv6: bool, host: str, port: int, token: str | None,
+    def __init__(self, handshake: Handshake | None, ipv6: bool, host: str, port: int, token: str | None,
                  stateless: bool) -> None:
         self.handshake = handshake
         self.ipv6, self.host, self.port = ipv6, host, port
@@ -128,10 +129,12 @@ class FastHttp:
     @classmethod
     def prepare(cls, bind: str, config, stateless: bool) -> FastHttp | None:
         """None when the full path must serve from the start; raises ConfigError for a tool
-        selection the full path would refuse (as fast_start does)."""
-        handshake = Handshake.load(config)
-        if handshake is None or handshake.http_source != source_checksum(HTTP_SOURCES):
-            return None
+        selection the full path would refuse (as fast_start does).
+
+        It listens first and loads the handshake after, so that a client's connect and request
+        travel meanwhile; the banner follows. A stale or missing handshake.json leaves it with
+        ``handshake`` None: serve() then hands the listener over at once (a client that connected
+        already is the full path's, never refused)."""
         address = bind_address(bind)
         if address is None:
             return None
@@ -139,8 +142,21 @@ class FastHttp:
         token = config.http_token
         if not _is_loopback(ipv6, host) and not token:
             return None   # the full path refuses it, in its own words
-        fast = cls(handshake, ipv6, host, port, token, stateless)
-        return fast if fast._listen() else None
+        fast = cls(None, ipv6, host, port, token, stateless)
+        if not fast._listen():
+            return None
+        try:
+            handshake = Handshake.load(config)
+        except BaseException:
+            fast.sock.close()   # (the full path would not have bound: it refuses the selection first)
+            raise
+        if handshake is not None and handshake.http_source == source_checksum(HTTP_SOURCES):
+            fast.handshake = handshake
+        shown = f"[{host}]" if ipv6 else host
+        mode = " (stateless)" if stateless else ""
+        sys.stderr.write(f"hcmcp: serving MCP at http://{shown}:{fast.port}/mcp{mode}\n")
+        sys.stderr.flush()
+        return fast
 
     def _listen(self) -> bool:
         """Bind and listen as anyio.create_tcp_listener does; False (nothing bound) on any error."""
@@ -159,10 +175,6 @@ class FastHttp:
             sock.close()
             return False   # the full path binds again and reports its own error
         self.sock = sock
-        shown = f"[{self.host}]" if self.ipv6 else self.host
-        mode = " (stateless)" if self.stateless else ""
-        sys.stderr.write(f"hcmcp: serving MCP at http://{shown}:{self.port}/mcp{mode}\n")
-        sys.stderr.flush()
         return True
 
     # -- the loop ------------------------------------------------------------------------------
@@ -192,7 +204,7 @@ class FastHttp:
             poller.register(wakeup[0], select.POLLIN)
         clients: dict[int, _Client] = {}
         warm_at = time.monotonic() + WARM_UP_AFTER if eager else float("inf")
-        hand_over = False
+        hand_over = self.handshake is None   # stale: the full path serves every request
         while not hand_over:
             timeout = (None if warmer._thread is not None or not eager
                        else max(0, int((warm_at - time.monotonic()) * 1000) + 1))

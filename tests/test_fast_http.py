@@ -267,13 +267,29 @@ def test_with_a_token_only_the_right_bearer_is_answered():
 
 
 def test_a_stale_handshake_file_leaves_everything_to_the_full_path(monkeypatch):
+    import socket
+
+    import hcmcp.fast_http as fast_http
     config = load(KEY_ENV)
     fast = FastHttp.prepare("127.0.0.1:0", config, False)
-    assert fast is not None and fast.port != 0   # fresh: it listens
+    assert fast is not None and fast.port != 0 and fast.handshake is not None   # fresh: it will answer
     fast.sock.close()
-    import hcmcp.fast_http as fast_http
     monkeypatch.setattr(fast_http, "source_checksum", lambda names: "stale")
-    assert FastHttp.prepare("127.0.0.1:0", config, False) is None
+    fast = FastHttp.prepare("127.0.0.1:0", config, False)
+    assert fast.handshake is None
+    with socket.create_connection(("127.0.0.1", fast.port)) as client:   # connected before the hand-over
+        client.sendall(post(fast.port, init_body()))
+        handed: list = []
+        fast.serve(lambda: "built", lambda built, hand_over: handed.append((built, hand_over)))
+        (built, hand_over), = handed
+        assert built == "built" and hand_over.connections == [] and hand_over.sessions == []
+        listener = socket.socket(fileno=hand_over.listener_fd)
+        try:
+            accepted, _ = listener.accept()   # the waiting client is there for the full path, unread
+            with accepted:
+                assert accepted.recv(65536).startswith(b"POST /mcp HTTP/1.1\r\n")
+        finally:
+            listener.close()
 
 
 def test_binds_it_serves_and_binds_it_leaves_to_the_full_path():
@@ -393,3 +409,13 @@ def test_it_listens_with_the_options_anyio_sets():
             assert options(wrapped) == anyio.run(anyio_options, host), bind
         finally:
             wrapped.close()
+
+
+def test_a_tool_selection_the_full_path_refuses_is_refused_in_its_words():
+    outcomes = []
+    for mode in ("", "0"):
+        done = subprocess.run([sys.executable, "-m", "hcmcp", "--http", "127.0.0.1:0"], capture_output=True, text=True,
+                              timeout=60, env=clean_env(HCMCP_FAST_HTTP=mode, HEALTHCHECKS_ALLOW_TOOLS="nope", **KEY_ENV))
+        outcomes.append((done.returncode, done.stderr))
+    assert outcomes[0] == outcomes[1]
+    assert outcomes[0][0] == 1 and "HEALTHCHECKS_ALLOW_TOOLS" in outcomes[0][1] and "serving" not in outcomes[0][1]
