@@ -419,3 +419,21 @@ def test_a_tool_selection_the_full_path_refuses_is_refused_in_its_words():
         outcomes.append((done.returncode, done.stderr))
     assert outcomes[0] == outcomes[1]
     assert outcomes[0][0] == 1 and "HEALTHCHECKS_ALLOW_TOOLS" in outcomes[0][1] and "serving" not in outcomes[0][1]
+
+
+def test_once_built_the_full_server_takes_over_an_idle_connection_and_its_session():
+    from http_raw import wait_for
+    with spawn("", "--demo") as served:   # the default: built in the background, handed over when done
+        port = served.port
+        with Raw(port) as raw:
+            raw.send(post(port, init_body()))
+            sid = session_of(raw_answer(raw))
+            assert wait_for(lambda: "_asyncio" in loaded(served.proc.pid, "_asyncio"), timeout=30)
+            time.sleep(0.2)   # (the hand-over follows the build at once; this only makes it likely done)
+            raw.send(post(port, b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_status",'
+                                b'"arguments":{}}}', session=sid))
+            answer = raw.answer()
+        assert answer.status == 200
+        validate_server_message("2025-11-25", answer.json, "tools/call")
+        assert not answer.json["result"].get("isError")
+        assert served.stop() == 0
