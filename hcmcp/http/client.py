@@ -8,9 +8,6 @@ travels in a header, and error texts end up in logs and in a model's context.
 
 from __future__ import annotations
 
-import os
-import select
-import socket
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
@@ -18,18 +15,24 @@ from urllib.parse import quote, urlsplit
 
 import anyio
 import h11
-from anyio.abc import ByteStream, SocketAttribute
-
 from hcmcp import __version__
 
 from . import first_header
+from .client_connection import (
+    Connection,
+    Dropped,
+    StreamConnection,
+    connect_plain,
+    connect_reason,
+    is_tls_error,
+    running_asyncio_loop,
+)
 
 if TYPE_CHECKING:  # ssl is imported only when an https origin connects
     import ssl
 
     from .proxy import ProxyRoute
 
-READ_CHUNK = 64 * 1024
 # Methods safe to send twice: only these are re-sent when a kept-alive connection
 # turns out to have been closed by the server while it sat idle.
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "DELETE", "OPTIONS"})
@@ -46,7 +49,6 @@ _STATEFUL_HEADERS = frozenset({"connection", "expect", "transfer-encoding", "upg
 _HEAD_BLOCKS_KEPT = 64
 _STATE_REQUESTS: dict[str, h11.Request] = {}   # method -> the event that tells h11 a request went out
 _END_OF_MESSAGE = h11.EndOfMessage()
-_UNKNOWN = object()
 
 TimeoutPhase = Literal["connect", "read", "overall"]
 
@@ -163,57 +165,6 @@ class _Origin:
         return f"{host}:{self.port}"
 
 
-# ----------------------------------------------------------------------------- connection
-
-
-class _Connection:
-    """One TCP (or TLS) stream and the h11 state machine that frames it."""
-
-    __slots__ = ("stream", "h11", "eof_fed", "_sock", "reading", "deadline_fresh")
-
-    def __init__(self, stream: ByteStream) -> None:
-        self.stream = stream
-        self.h11 = h11.Connection(h11.CLIENT)
-        self.eof_fed = False
-        self._sock: object = _UNKNOWN     # the raw socket, looked up once (anyio's extra() costs ~15 us)
-        self.reading: anyio.CancelScope | None = None   # the read-timeout scope of the exchange under way
-        self.deadline_fresh = False
-
-    def looks_dead(self) -> bool:
-        """True when an idle connection can no longer carry a request.
-
-        An idle connection has nothing to read. If its socket is readable, the server
-        closed it (EOF) or sent something unasked; either way it is dropped before a
-        request is written to it. anyio pauses reading between receives, so what the
-        server sent (or its FIN) is still in the kernel, where a zero-timeout poll sees it.
-        """
-        if self._sock is _UNKNOWN:
-            self._sock = self.stream.extra(SocketAttribute.raw_socket, None)
-        sock = self._sock
-        if sock is None:
-            return False
-        fd = sock.fileno()
-        if fd < 0:
-            return True             # already closed
-        try:
-            return _readable_now(fd)
-        except (OSError, ValueError):
-            return True
-
-    async def close(self) -> None:
-        # Shielded: a connection is also closed while its request is being cancelled.
-        with anyio.CancelScope(shield=True):
-            await anyio.aclose_forcefully(self.stream)
-
-
-class _Dropped(Exception):
-    """Internal: the stream failed (reset, broken pipe) during a send or receive."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
 class _Stale(Exception):
     """Internal: the connection was dead before any byte of the response arrived."""
 
@@ -254,7 +205,7 @@ class HttpClient:
         self._ssl_context = ssl_context
         self._max_idle = max(0, max_idle)
         self._origin_setting = origin_setting
-        self._idle: list[_Connection] = []
+        self._idle: list[Connection] = []
         self._closed = False
         self._proxy = proxy
         self._target_base = ""      # "http://host:port" for absolute-form targets through a proxy
@@ -310,12 +261,16 @@ class HttpClient:
             ceiling=ceiling,
             truncate=truncate_at_ceiling,
         )
-        with anyio.move_on_after(self._overall_timeout):
-            response = await self._send_with_one_retry(exchange)
+        # One cancel scope per request carries both deadlines (see _Deadlines).
+        deadlines = _Deadlines(anyio.current_time() + self._overall_timeout, self._read_timeout)
+        with deadlines.scope:
+            response = await self._send_with_one_retry(exchange, deadlines)
             if response.status == 407 and self._target_base:
                 from .proxy import forward_failure
                 raise ConnectFailed(forward_failure(self._proxy, exchange.what))  # type: ignore[arg-type]
             return response
+        if deadlines.reading:
+            raise self._read_timed_out(exchange)
         raise Timeout(
             f"{self._origin.label}{self._via} did not finish answering {exchange.what} within "
             f"{self._overall_timeout:g} s. The server may be slow or the response large; "
@@ -353,7 +308,7 @@ class HttpClient:
 
     # --------------------------------------------------------------- pool
 
-    async def _acquire(self) -> tuple[_Connection, bool]:
+    async def _acquire(self) -> tuple[Connection, bool]:
         """An idle connection that still looks alive (reused=True), else a new one."""
         while self._idle:
             conn = self._idle.pop()      # most recently used: the likeliest to be alive
@@ -362,18 +317,18 @@ class HttpClient:
             await conn.close()
         return await self._connect(), False
 
-    async def _release(self, conn: _Connection, reusable: bool) -> None:
+    async def _release(self, conn: Connection, reusable: bool) -> None:
         if reusable and not self._closed and len(self._idle) < self._max_idle:
             conn.h11.start_next_cycle()
             self._idle.append(conn)
         else:
             await conn.close()
 
-    async def _connect(self) -> _Connection:
+    async def _connect(self) -> Connection:
         origin = self._origin
         if self._proxy is not None:
             from .proxy import open_connection
-            return _Connection(await open_connection(
+            return StreamConnection(await open_connection(
                 self._proxy, origin.scheme, origin.host, origin.port, connect_timeout=self._connect_timeout,
                 ssl_context=self._tls_context() if origin.scheme == "https" else None, hint=self._check_hint()))
         tls: dict[str, object] = {}
@@ -386,12 +341,15 @@ class HttpClient:
                 # of stream, not an attack, for responses framed by length or chunks.
                 "tls_standard_compatible": False,
             }
+        loop = None if tls else running_asyncio_loop()
         with anyio.move_on_after(self._connect_timeout):
             try:
+                if loop is not None:
+                    return await connect_plain(origin.host, origin.port, loop)
                 stream = await anyio.connect_tcp(origin.host, origin.port, **tls)  # type: ignore[call-overload]
             except (OSError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
                 raise ConnectFailed(self._connect_failed_text(exc)) from exc
-            return _Connection(stream)
+            return StreamConnection(stream)
         raise Timeout(
             f"Could not connect to {origin.label} within {self._connect_timeout:g} s: the server "
             f"did not complete the {'TCP and TLS handshakes' if origin.scheme == 'https' else 'TCP handshake'} "
@@ -409,11 +367,11 @@ class HttpClient:
 
     # --------------------------------------------------------------- one exchange
 
-    async def _send_with_one_retry(self, exchange: _Exchange) -> HttpResponse:
+    async def _send_with_one_retry(self, exchange: _Exchange, deadlines: _Deadlines) -> HttpResponse:
         conn, reused = await self._acquire()
         while True:
             try:
-                response, reusable = await self._exchange(conn, exchange)
+                response, reusable = await self._exchange(conn, exchange, deadlines)
             except _Stale:
                 await conn.close()
                 if reused and exchange.method in IDEMPOTENT_METHODS:
@@ -428,25 +386,24 @@ class HttpClient:
             await self._release(conn, reusable)
             return response
 
-    async def _exchange(self, conn: _Connection, exchange: _Exchange) -> tuple[HttpResponse, bool]:
+    async def _exchange(self, conn: Connection, exchange: _Exchange,
+                        deadlines: _Deadlines) -> tuple[HttpResponse, bool]:
         """Write the request, read the response. Returns it and whether conn may be reused."""
         try:
-            await conn.stream.send(self._request_bytes(conn, exchange))
-        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            await conn.send(self._request_bytes(conn, exchange))
+        except Dropped:
             raise _Stale() from None
 
-        # One read-timeout scope for the whole response, its deadline pushed back before every
-        # receive: "sent nothing for read_timeout s", at the cost of one scope per exchange, not per chunk.
-        with anyio.move_on_after(self._read_timeout) as reading:
-            conn.reading = reading
-            conn.deadline_fresh = True   # the first receive needs no push: the deadline was just set
-            try:
-                head = await self._read_head(conn, exchange)
-                response, complete = await self._read_body(conn, exchange, head)
-            finally:
-                conn.reading = None
-        if reading.cancelled_caught:
-            raise self._read_timed_out(exchange)
+        # The read deadline, pushed back before every receive: "sent nothing for read_timeout s".
+        deadlines.start_reading()
+        conn.reading = deadlines
+        conn.deadline_fresh = True   # the first receive needs no push: the deadline was just set
+        try:
+            head = await self._read_head(conn, exchange)
+            response, complete = await self._read_body(conn, exchange, head)
+        finally:
+            conn.reading = None
+            deadlines.stop_reading()
         unread, stream_ended = conn.h11.trailing_data
         reusable = (
             complete
@@ -459,7 +416,7 @@ class HttpClient:
         )
         return response, reusable
 
-    def _request_bytes(self, conn: _Connection, exchange: _Exchange) -> bytes:
+    def _request_bytes(self, conn: Connection, exchange: _Exchange) -> bytes:
         """The request on the wire. Its head is written here, from a header block that h11 has
         validated once for this exact header list (the same few lists recur on every call);
         h11 is only told that a request of this method went out, so that it frames the response
@@ -497,7 +454,7 @@ class HttpClient:
         self._head_blocks[exchange.method, tuple(exchange.headers)] = block
         return block
 
-    def _request_bytes_by_h11(self, conn: _Connection, exchange: _Exchange) -> bytes:
+    def _request_bytes_by_h11(self, conn: Connection, exchange: _Exchange) -> bytes:
         try:
             data = conn.h11.send(
                 h11.Request(method=exchange.method, target=exchange.target, headers=exchange.headers)
@@ -515,14 +472,14 @@ class HttpClient:
             ) from None
         return data
 
-    async def _read_head(self, conn: _Connection, exchange: _Exchange) -> h11.Response:
+    async def _read_head(self, conn: Connection, exchange: _Exchange) -> h11.Response:
         received_any = False
         while True:
             event = self._next_event(conn, exchange)
             if event is h11.NEED_DATA:
                 try:
                     data = await self._receive(conn, exchange)
-                except _Dropped as dropped:
+                except Dropped as dropped:
                     if not received_any:
                         raise _Stale() from None
                     raise ConnectionLost(self._lost_text(exchange, dropped.reason)) from None
@@ -538,12 +495,14 @@ class HttpClient:
                 raise ConnectionLost(self._lost_text(exchange, "closed before the response headers"))
 
     async def _read_body(
-        self, conn: _Connection, exchange: _Exchange, head: h11.Response
+        self, conn: Connection, exchange: _Exchange, head: h11.Response
     ) -> tuple[HttpResponse, bool]:
         """Read the body under the ceiling. Returns the response and whether it ended normally."""
-        headers = [(name.decode("latin-1"), value.decode("latin-1")) for name, value in head.headers]
+        # raw_items(), not iterating head.headers: that goes through Sequence.__iter__, one
+        # Python-level __getitem__ per header (h11 lowercased the names it compares; we lower ours).
+        headers = [(name.lower().decode("latin-1"), value.decode("latin-1")) for name, value in head.headers.raw_items()]
         ceiling = exchange.ceiling
-        announced = _content_length(head)
+        announced = _content_length(headers)
         if announced is not None and announced > ceiling and not exchange.truncate:
             raise BodyTooLarge(self._too_large_text(exchange), ceiling=ceiling)
 
@@ -554,7 +513,7 @@ class HttpClient:
             if event is h11.NEED_DATA:
                 try:
                     data = await self._receive(conn, exchange)
-                except _Dropped as dropped:
+                except Dropped as dropped:
                     raise ConnectionLost(self._lost_text(exchange, dropped.reason)) from None
                 self._feed(conn, data)
             elif isinstance(event, h11.Data):
@@ -574,7 +533,7 @@ class HttpClient:
         response = HttpResponse(status=head.status_code, headers=headers, body=body, truncated=truncated)
         return response, not truncated
 
-    def _next_event(self, conn: _Connection, exchange: _Exchange) -> object:
+    def _next_event(self, conn: Connection, exchange: _Exchange) -> object:
         try:
             return conn.h11.next_event()
         except h11.RemoteProtocolError:
@@ -588,31 +547,19 @@ class HttpClient:
                 f"uses the right scheme (http:// or https://)."
             ) from None
 
-    def _feed(self, conn: _Connection, data: bytes) -> None:
+    def _feed(self, conn: Connection, data: bytes) -> None:
         if not data:
             conn.eof_fed = True
         conn.h11.receive_data(data)
 
-    async def _receive(self, conn: _Connection, exchange: _Exchange) -> bytes:
+    async def _receive(self, conn: Connection, exchange: _Exchange) -> bytes:
         """The next chunk of at most READ_CHUNK bytes; b"" at end of stream."""
-        reading = conn.reading
-        if reading is None:   # outside an exchange's read scope: a scope of its own
-            with anyio.move_on_after(self._read_timeout):
-                return await self._receive_now(conn)
-            raise self._read_timed_out(exchange)
         if conn.deadline_fresh:
             conn.deadline_fresh = False
         else:
-            reading.deadline = anyio.current_time() + self._read_timeout
-        return await self._receive_now(conn)
+            conn.reading.start_reading()  # type: ignore[union-attr]   (only _exchange reads)
+        return await conn.receive()
 
-    async def _receive_now(self, conn: _Connection) -> bytes:
-        try:
-            return await conn.stream.receive(READ_CHUNK)
-        except anyio.EndOfStream:
-            return b""
-        except (OSError, anyio.BrokenResourceError, anyio.ClosedResourceError) as exc:
-            raise _Dropped(_reason(exc)) from None
 
     def _read_timed_out(self, exchange: _Exchange) -> Timeout:
         return Timeout(
@@ -636,10 +583,10 @@ class HttpClient:
                 f"Could not connect to {label}: the server closed the connection during the TLS "
                 f"handshake. Check that it speaks https on this port. {self._check_hint()}"
             )
-        if _is_tls_error(exc):
+        if is_tls_error(exc):
             from .tls import failure_text
             return f"{failure_text(exc, self._origin.host, self._origin.port)} {self._check_hint()}"
-        return f"Could not connect to {label}: {_connect_reason(exc)}. {self._check_hint()}"
+        return f"Could not connect to {label}: {connect_reason(exc)}. {self._check_hint()}"
 
     def _too_large_text(self, exchange: _Exchange) -> str:
         return (
@@ -666,6 +613,36 @@ class HttpClient:
             f"{label} closed the connection without answering {exchange.what}. "
             "The server may be restarting or overloaded; try again later."
         )
+
+
+class _Deadlines:
+    """The overall and the read deadline of one request, in one cancel scope.
+
+    A scope per deadline cost two scopes (and two event-loop timers) per request, and the read
+    one was re-armed on every receive. Here the scope's deadline is the overall one, brought
+    forward to "now + read timeout" while a response is being read (and pushed back before each
+    receive) whenever that comes first; ``reading`` says which of the two the scope holds, so
+    a scope that fired tells which timeout it was.
+    """
+
+    __slots__ = ("scope", "overall", "read_timeout", "reading")
+
+    def __init__(self, overall: float, read_timeout: float) -> None:
+        self.scope = anyio.CancelScope(deadline=overall)
+        self.overall = overall
+        self.read_timeout = read_timeout
+        self.reading = False
+
+    def start_reading(self) -> None:
+        """(Re)arm the read deadline: the response must make progress within read_timeout."""
+        read_by = anyio.current_time() + self.read_timeout
+        self.reading = read_by < self.overall
+        self.scope.deadline = read_by if self.reading else self.overall
+
+    def stop_reading(self) -> None:
+        if not self.scope.cancel_called:      # a scope that fired keeps saying which deadline it was
+            self.reading = False
+            self.scope.deadline = self.overall
 
 
 @dataclass(frozen=True)
@@ -700,21 +677,11 @@ def _valid_ceiling(ceiling: int) -> int:
     return ceiling
 
 
-def _content_length(head: h11.Response) -> int | None:
-    for name, value in head.headers:
-        if name == b"content-length":
+def _content_length(headers: list[tuple[str, str]]) -> int | None:
+    for name, value in headers:
+        if name == "content-length":
             return int(value)           # h11 has checked it is digits, and consistent
     return None
-
-
-def _readable_now(fd: int) -> bool:
-    """Whether fd has something to read (data, EOF, or an error) right now, without waiting."""
-    if hasattr(select, "poll"):     # poll has no limit on fd numbers; select does
-        poller = select.poll()
-        poller.register(fd, select.POLLIN | select.POLLPRI)   # HUP and ERR are always reported
-        return bool(poller.poll(0))
-    readable, _, _ = select.select([fd], [], [], 0)
-    return bool(readable)
 
 
 def _size(count: int) -> str:
@@ -722,44 +689,3 @@ def _size(count: int) -> str:
         if count >= factor and count % factor == 0:
             return f"{count // factor} {unit}"
     return f"{count} bytes"
-
-
-def _is_tls_error(exc: BaseException) -> bool:
-    # Without importing ssl: SSLError and its subclasses live in the ssl module.
-    return type(exc).__module__ == "ssl" or getattr(exc, "library", None) is not None
-
-
-def _reason(exc: BaseException) -> str:
-    """The OS or TLS reason of one failure, as a short phrase."""
-    # anyio raises BrokenResourceError from the OS or TLS error that broke the stream.
-    cause = exc.__cause__ if isinstance(exc, anyio.BrokenResourceError) and exc.__cause__ is not None else exc
-    verify = getattr(cause, "verify_message", None)
-    if verify:
-        return f"certificate verify failed: {verify}"
-    if _is_tls_error(cause):
-        # "[SSL: WRONG_VERSION_NUMBER] wrong version number (_ssl.c:1006)" -> "wrong version number"
-        text = str(getattr(cause, "strerror", None) or cause)
-        if text.startswith("[") and "] " in text:
-            text = text.split("] ", 1)[1]
-        if text.endswith(")") and " (_ssl.c:" in text:
-            text = text.rsplit(" (_ssl.c:", 1)[0]
-        return text or type(cause).__name__
-    errno = getattr(cause, "errno", None)
-    if isinstance(errno, int) and errno > 0 and not isinstance(cause, socket.gaierror):
-        # asyncio's strerror is "Connect call failed ('1.2.3.4', 443)"; the errno says why.
-        return os.strerror(errno)
-    strerror = getattr(cause, "strerror", None)
-    if isinstance(strerror, str) and strerror:
-        return strerror             # e.g. DNS: "Name or service not known"
-    return str(cause) or type(cause).__name__
-
-
-def _connect_reason(exc: BaseException) -> str:
-    """anyio reports "All connection attempts failed" with the per-address errors as its cause."""
-    cause = exc.__cause__
-    if isinstance(cause, BaseExceptionGroup):
-        reasons = list(dict.fromkeys(_reason(e) for e in cause.exceptions))
-        return "; ".join(reasons)
-    if isinstance(cause, OSError):
-        return _reason(cause)
-    return _reason(exc)

@@ -189,7 +189,8 @@ async def open_connection(route: ProxyRoute, scheme: str, host: str, port: int, 
     """
     import anyio
 
-    from .client import ConnectFailed, Timeout, _connect_reason
+    from .client import ConnectFailed, Timeout
+    from .client_connection import connect_reason as _connect_reason
 
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     advice = f"Check {route.source}, or list {host} in NO_PROXY to connect directly. {hint}"
@@ -279,7 +280,7 @@ def _tunnel_failure(exc: BaseException, route: ProxyRoute, target: str, host: st
                     advice: str) -> str:
     import anyio
 
-    from .client import _is_tls_error, _reason
+    from .client_connection import is_tls_error as _is_tls_error, reason as _reason
     from .tls import failure_text
 
     for candidate in (exc, exc.__cause__):

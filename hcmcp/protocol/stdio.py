@@ -91,6 +91,10 @@ class LineReader:
                 return TOO_LONG
             return line.rstrip(b"\r")
 
+    def has_line(self) -> bool:
+        """Whether next_line() may return without waiting for the descriptor."""
+        return self.eof or b"\n" in self.buffer
+
     def _fill(self, data: bytes) -> None:
         if data:
             self.buffer += data
@@ -212,8 +216,10 @@ async def serve_stdio(server: McpServer, reader: LineReader | None = None, stdou
                             streams[message.id] = message.method
                         requests.start_soon(run_request, message)
                         # Let it register as in flight before the next line is looked at: a cancellation
-                        # read from the same chunk must find it.
-                        await anyio.lowlevel.checkpoint()
+                        # read from the same chunk must find it. With no line buffered, waiting for stdin
+                        # yields to it anyway (it was scheduled first), so no extra loop turn is spent.
+                        if reader.has_line():
+                            await anyio.lowlevel.checkpoint()
                     else:
                         await server.handle(message, session, push)
             # stdin closed (or SIGTERM): nothing more can be read, so no answer to our questions can
