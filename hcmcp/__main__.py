@@ -184,6 +184,55 @@ def _warming(build, config):
     return run
 
 
+def _serve_http_now(opts: dict[str, Any], config) -> None:
+    """--http (plain or --demo): the first initialize is answered before the heavy imports
+    (fast_http.py), which happen meanwhile in a background thread; then the full server takes over
+    the listening socket, the connections and the sessions. Never returns once the fast path has
+    bound; returns at once when it steps aside (the full path then serves from the start)."""
+    knob = os.environ.get("HCMCP_FAST_HTTP")   # test-only: "0" the full path alone; "hold" see FastHttp.serve
+    if knob == "0":
+        return
+    from .config import ConfigError
+    from .fast_http import FastHttp
+    try:
+        fast = FastHttp.prepare(opts["http"], config, opts["stateless"])
+    except ConfigError as error:
+        _fail(str(error))
+    if fast is None:
+        return
+    if opts["demo"]:
+        build = _demo_simulator
+    else:
+        def build():
+            return build_server(config, _api(config))
+    warm = _warming(build, config)
+
+    def warm_http():
+        built = warm()
+        from .protocol import streamable_http  # noqa: F401   (h11, msgspec, the HTTP server)
+        return built
+
+    def go_on(built, handover) -> None:
+        import anyio
+
+        from .protocol.stdio import exit_now
+        try:
+            anyio.run(_serve_adopted, opts, config, built, handover)
+        except KeyboardInterrupt:
+            pass
+        exit_now(0)
+    fast.serve(warm_http, go_on, eager=knob != "hold")
+
+
+async def _serve_adopted(opts: dict[str, Any], config, built, handover) -> None:
+    from .protocol.streamable_http import serve_http
+    if opts["demo"]:
+        async with _built_server(opts, config, built) as server:
+            await serve_http(server, opts["http"], config=config, stateless=opts["stateless"], adopted=handover)
+    else:
+        await serve_http(built, opts["http"], config=config, stateless=opts["stateless"], adopted=handover)
+
+
 def _run_demo_stdio(opts: dict[str, Any], config, sim, reader, session) -> None:
     import anyio
 
@@ -290,6 +339,12 @@ def main(argv: list[str] | None = None) -> None:
         if sys.stdin.isatty():
             sys.stderr.write(WAITING)
         _serve_stdio_now(opts, config)
+    if opts["command"] == "serve" and opts["http"]:
+        import _signal
+        from .fast_start import exit_now
+        for number in (_signal.SIGTERM, _signal.SIGINT):   # until serve_http's own handlers take over
+            _signal.signal(number, lambda *_: exit_now(0))
+        _serve_http_now(opts, config)
     import anyio
     if opts["command"] == "tools":
         anyio.run(_tools, opts, config)

@@ -38,6 +38,11 @@ SOURCES = ("__init__.py", "__main__.py", "config.py", "tools/selection.py", "too
            "protocol/asking.py", "protocol/features.py", "protocol/prompts.py", "protocol/resources.py",
            "protocol/logs.py", "protocol/completion.py", "protocol/tasks.py", "protocol/content.py",
            "protocol/subscriptions.py", "protocol/progress.py", "protocol/client_requests.py")
+# The full path's files that decide the HTTP answers fast_http.py writes (status line, headers,
+# the guard's verdicts): their own checksum, so that an HTTP change never slows the stdio start.
+HTTP_SOURCES = ("protocol/streamable_http.py", "protocol/http_guard.py", "protocol/http_sessions.py",
+                "protocol/http_media.py", "http/server.py", "http/connection.py", "http/framing.py",
+                "http/messages.py")
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 _HAND_OVER_BYTES = 1 << 20   # a line longer than this is the full path's business (its ceiling, its error)
 _INT64 = 2 ** 63
@@ -99,10 +104,10 @@ def _read_source(name: str) -> bytes:
         return file.read()
 
 
-def source_checksum() -> str:
+def source_checksum(names: tuple[str, ...] = SOURCES) -> str:
     import zlib
     checksum = 0
-    for name in SOURCES:
+    for name in names:
         checksum = zlib.crc32(_read_source(name), checksum)
     return f"{checksum:08x}"
 
@@ -133,6 +138,7 @@ class Handshake:
         self.latest = data["latest"]
         self.initialize = {rev: text.encode() for rev, text in data["initialize"].items()}
         self.ping = data["ping"].encode()
+        self.http_source = data.get("http_source")   # fast_http.py compares it with HTTP_SOURCES
         self.tools_list = {}
         for revision, shape in data["tool_shapes"].items():
             entries = b",".join(entry.raw["descriptors"][shape].encode() for entry in chosen)
@@ -380,7 +386,7 @@ def generate() -> dict:
     for index, tool in enumerate(tools):
         entries.append({"name": tool.name, "tags": sorted(tool.tags), "writes": tool.name not in read_names,
                         "descriptors": {shape: texts[index] for shape, texts in shapes.items()}})
-    return {"source": source_checksum(), "latest": LATEST_LEGACY, "initialize": initialize,
+    return {"source": source_checksum(), "http_source": source_checksum(HTTP_SOURCES), "latest": LATEST_LEGACY, "initialize": initialize,
             "ping": orjson.dumps(response["result"]).decode(), "tool_shapes": tool_shapes, "tools": entries}
 
 

@@ -66,11 +66,18 @@ class _Connection:
     watcher per request: a task per request cost more than the rest of a small request.
     """
 
-    def __init__(self, server: HttpServer, stream: anyio.abc.SocketStream) -> None:
+    def __init__(self, server: HttpServer, stream: anyio.abc.SocketStream, initial: bytes = b"",
+                 answered: bool = False) -> None:
+        """``initial``: bytes already read from an adopted connection (HttpServer.adopt); they go
+        through every check below exactly as bytes read here would. ``answered``: a request of
+        it was answered already, so it waits for its next one as a keep-alive connection does."""
         self.server = server
         self.limits = server.limits
         self.stream = stream
         self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=self.limits.max_header_bytes)
+        if initial:
+            self.h11.receive_data(initial)
+        self._fresh = not answered
         self.peer_closed = False     # EOF or a reset was read (h11 has been told of the EOF)
         self.peer_reset = False      # ... and it was a reset: nothing more can be written either
         self.in_request = False
@@ -110,7 +117,7 @@ class _Connection:
 
     async def _serve_requests(self) -> bool:
         """Answer requests until the connection must close; True when a polite close is due."""
-        first = True
+        first = self._fresh
         while True:
             head: h11.Request | None = None
             with anyio.CancelScope() as self.waiting_scope:

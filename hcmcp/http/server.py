@@ -79,6 +79,13 @@ class HttpServer:
         self._listener_closed = anyio.Event()
         self._drained = anyio.Event()
         self._stopped = anyio.Event()
+        self._adopted: tuple[int, list[tuple[int, bytes, bool]]] | None = None
+
+    def adopt(self, listener_fd: int, connections: list[tuple[int, bytes, bool]]) -> None:
+        """Serve this listening socket (bound elsewhere: hcmcp.fast_http) instead of binding one,
+        and these accepted connections: (fd, the bytes already read from it and not answered,
+        whether one of its requests was answered). Call before serve()."""
+        self._adopted = (listener_fd, connections)
 
     @property
     def active_requests(self) -> int:
@@ -129,12 +136,21 @@ class HttpServer:
         """Bind, report the port through task_status, serve until cancelled or shut down."""
         if self._accept_scope is not None:
             raise RuntimeError("This HttpServer is already serving; create one server per serve() call.")
-        listener = await anyio.create_tcp_listener(local_host=self.host, local_port=self.port)
+        adopted: list[tuple[int, bytes, bool]] = []
+        if self._adopted is not None:
+            from anyio.streams.stapled import MultiListener
+            listener_fd, adopted = self._adopted
+            self._adopted = None
+            listener = MultiListener([await anyio.abc.SocketListener.from_socket(listener_fd)])
+        else:
+            listener = await anyio.create_tcp_listener(local_host=self.host, local_port=self.port)
         self.port = listener.extra(SocketAttribute.local_port)
         try:
             async with anyio.create_task_group() as connections:
                 self._connections_scope = connections.cancel_scope
                 self._group = connections
+                for fd, initial, answered in adopted:
+                    await self._adopt_connection(fd, initial, answered, connections)
                 with anyio.CancelScope() as accept_scope:
                     self._accept_scope = accept_scope
                     try:
@@ -191,6 +207,19 @@ class HttpServer:
             connection = _Connection(self, stream)
             self._connections.add(connection)
             connections.start_soon(self._run_connection, connection)
+
+    async def _adopt_connection(self, fd: int, initial: bytes, answered: bool,
+                                connections: anyio.abc.TaskGroup) -> None:
+        import socket
+        sock = socket.socket(fileno=fd)
+        try:
+            stream = await anyio.abc.SocketStream.from_socket(sock)
+        except (ValueError, OSError):   # the client has gone already (a reset): nothing to answer
+            sock.close()
+            return
+        connection = _Connection(self, stream, initial, answered)
+        self._connections.add(connection)
+        connections.start_soon(self._run_connection, connection)
 
     async def _run_connection(self, connection: _Connection) -> None:
         try:

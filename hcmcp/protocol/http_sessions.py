@@ -46,6 +46,10 @@ class SessionTable:
         self.sessions[session_id] = HttpSession(session_id, state, self.clock())
         return session_id
 
+    def adopt(self, session_id: str, state: Session) -> None:
+        """A session opened before this table existed (hcmcp.fast_http answered its initialize)."""
+        self.sessions[session_id] = HttpSession(session_id, state, self.clock())
+
     def get(self, session_id: str) -> HttpSession | None:
         """The live session with this id (its use noted), or None when it ended or never existed."""
         entry = self.sessions.get(session_id)

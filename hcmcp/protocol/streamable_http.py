@@ -48,6 +48,7 @@ from .jsonrpc import (HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, INVALID_R
                       MISSING_REQUIRED_CLIENT_CAPABILITY, METHOD_NOT_FOUND, PARSE_ERROR, UNSUPPORTED_PROTOCOL_VERSION,
                       Message, RpcError, decode, encode, error_message)
 from .http_guard import ListenerGuard, Refused
+from .http_media import accepts_json_and_sse as _accepts_json_and_sse, is_json_content_type
 from .http_sessions import HttpSession, SessionsFull, SessionTable
 from .http_streams import SSE_HEADERS as _SSE_HEADERS, Body as _Body, Final as _Final, Outbox as _Outbox
 from .http_streams import empty_stream as _empty_stream, relay as _relay
@@ -134,13 +135,6 @@ def _check_header(request: Request, name: str, expected: Any, what: str, rid: An
                      id=rid)
 
 
-def _accepts_json_and_sse(accept: str) -> bool:
-    """Both media types listed, or covered by a wildcard (RFC 9110 §12.5.1)."""
-    types = {part.split(";", 1)[0].strip().lower() for part in accept.split(",")}
-    return (bool(types & {"application/json", "application/*", "*/*"})
-            and bool(types & {"text/event-stream", "text/*", "*/*"}))
-
-
 async def _cannot_push(outgoing: dict[str, Any]) -> None:
     # Calls answered inline are those that cannot ask (see StreamableHttp._may_ask); a push
     # here is a bug to surface, not a message to lose.
@@ -197,8 +191,7 @@ class StreamableHttp:
     # -- POST ----------------------------------------------------------------------------------
 
     async def _post(self, request: Request) -> Response | StreamingResponse:
-        content_type = (request.header("content-type") or "").split(";", 1)[0].strip().lower()
-        if content_type != "application/json":
+        if not is_json_content_type(request.header("content-type")):
             raise _Reply(415, INVALID_REQUEST, "Unsupported Media Type: POST one JSON-RPC message with "
                                                "Content-Type: application/json")
         if not _accepts_json_and_sse(request.header("accept") or ""):
@@ -542,8 +535,12 @@ def is_loopback(host: str) -> bool:
 
 async def serve_http(server: McpServer, bind: str, *, config: Any = None, stateless: bool = False,
                      limits: ServerLimits | None = None, settings: HttpSettings | None = None,
+                     adopted: Any = None,
                      task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED) -> None:
-    """Serve until SIGTERM/SIGINT: then stop accepting, let calls finish (bounded), return."""
+    """Serve until SIGTERM/SIGINT: then stop accepting, let calls finish (bounded), return.
+
+    ``adopted``: a hcmcp.fast_http.HandOver; its listening socket, connections and sessions are
+    served instead of binding anew (it printed the "serving MCP at" line already)."""
     try:
         host, port = parse_bind(bind)
     except ValueError as error:
@@ -557,14 +554,20 @@ async def serve_http(server: McpServer, bind: str, *, config: Any = None, statel
                          "or bind 127.0.0.1.")
     transport = StreamableHttp(server, settings, host)
     http = HttpServer(transport.app, host, port, limits=limits or ServerLimits(error_body=error_body))
+    if adopted is not None:
+        for fast in adopted.sessions:
+            transport.table.adopt(fast.id, Session(revision=fast.revision, client_capabilities=fast.client_capabilities,
+                                                   client_info=fast.client_info, initialized=fast.initialized))
+        http.adopt(adopted.listener_fd, adopted.connections)
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with anyio.create_task_group() as tasks:
             await tasks.start(transport.run)
             bound = await tasks.start(http.serve)
-            shown = f"[{host}]" if ":" in host else host
-            mode = " (stateless)" if settings.stateless else ""
-            sys.stderr.write(f"hcmcp: serving MCP at http://{shown}:{bound}{ENDPOINT}{mode}\n")
-            sys.stderr.flush()
+            if adopted is None:
+                shown = f"[{host}]" if ":" in host else host
+                mode = " (stateless)" if settings.stateless else ""
+                sys.stderr.write(f"hcmcp: serving MCP at http://{shown}:{bound}{ENDPOINT}{mode}\n")
+                sys.stderr.flush()
             task_status.started(bound)
             async for _ in signals:
                 break
