@@ -135,6 +135,11 @@ def _api(config, site_root: str | None = None, api_key: str | None = None):
 
 
 async def _serve(opts: dict[str, Any], config) -> None:
+    if opts["http"]:
+        from .protocol.streamable_http import bind_refusal
+        refusal = bind_refusal(opts["http"], getattr(config, "http_token", None))
+        if refusal is not None:
+            raise SystemExit(refusal)   # before the --demo simulator starts: one line, no traceback
     async with _built_server(opts, config) as server:
         await _transport(opts, config, server)
 
@@ -217,7 +222,7 @@ def _serve_http_now(opts: dict[str, Any], config) -> None:
 
         from .protocol.stdio import exit_now
         try:
-            anyio.run(_serve_adopted, opts, config, built, handover)
+            _run_serving(anyio.run, _serve_adopted, opts, config, built, handover)
         except KeyboardInterrupt:
             pass
         exit_now(0)
@@ -358,10 +363,37 @@ def main(argv: list[str] | None = None) -> None:
         import signal   # --demo over stdio: SIGTERM while the simulator starts is an exit 0 too
         signal.signal(signal.SIGTERM, lambda *_: exit_now(0))
     try:
-        anyio.run(_serve, opts, config)
+        _run_serving(anyio.run, _serve, opts, config)
     except KeyboardInterrupt:
         pass
     exit_now(0)
+
+
+def _run_serving(run, *args) -> None:
+    """run(*args), with a refusal to start as one line on stderr and exit 1, never a traceback:
+    a SystemExit or a failed bind, also when a task group (the --demo simulator's) wrapped it."""
+    from .http.server import ListenFailed
+    try:
+        run(*args)
+    except (SystemExit, ListenFailed, BaseExceptionGroup) as error:
+        leaves = list(_leaves(error))
+        if not all(isinstance(leaf, (SystemExit, ListenFailed)) for leaf in leaves):
+            raise
+        for leaf in leaves:
+            text = leaf.code if isinstance(leaf, SystemExit) else f"hcmcp: {leaf.strerror}"
+            if isinstance(text, str):
+                sys.stderr.write(text + "\n")
+        sys.stderr.flush()
+        from .protocol.stdio import exit_now
+        exit_now(1)
+
+
+def _leaves(error: BaseException):
+    if isinstance(error, BaseExceptionGroup):
+        for inner in error.exceptions:
+            yield from _leaves(inner)
+    else:
+        yield error
 
 
 if __name__ == "__main__":

@@ -197,9 +197,25 @@ def test_a_non_loopback_bind_without_a_token_is_refused_with_the_reason():
     # bind itself would fail, and nothing would listen off loopback.
     done = subprocess.run([sys.executable, "-m", "hcmcp", "--http", "192.0.2.1:8000", "--demo"],
                           capture_output=True, text=True, env=clean_env(), cwd=ROOT, timeout=30)
-    assert done.returncode != 0
+    assert done.returncode == 1
     assert "refusing to listen on 192.0.2.1" in done.stderr and "HEALTHCHECKS_HTTP_TOKEN" in done.stderr
     assert "serving MCP" not in done.stderr
+    # One line, not an ExceptionGroup out of the --demo simulator's task group around it.
+    assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize("demo", [False, True], ids=["key", "demo"])
+def test_a_port_in_use_is_one_line_naming_the_address(demo):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        env = clean_env() if demo else clean_env(HEALTHCHECKS_API_KEY="hcw_" + "b" * 28)
+        done = subprocess.run([sys.executable, "-m", "hcmcp", "--http", f"127.0.0.1:{port}", *(["--demo"] if demo else [])],
+                              capture_output=True, text=True, env=env, cwd=ROOT, timeout=30)
+    assert done.returncode == 1
+    assert done.stderr == (f"hcmcp: cannot listen on 127.0.0.1:{port}: Address already in use. Pick another "
+                           "HOST:PORT for --http (port 0 lets the system choose a free one).\n"), done.stderr
 
 
 def test_the_token_and_allowed_origins_come_from_the_environment():

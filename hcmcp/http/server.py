@@ -31,6 +31,7 @@ This module is the listener (accepting, the connection cap, the buffer budget, s
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -48,6 +49,16 @@ logger = logging.getLogger("hcmcp.http.server")
 # After the buffered bodies drop back to nothing from at least this much, ask the C allocator
 # to hand freed memory back to the system (glibc keeps it otherwise: RSS would stay high).
 _TRIM_AFTER_BYTES = 8 * 1024 * 1024
+
+
+class ListenFailed(OSError):
+    """The address could not be bound (in use, not this machine's, no permission): str() says so."""
+
+    def __init__(self, host: str, port: int, error: OSError) -> None:
+        shown = f"[{host}]" if ":" in host else host
+        reason = os.strerror(error.errno) if error.errno else str(error)
+        super().__init__(error.errno, f"cannot listen on {shown}:{port}: {reason}. Pick another HOST:PORT "
+                                      "for --http (port 0 lets the system choose a free one).")
 
 
 class HttpServer:
@@ -143,7 +154,10 @@ class HttpServer:
             self._adopted = None
             listener = MultiListener([await anyio.abc.SocketListener.from_socket(listener_fd)])
         else:
-            listener = await anyio.create_tcp_listener(local_host=self.host, local_port=self.port)
+            try:
+                listener = await anyio.create_tcp_listener(local_host=self.host, local_port=self.port)
+            except OSError as error:
+                raise ListenFailed(self.host, self.port, error) from None
         self.port = listener.extra(SocketAttribute.local_port)
         try:
             async with anyio.create_task_group() as connections:

@@ -524,6 +524,22 @@ def parse_bind(bind: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def bind_refusal(bind: str, token: str | None) -> str | None:
+    """Why ``--http bind`` cannot be served with this token (the whole message), or None.
+
+    Checked before anything starts (``__main__`` asks first), so the refusal is one line, not
+    an exception out of the --demo simulator's task group."""
+    try:
+        host, _port = parse_bind(bind)
+    except ValueError as error:
+        return f"hcmcp: {error}"
+    if not is_loopback(host) and token is None:
+        return (f"hcmcp: refusing to listen on {host}: off loopback every client must authenticate. "
+                "Set HEALTHCHECKS_HTTP_TOKEN (clients then send Authorization: Bearer <token>), "
+                "or bind 127.0.0.1.")
+    return None
+
+
 def is_loopback(host: str) -> bool:
     if host == "localhost":
         return True
@@ -541,17 +557,13 @@ async def serve_http(server: McpServer, bind: str, *, config: Any = None, statel
 
     ``adopted``: a hcmcp.fast_http.HandOver; its listening socket, connections and sessions are
     served instead of binding anew (it printed the "serving MCP at" line already)."""
-    try:
-        host, port = parse_bind(bind)
-    except ValueError as error:
-        raise SystemExit(f"hcmcp: {error}") from None
     settings = settings or HttpSettings(
         token=getattr(config, "http_token", None), allowed_origins=getattr(config, "http_allowed_origins", ()),
         stateless=stateless)
-    if not is_loopback(host) and settings.token is None:
-        raise SystemExit(f"hcmcp: refusing to listen on {host}: off loopback every client must authenticate. "
-                         "Set HEALTHCHECKS_HTTP_TOKEN (clients then send Authorization: Bearer <token>), "
-                         "or bind 127.0.0.1.")
+    refusal = bind_refusal(bind, settings.token)
+    if refusal is not None:
+        raise SystemExit(refusal)
+    host, port = parse_bind(bind)
     transport = StreamableHttp(server, settings, host)
     http = HttpServer(transport.app, host, port, limits=limits or ServerLimits(error_body=error_body))
     if adopted is not None:
