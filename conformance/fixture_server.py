@@ -147,7 +147,7 @@ def main(argv: list[str]) -> None:
     """``python -m conformance.fixture_server [--minimal] [--http HOST:PORT [--stateless]]`` (stdio by default)."""
     minimal = "--minimal" in argv
     if "--http" in argv:
-        from hcmcp.protocol.streamable_http import serve_http
+        from hcmcp.protocol.http_serving import serve_http
         bind = argv[argv.index("--http") + 1]
         server = fixture_server(minimal, elicitation_timeout=5.0)
         anyio.run(lambda: serve_http(server, bind, stateless="--stateless" in argv))

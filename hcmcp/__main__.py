@@ -136,7 +136,7 @@ def _api(config, site_root: str | None = None, api_key: str | None = None):
 
 async def _serve(opts: dict[str, Any], config) -> None:
     if opts["http"]:
-        from .protocol.streamable_http import bind_refusal
+        from .protocol.http_serving import bind_refusal
         refusal = bind_refusal(opts["http"], getattr(config, "http_token", None))
         if refusal is not None:
             raise SystemExit(refusal)   # before the --demo simulator starts: one line, no traceback
@@ -146,7 +146,7 @@ async def _serve(opts: dict[str, Any], config) -> None:
 
 async def _transport(opts: dict[str, Any], config, server) -> None:
     if opts["http"]:
-        from .protocol.streamable_http import serve_http
+        from .protocol.http_serving import serve_http
         await serve_http(server, opts["http"], config=config, stateless=opts["stateless"])
     else:
         from .protocol.stdio import serve_stdio
@@ -230,7 +230,7 @@ def _serve_http_now(opts: dict[str, Any], config) -> None:
 
 
 async def _serve_adopted(opts: dict[str, Any], config, built, handover) -> None:
-    from .protocol.streamable_http import serve_http
+    from .protocol.http_serving import serve_http
     if opts["demo"]:
         async with _built_server(opts, config, built) as server:
             await serve_http(server, opts["http"], config=config, stateless=opts["stateless"], adopted=handover)

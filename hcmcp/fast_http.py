@@ -62,7 +62,7 @@ def session_id() -> str:
 
 def bind_address(bind: str) -> tuple[bool, str, int] | None:
     """(is IPv6, host, port) for a bind this module serves; None: the full path decides (and
-    words any refusal). Parsed as streamable_http.parse_bind parses it, then narrowed."""
+    words any refusal). Parsed as http_serving.parse_bind parses it, then narrowed."""
     host, sep, port = bind.rpartition(":")
     if not sep or not host or not port.isascii() or not port.isdigit() or int(port) > 65535:
         return None

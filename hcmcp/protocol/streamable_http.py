@@ -28,10 +28,7 @@ must not hold a slot until its question times out.
 from __future__ import annotations
 
 import base64
-import ipaddress
 import logging
-import signal
-import sys
 import time
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -42,7 +39,7 @@ import anyio
 import anyio.abc
 import msgspec
 
-from ..http.server import HttpServer, Request, Response, ServerLimits, StreamingResponse
+from ..http.server import Request, Response, StreamingResponse
 from . import revisions
 from .jsonrpc import (HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,
                       MISSING_REQUIRED_CLIENT_CAPABILITY, METHOD_NOT_FOUND, PARSE_ERROR, UNSUPPORTED_PROTOCOL_VERSION,
@@ -515,74 +512,3 @@ class StreamableHttp:
 def _wants_progress(params: Any) -> bool:
     from .progress import progress_token
     return progress_token(params) is not None
-
-
-def parse_bind(bind: str) -> tuple[str, int]:
-    host, sep, port = bind.rpartition(":")
-    if not sep or not port.isdigit() or not host or int(port) > 65535:
-        raise ValueError(f"--http {bind!r}: give HOST:PORT, e.g. 127.0.0.1:8000")
-    return host.strip("[]"), int(port)
-
-
-def bind_refusal(bind: str, token: str | None) -> str | None:
-    """Why ``--http bind`` cannot be served with this token (the whole message), or None.
-
-    Checked before anything starts (``__main__`` asks first), so the refusal is one line, not
-    an exception out of the --demo simulator's task group."""
-    try:
-        host, _port = parse_bind(bind)
-    except ValueError as error:
-        return f"hcmcp: {error}"
-    if not is_loopback(host) and token is None:
-        return (f"hcmcp: refusing to listen on {host}: off loopback every client must authenticate. "
-                "Set HEALTHCHECKS_HTTP_TOKEN (clients then send Authorization: Bearer <token>), "
-                "or bind 127.0.0.1.")
-    return None
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-async def serve_http(server: McpServer, bind: str, *, config: Any = None, stateless: bool = False,
-                     limits: ServerLimits | None = None, settings: HttpSettings | None = None,
-                     adopted: Any = None,
-                     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED) -> None:
-    """Serve until SIGTERM/SIGINT: then stop accepting, let calls finish (bounded), return.
-
-    ``adopted``: a hcmcp.fast_http.HandOver; its listening socket, connections and sessions are
-    served instead of binding anew (it printed the "serving MCP at" line already)."""
-    settings = settings or HttpSettings(
-        token=getattr(config, "http_token", None), allowed_origins=getattr(config, "http_allowed_origins", ()),
-        stateless=stateless)
-    refusal = bind_refusal(bind, settings.token)
-    if refusal is not None:
-        raise SystemExit(refusal)
-    host, port = parse_bind(bind)
-    transport = StreamableHttp(server, settings, host)
-    http = HttpServer(transport.app, host, port, limits=limits or ServerLimits(error_body=error_body))
-    if adopted is not None:
-        for fast in adopted.sessions:
-            transport.table.adopt(fast.id, Session(revision=fast.revision, client_capabilities=fast.client_capabilities,
-                                                   client_info=fast.client_info, initialized=fast.initialized))
-        http.adopt(adopted.listener_fd, adopted.connections)
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
-        async with anyio.create_task_group() as tasks:
-            await tasks.start(transport.run)
-            bound = await tasks.start(http.serve)
-            if adopted is None:
-                shown = f"[{host}]" if ":" in host else host
-                mode = " (stateless)" if settings.stateless else ""
-                sys.stderr.write(f"hcmcp: serving MCP at http://{shown}:{bound}{ENDPOINT}{mode}\n")
-                sys.stderr.flush()
-            task_status.started(bound)
-            async for _ in signals:
-                break
-            log.info("stopping: no new connections; in-flight calls get up to %g s", settings.shutdown_grace)
-            await http.shutdown(settings.shutdown_grace)
-            tasks.cancel_scope.cancel()
