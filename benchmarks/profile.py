@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from benchmarks._harness import (
-    PYTHON, REPO, ServerGone, SimulatorFailed, StdioServer, Table, exit_status, failed, server_env, simulator,
+    PYTHON, REPO, ServerGone, SimulatorFailed, StdioServer, Table, exit_status, failed, server_env, simulator, stop,
 )
 from benchmarks._http_client import HttpMcpClient, free_port, initialize_when_listening
 from benchmarks.latency import first_check_uuid
@@ -112,12 +112,7 @@ def profile_http(tree: Path, env: dict[str, str], tool: str, arguments: dict, ca
         _signal_and_wait(proc.pid, signal.SIGUSR1, out)
         conn.close()
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop(proc)
     return calls_by_group(out, calls)
 
 

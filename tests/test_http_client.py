@@ -28,6 +28,8 @@ from hcmcp.http.client import (
     _Origin,
 )
 
+from loopback import full_listen_queue
+
 FAKE_KEY = "hcw_FAKEKEYfakekeyFAKEKEYfake00"   # 32 characters, like a real read-write key
 
 OK_JSON = (
@@ -344,26 +346,10 @@ async def test_connect_refused() -> None:
 
 @pytest.mark.anyio
 async def test_connect_timeout_when_the_listen_queue_is_full() -> None:
-    # A listener that never accepts, with its queue full: the kernel drops further SYNs,
-    # so the connect hangs, all on loopback.
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(0)
-    address = listener.getsockname()
-    fillers = []
-    try:
-        for _ in range(4):
-            filler = socket.socket()
-            filler.setblocking(False)
-            filler.connect_ex(address)
-            fillers.append(filler)
+    with full_listen_queue() as address:
         async with HttpClient(f"http://127.0.0.1:{address[1]}", connect_timeout=0.2) as client:
             with pytest.raises(Timeout) as caught:
                 await client.request("GET", "/x")
-    finally:
-        for filler in fillers:
-            filler.close()
-        listener.close()
     assert caught.value.phase == "connect"
     assert caught.value.seconds == 0.2
     assert "within 0.2 s" in str(caught.value)

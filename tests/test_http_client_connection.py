@@ -18,6 +18,7 @@ import pytest
 from hcmcp.http import client_connection
 from hcmcp.http.client import ConnectFailed, HttpClient
 from hcmcp.http.client_connection import SocketConnection, StreamConnection
+from loopback import full_listen_queue
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}"
 
@@ -63,27 +64,6 @@ def answering_server(host: str = "127.0.0.1") -> Iterator[int]:
     finally:
         stop.set()
         thread.join(5)
-        listener.close()
-
-
-@contextmanager
-def full_listen_queue() -> Iterator[tuple[str, int]]:
-    """A listener that never accepts, its queue full: a connect to it hangs (SYNs dropped)."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(0)
-    address = listener.getsockname()
-    fillers = []
-    try:
-        for _ in range(4):
-            filler = socket.socket()
-            filler.setblocking(False)
-            filler.connect_ex(address)
-            fillers.append(filler)
-        yield address
-    finally:
-        for filler in fillers:
-            filler.close()
         listener.close()
 
 
