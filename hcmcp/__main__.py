@@ -268,11 +268,13 @@ async def _tools(opts: dict[str, Any], config) -> None:
 async def _call(opts: dict[str, Any], config) -> int:
     if not opts["args"]:
         _fail("call needs a tool name: hcmcp call TOOL '{\"arg\": ...}'", 2)
-    import orjson
+    import msgspec
     name, raw = opts["args"][0], (opts["args"][1] if len(opts["args"]) > 1 else "{}")
     try:
-        arguments = orjson.loads(raw)
-    except orjson.JSONDecodeError as error:
+        # msgspec, as the protocol decodes a client's message: an integer beyond 64 bits stays an
+        # integer (orjson made it a float, and the tool said "Expected int, got float").
+        arguments = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError) as error:
         _fail(f"the arguments are not valid JSON ({error}); pass one JSON object, e.g. '{{\"check\": \"...\"}}'", 2)
     async with _built_server(opts, config) as server:
         return await call_once(server, name, arguments)

@@ -148,6 +148,15 @@ def test_call_prints_the_structured_result_and_exit_codes_follow_iserror():
     assert not_json.returncode == 2 and b"not valid JSON" in not_json.stderr
 
 
+def test_call_reads_an_integer_beyond_64_bits_as_the_protocol_does():
+    """The CLI decodes its arguments as a client's message is decoded: the answer is the same
+    range error a client gets, not "Expected int, got float"."""
+    huge = _call("list_checks", '{"limit": 123456789012345678901234567890}')
+    assert huge.returncode == 1
+    error = json.loads(huge.stdout)["error"]
+    assert "Expected `int` <= " in error and "float" not in error, error
+
+
 def test_call_delete_check_without_a_terminal_takes_the_token_path():
     listing = json.loads(_call("list_checks", "{}").stdout)
     result = _call("delete_check", json.dumps({"check": listing["checks"][0]["uuid"]}))
