@@ -56,7 +56,9 @@ class ListenFailed(OSError):
 
     def __init__(self, host: str, port: int, error: OSError) -> None:
         shown = f"[{host}]" if ":" in host else host
-        reason = os.strerror(error.errno) if error.errno else str(error)
+        # A name that does not resolve is a gaierror, whose errno is negative: its own text then.
+        reason = os.strerror(error.errno) if isinstance(error.errno, int) and error.errno > 0 else (
+            error.strerror or str(error))
         super().__init__(error.errno, f"cannot listen on {shown}:{port}: {reason}. Pick another HOST:PORT "
                                       "for --http (port 0 lets the system choose a free one).")
 
