@@ -36,7 +36,7 @@ from benchmarks._harness import (
     simulator, spawn, stop,
 )
 from benchmarks._http_client import HttpMcpClient, free_port, initialize_when_listening
-from benchmarks.latency import first_check_uuid
+from benchmarks.latency import TARGET as OVERHEAD_TARGET, first_check_uuid, positive_ratio
 from benchmarks._charts import bars, charts_dir, draw
 from benchmarks._servers import ServerSpec, selected
 
@@ -126,7 +126,6 @@ def calls_over_http(server: HttpServerProcess, tool: str, arguments: dict[str, A
     return CallStats(latencies, time.perf_counter() - started, len(errors), errors[0] if errors else "")
 
 
-OVERHEAD_TARGET = 5.0   # issue 11: per-call overhead >= 5x lower than MCPServer's, stdio and HTTP
 TARGET_HTTP_VS_STDIO = 1.3   # hcmcp --http spawn->initialize within 1.3x of its stdio (issue 11)
 
 
@@ -233,11 +232,7 @@ def overhead_notes(table: Table, tools: list[str], p50s: dict[tuple[str, str], f
                 verdict = f" (target ≥ {OVERHEAD_TARGET:g}×: {'met' if ours > 0 and theirs / ours >= OVERHEAD_TARGET else 'missed'})"
             table.note(f"{tool}: per-call overhead over HTTP (call p50 − direct GET p50 {floor * 1e6:.0f} µs): "
                        f"hcmcp {ours * 1e6:.0f} µs, {label} {theirs * 1e6:.0f} µs; {label} / hcmcp = "
-                       f"{_overhead_ratio(theirs, ours)}{verdict}")
-
-
-def _overhead_ratio(theirs: float, ours: float) -> str:
-    return f"{theirs / ours:.1f}×" if ours > 0 and theirs > 0 else "n/a (an overhead at or below the floor)"
+                       f"{positive_ratio(theirs, ours)}{verdict}")
 
 
 def measure(spec: ServerSpec, sim: Simulator, workloads: dict[str, dict], calls: int, table: Table,
