@@ -195,6 +195,12 @@ def healthy(conn, method, path):
     return True
 
 
+def slow(conn, method, path):
+    """Healthy, after half a second: calls in flight at once overlap their waits, or add them up."""
+    time.sleep(0.5)
+    return healthy(conn, method, path)
+
+
 def reset_mid_headers(conn, method, path):
     conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: applic")
     time.sleep(0.05)
@@ -331,7 +337,7 @@ def claims_trusted(conn, method, path):
 
 BEHAVIOURS: dict[str, Behaviour] = {
     "claims_trusted": claims_trusted,
-    "healthy": healthy, "reset_mid_headers": reset_mid_headers, "reset_mid_body": reset_mid_body,
+    "healthy": healthy, "slow": slow, "reset_mid_headers": reset_mid_headers, "reset_mid_body": reset_mid_body,
     "never_answers": never_answers, "trickle": trickle, "length_longer_than_body": length_longer_than_body,
     "length_shorter_than_body": length_shorter_than_body, "endless_chunked": endless_chunked,
     "bad_chunk_framing": bad_chunk_framing, "invalid_json": invalid_json, "wrong_shape": wrong_shape,

@@ -161,15 +161,18 @@ class HttpClient:
             ceiling=ceiling,
             truncate=truncate_at_ceiling,
         )
-        # One cancel scope per request carries both deadlines (see _Deadlines).
-        deadlines = _Deadlines(anyio.current_time() + self._overall_timeout, self._read_timeout)
-        with deadlines.scope:
-            response = await self._send_with_one_retry(exchange, deadlines)
-            if response.status == 407 and self._target_base:
-                from .proxy import forward_failure
-                raise ConnectFailed(forward_failure(self._proxy, exchange.what))  # type: ignore[arg-type]
-            return response
-        if deadlines.reading:
+        # One cancel scope and one timer per request carry both deadlines (see _Deadlines).
+        deadlines = _Deadlines(running_asyncio_loop(), self._overall_timeout, self._read_timeout)
+        try:
+            with deadlines.scope:
+                response = await self._send_with_one_retry(exchange, deadlines)
+                if response.status == 407 and self._target_base:
+                    from .proxy import forward_failure
+                    raise ConnectFailed(forward_failure(self._proxy, exchange.what))  # type: ignore[arg-type]
+                return response
+        finally:
+            deadlines.done()
+        if deadlines.read_fired:
             raise self._read_timed_out(exchange)
         raise Timeout(
             f"{self._origin.label}{self._via} did not finish answering {exchange.what} within "

@@ -29,6 +29,8 @@ import anyio
 import h11
 from anyio.abc import ByteStream, SocketAttribute
 
+from .idle_wait import wait_readable_here
+
 READ_CHUNK = 64 * 1024
 _ATTEMPT_DELAY = 0.25    # seconds before the next address is tried beside a slow one (anyio's value)
 _UNKNOWN = object()
@@ -93,9 +95,22 @@ class SocketConnection(_Base):
             raise Dropped(reason(exc)) from None
 
     async def receive(self) -> bytes:
-        """The next chunk of at most READ_CHUNK bytes; b"" at end of stream."""
+        """The next chunk of at most READ_CHUNK bytes; b"" at end of stream.
+
+        Waited for in place when the loop has nothing else to do (http/idle_wait.py), else
+        through the loop."""
+        sock = self.sock
         try:
-            return await self._loop.sock_recv(self.sock, READ_CHUNK)
+            try:
+                return sock.recv(READ_CHUNK)
+            except BlockingIOError:
+                pass
+            if wait_readable_here(self._loop, sock.fileno()):
+                try:
+                    return sock.recv(READ_CHUNK)
+                except BlockingIOError:
+                    pass
+            return await self._loop.sock_recv(sock, READ_CHUNK)
         except OSError as exc:
             raise Dropped(reason(exc)) from None
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 
@@ -13,33 +14,84 @@ CLIENT_OWNED_HEADERS = frozenset({"host", "content-length", "transfer-encoding"}
 
 
 class Deadlines:
-    """The overall and the read deadline of one request, in one cancel scope.
+    """The overall and the read deadline of one request: one cancel scope, one timer.
 
-    A scope per deadline cost two scopes (and two event-loop timers) per request, and the read
-    one was re-armed on every receive. Here the scope's deadline is the overall one, brought
-    forward to "now + read timeout" while a response is being read (and pushed back before each
-    receive) whenever that comes first; ``reading`` says which of the two the scope holds, so
-    a scope that fired tells which timeout it was.
+    The read deadline moves on every receive ("sent nothing for read_timeout s"). Giving the scope
+    that deadline re-armed an event-loop timer at every move: three timers per request and anyio's
+    bookkeeping for each. Here the deadlines are two numbers, and one timer, set for the earlier of
+    them, looks at both when it fires: a deadline that has passed cancels the scope (``fired`` says
+    which one, for the error text); otherwise it sets itself again for the earlier one. Moving the
+    read deadline later is then an assignment; only moving it earlier than the timer (the first
+    receive after a long send) sets the timer anew. Until the response is being read, the read
+    deadline counts from the request's start, so the timer set at the start usually stays the only
+    one: a response that begins within read_timeout of the start never re-arms it.
+
+    On an event loop other than asyncio's (``loop`` None) the scope's own deadline does it, moved
+    on every receive as anyio allows.
     """
 
-    __slots__ = ("scope", "overall", "read_timeout", "reading")
+    __slots__ = ("scope", "overall", "read_timeout", "read_by", "reading", "fired", "_loop", "_timer")
 
-    def __init__(self, overall: float, read_timeout: float) -> None:
-        self.scope = anyio.CancelScope(deadline=overall)
-        self.overall = overall
+    def __init__(self, loop: Any, overall_timeout: float, read_timeout: float) -> None:
+        self._loop = loop
+        now = loop.time() if loop is not None else anyio.current_time()
+        self.overall = now + overall_timeout
         self.read_timeout = read_timeout
-        self.reading = False
+        self.read_by = now + read_timeout
+        self.reading = False                  # the response is being read: the read deadline applies
+        self.fired: str | None = None         # "read" or "overall", once one cancelled the scope
+        self._timer: Any = None
+        if loop is None:
+            self.scope = anyio.CancelScope(deadline=self.overall)
+        else:
+            self.scope = anyio.CancelScope()
+            self._timer = loop.call_at(min(self.overall, self.read_by), self._check)
 
     def start_reading(self) -> None:
-        """(Re)arm the read deadline: the response must make progress within read_timeout."""
-        read_by = anyio.current_time() + self.read_timeout
-        self.reading = read_by < self.overall
-        self.scope.deadline = read_by if self.reading else self.overall
+        """(Re)start the read deadline: the response must make progress within read_timeout."""
+        self.reading = True
+        loop = self._loop
+        if loop is None:
+            self.read_by = anyio.current_time() + self.read_timeout
+            self.scope.deadline = min(self.overall, self.read_by)
+            return
+        self.read_by = read_by = loop.time() + self.read_timeout
+        timer = self._timer
+        if timer is not None and read_by < timer.when():
+            timer.cancel()
+            self._timer = loop.call_at(read_by, self._check)
 
     def stop_reading(self) -> None:
-        if not self.scope.cancel_called:      # a scope that fired keeps saying which deadline it was
-            self.reading = False
+        """The response was read (or the exchange failed): only the overall deadline applies."""
+        self.reading = False
+        if self._loop is None and not self.scope.cancel_called:
             self.scope.deadline = self.overall
+
+    def done(self) -> None:
+        """The request is over: the timer goes."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _check(self) -> None:
+        now = self._loop.time()
+        if now >= self.overall:
+            self.fired = "overall"
+        elif self.reading and now >= self.read_by:
+            self.fired = "read"
+        else:
+            self._timer = self._loop.call_at(min(self.overall, self.read_by) if self.reading else self.overall,
+                                             self._check)
+            return
+        self._timer = None
+        self.scope.cancel()
+
+    @property
+    def read_fired(self) -> bool:
+        """Whether the read deadline is what cut the request."""
+        if self._loop is None:
+            return self.reading and self.scope.cancel_called
+        return self.fired == "read"
 
 
 @dataclass(frozen=True)

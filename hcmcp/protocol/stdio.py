@@ -12,10 +12,13 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import types
 from typing import Any
 
 from .. import get_logger
 from .jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, Message, RpcError, decode, encode, error_message
+from ..http.idle_wait import unattended as _unattended
+from ..http.idle_wait import wait_readable_here
 from .server import SHUTDOWN_GRACE, McpServer, Session
 
 log = get_logger("hcmcp.stdio")
@@ -45,6 +48,7 @@ class LineWriter:
 
 
 TOO_LONG = object()
+NOT_YET = object()   # LineReader.line_now: the loop must wait for stdin
 _CHUNK = 1 << 16
 
 
@@ -136,14 +140,25 @@ class LineReader:
             if self.fd in ready:
                 return
 
-    async def next_line(self) -> bytes | object | None:
-        import anyio
+    def line_now(self) -> bytes | object | None:
+        """The next line if it can be had without the event loop (buffered, or stdin waited for in
+        place: http/idle_wait.py), else NOT_YET. TOO_LONG and None (EOF) as in next_line."""
         while True:
             line = self._take()
             if line is not None:
                 return line
             if self.eof:
                 return TOO_LONG if self._discarding else None
+            if not (self._pollable and _waited_here(self.fd)):   # known to be pollable: in place
+                return NOT_YET
+            self._fill(os.read(self.fd, _CHUNK))
+
+    async def next_line(self) -> bytes | object | None:
+        import anyio
+        while True:
+            line = self.line_now()
+            if line is not NOT_YET:
+                return line
             if self._pollable is not False:
                 try:
                     await anyio.wait_readable(self.fd)
@@ -156,6 +171,16 @@ class LineReader:
                 self._fill(await anyio.to_thread.run_sync(os.read, self.fd, _CHUNK, abandon_on_cancel=True))
 
 
+def _waited_here(fd: int) -> bool:
+    """Waited for ``fd`` in place, without a loop turn (http/idle_wait.py); False: await the loop."""
+    import asyncio
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return wait_readable_here(loop, fd)
+
+
 async def serve_stdio(server: McpServer, reader: LineReader | None = None, stdout_fd: int = 1,
                       session: Session | None = None, first: Message | None = None,
                       grace: float = SHUTDOWN_GRACE) -> None:
@@ -164,77 +189,171 @@ async def serve_stdio(server: McpServer, reader: LineReader | None = None, stdou
     ``reader``/``session``/``first``: what run_stdio already read and answered.
     """
     import anyio
-    reader = reader or LineReader(0)
-    writer = LineWriter(stdout_fd)
-    session = session or Session()
-    reading = anyio.CancelScope()
-    draining = False
-    streams: dict[Any, str] = {}   # requests that only push to the client until it leaves
+    serving = _Serving(server, reader or LineReader(0), LineWriter(stdout_fd), session or Session(), grace)
+    async with anyio.create_task_group() as tasks:
+        tasks.start_soon(serving.stop_on_sigterm)
+        async with anyio.create_task_group() as requests:
+            serving.requests = requests
+            requests.start_soon(serving.read, first)
+            await serving.reading_ended.wait()
+            serving.drain()
+        tasks.cancel_scope.cancel()
 
-    async def push(message: dict[str, Any]) -> None:
-        writer.write(message)
 
-    async def run_request(message: Message) -> None:
+class _Serving:
+    """One stdio session: the reading, the requests it starts, and the end.
+
+    **A request runs on the task that read it.** Spawning a task per request (and waiting for
+    stdin through the loop meanwhile) cost three event-loop turns and anyio's ~27 us start_soon on
+    every call: as much as the rest of a stdio get_check against a fast upstream. So the reader
+    runs each request itself, as ``await`` would, and only when the request suspends (to wait for
+    the instance, for the client's answer, for a timer) does the reading move to a new task, which
+    goes on reading stdin while this one finishes the request and then ends. A request that never
+    suspends (a ping, a cached list, an error) or that waits for the instance in place
+    (http/idle_wait.py: nothing else to do, and the poll watches stdin too, see ``_unattended``)
+    costs no task and no loop turn at all. Concurrency is as before: the next line is read as soon
+    as the request before it waits for anything, and a cancellation finds it in flight, because a
+    request registers itself before its first suspension.
+    """
+
+    def __init__(self, server: McpServer, reader: LineReader, writer: LineWriter, session: Session,
+                 grace: float) -> None:
+        import anyio
+        self.server = server
+        self.reader = reader
+        self.writer = writer
+        self.session = session
+        self.grace = grace
+        self.requests: Any = None             # the task group of the readers and their requests
+        self.reading_ended = anyio.Event()
+        self.holder: object | None = None     # the reading task's token: one task reads at a time
+        self.waiting: Any = None              # the cancel scope of the read that waits for stdin
+        self.stopping = False                 # SIGTERM: read nothing more
+        self.draining = False
+        self.streams: dict[Any, str] = {}     # requests that only push to the client until it leaves
+
+    async def push(self, message: dict[str, Any]) -> None:
+        self.writer.write(message)
+
+    async def read(self, first: Message | None = None) -> None:
+        """Read and run messages until EOF or SIGTERM, or until a request suspends (the reading
+        then goes on in a new task and this one ends with its request)."""
+        token = self.holder = object()
+        while True:
+            if first is not None:
+                message, first = first, None
+            else:
+                line = await self._next_line()
+                if line is None:
+                    self.reading_ended.set()
+                    return
+                message = _message_or_reply(line, self.writer, self.session)
+                if message is None:
+                    continue
+            if not message.is_request:
+                await self.server.handle(message, self.session, self.push)
+                continue
+            if message.method in STREAM_METHODS:
+                self.streams[message.id] = message.method
+            await self._run_here(message)
+            if self.holder is not token:
+                return
+
+    async def _next_line(self) -> bytes | object | None:
+        """The next line; None at EOF and once SIGTERM arrived."""
+        import anyio
+        if self.stopping:
+            return None
+        line = self.reader.line_now()
+        if line is NOT_YET:      # through the loop, where SIGTERM must be able to stop the wait
+            with anyio.CancelScope() as self.waiting:
+                line = await self.reader.next_line()
+            self.waiting = None
+        return None if self.stopping else line
+
+    async def _run_here(self, message: Message) -> None:
+        def hand_over() -> None:
+            _unattended.set(None)            # before the spawn: the new reader must not inherit it
+            self.holder = None
+            self.requests.start_soon(self.read)
+        # While this task runs the request, nobody reads stdin: a wait in place must watch it too.
+        token = _unattended.set((self.reader.fd, self.reader.has_line))
         try:
-            response = await server.handle(message, session, push)
-        except anyio.get_cancelled_exc_class():
-            if draining:   # cut by the shutdown deadline: it still gets its one answer
-                writer.write(error_message(message.id, RpcError(
-                    INTERNAL_ERROR, f"Internal error: the server stopped (stdin closed or SIGTERM) and {message.method} "
-                                    f"did not finish within the {grace:g} s it gives calls in flight")))
-            raise
-        if response is not None:
-            writer.write(response)
+            await _suspends_once(self.run_request(message), hand_over)
+        finally:
+            _unattended.reset(token)
 
-    async def stop_on_sigterm() -> None:
+    async def run_request(self, message: Message) -> None:
+        import anyio
+        try:
+            response = await self.server.handle(message, self.session, self.push)
+        except anyio.get_cancelled_exc_class():
+            if self.draining:   # cut by the shutdown deadline: it still gets its one answer
+                self.writer.write(error_message(message.id, RpcError(
+                    INTERNAL_ERROR, f"Internal error: the server stopped (stdin closed or SIGTERM) and "
+                                    f"{message.method} did not finish within the {self.grace:g} s it gives "
+                                    "calls in flight")))
+            raise
+        finally:
+            self.streams.pop(message.id, None)
+        if response is not None:
+            self.writer.write(response)
+
+    async def stop_on_sigterm(self) -> None:
+        import anyio
         with anyio.open_signal_receiver(signal.SIGTERM) as signals:
             async for _ in signals:
-                if draining or reading.cancel_called:
+                if self.draining or self.stopping:
                     exit_now(0)   # a second SIGTERM, or one while draining: the client wants us gone now
-                log.info("SIGTERM: stopping; calls in flight get up to %g s", grace)
-                reading.cancel()
+                log.info("SIGTERM: stopping; calls in flight get up to %g s", self.grace)
+                self.stopping = True
+                if self.waiting is not None:
+                    self.waiting.cancel()
 
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(stop_on_sigterm)
-        async with anyio.create_task_group() as requests:
-            with reading:
-                while True:
-                    if first is not None:
-                        message, first = first, None
-                    else:
-                        line = await reader.next_line()
-                        if line is None:
-                            break
-                        message = _message_or_reply(line, writer, session)
-                        if message is None:
-                            continue
-                    if message.is_request and message.method == "initialize":
-                        # The handshake is answered before anything read after it is looked at.
-                        await run_request(message)
-                    elif message.is_request:
-                        if message.method in STREAM_METHODS:
-                            streams[message.id] = message.method
-                        requests.start_soon(run_request, message)
-                        # Let it register as in flight before the next line is looked at: a cancellation
-                        # read from the same chunk must find it. With no line buffered, waiting for stdin
-                        # yields to it anyway (it was scheduled first), so no extra loop turn is spent.
-                        if reader.has_line():
-                            await anyio.lowlevel.checkpoint()
-                    else:
-                        await server.handle(message, session, push)
-            # stdin closed (or SIGTERM): nothing more can be read, so no answer to our questions can
-            # come. Those calls end now with their "no answer" result; the rest get the grace period.
-            draining = True
-            # A stream that exists only to push to the client (subscriptions/listen) ends now: there
-            # is nobody to push to, and it would otherwise hold the exit for the whole grace period.
-            for request_id, method in list(streams.items()):
-                scope = session.inflight.get(request_id)
-                if scope is not None:
-                    scope.cancel()
-            session.client_gone("the client closed stdin before answering" if not reading.cancel_called
-                                else "the server is stopping (SIGTERM)")
-            requests.cancel_scope.deadline = anyio.current_time() + grace
-        tasks.cancel_scope.cancel()
+    def drain(self) -> None:
+        """stdin closed (or SIGTERM): nothing more can be read, so no answer to our questions can
+        come. Those calls end now with their "no answer" result; the rest get the grace period."""
+        import anyio
+        self.draining = True
+        # A stream that exists only to push to the client (subscriptions/listen) ends now: there
+        # is nobody to push to, and it would otherwise hold the exit for the whole grace period.
+        for request_id in list(self.streams):
+            scope = self.session.inflight.get(request_id)
+            if scope is not None:
+                scope.cancel()
+        self.session.client_gone("the server is stopping (SIGTERM)" if self.stopping
+                                 else "the client closed stdin before answering")
+        self.requests.cancel_scope.deadline = anyio.current_time() + self.grace
+
+
+@types.coroutine
+def _suspends_once(coroutine: Any, on_suspend: Any) -> Any:
+    """``await coroutine``, calling ``on_suspend()`` once, when it first suspends.
+
+    The coroutine stays on this task (so its cancel scopes stay where they were entered); what
+    it yields to the event loop, and what the loop sends or throws back, pass through unchanged.
+    """
+    try:
+        yielded = coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    on_suspend()
+    while True:
+        try:
+            sent = yield yielded
+        except GeneratorExit:
+            coroutine.close()
+            raise
+        except BaseException as exc:
+            try:
+                yielded = coroutine.throw(exc)
+            except StopIteration as done:
+                return done.value
+        else:
+            try:
+                yielded = coroutine.send(sent)
+            except StopIteration as done:
+                return done.value
 
 
 STREAM_METHODS = frozenset({"subscriptions/listen"})

@@ -1,0 +1,76 @@
+"""Waiting for one descriptor in place, without an event-loop turn, when the loop has nothing else to do.
+
+A task that awaits a socket on asyncio costs one trip through the loop per wait: register the
+reader, create a future, suspend, ``epoll_wait``, run the reader callback, set the future, schedule
+the task, run one more loop iteration to resume it. On a machine whose idle CPUs come back cold,
+that trip cost ~40-90 us per wait, more than the rest of a stdio ``get_check`` against a fast
+upstream (benchmarks/RESULTS.md, "the per-call overhead").
+
+When the loop has no runnable callback, everything that can happen next is one of: a registered
+descriptor becomes ready, a timer comes due, or the loop's self-pipe is written (a signal, or
+``call_soon_threadsafe`` from a worker thread). ``wait_readable_here`` polls exactly those, plus the
+descriptor the task wants, with the loop's own timeout (the earliest live timer), right where the
+task is. If the task's descriptor is the only one ready, the task goes on without having suspended:
+what the loop would have done, minus the trip. Anything else -- another descriptor ready, the self-pipe,
+a timer due, a busy loop, a loop that is not asyncio's selector loop, too many registrations to poll
+cheaply -- returns False and the caller awaits the loop as usual, which then finds the same readiness
+at once. So it can only make a wait cheaper, never change what happens or in which order: no other
+task could have run meanwhile, because none was runnable.
+
+It reads the selector loop's private state (``_ready``, ``_scheduled``, ``_selector._fd_to_key``) with getattr; if
+a Python version renames them, every wait simply goes through the loop again
+(tests/test_idle_wait.py checks that the fast path is taken on this interpreter).
+"""
+
+from __future__ import annotations
+
+import math
+import select
+from contextvars import ContextVar
+from typing import Any, Callable
+
+_MAX_REGISTERED = 16    # descriptors the loop watches: more and a poll set costs more than the trip
+_MAX_TIMERS = 128       # scanned for the earliest live one; more and the loop (which prunes them) goes first
+_READABLE = select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR | select.POLLNVAL
+_EVENT_READ, _EVENT_WRITE = 1, 2    # selectors.EVENT_READ / EVENT_WRITE (not imported: start-up)
+
+# A reader whose task is busy running what it read (protocol/stdio.py runs a request on the task
+# that read it): its descriptor, which nobody watches meanwhile, and whether it already holds a
+# line in memory. A wait in place watches that descriptor too (input there is work for the loop),
+# and does not happen at all while a line waits in memory: that line is work too.
+unattended: ContextVar[tuple[int, Callable[[], bool]] | None] = ContextVar("hcmcp_unattended", default=None)
+
+
+def wait_readable_here(loop: Any, fd: int) -> bool:
+    """True once ``fd`` is readable (data, EOF or an error), waited for in place; False when the
+    caller must await the loop instead (see the module text). Never raises for the loop's sake."""
+    ready = getattr(loop, "_ready", None)
+    scheduled = getattr(loop, "_scheduled", None)
+    selector = getattr(loop, "_selector", None)
+    if ready is None or scheduled is None or selector is None or ready or len(scheduled) > _MAX_TIMERS:
+        return False
+    registered = getattr(selector, "_fd_to_key", None)    # fd -> SelectorKey (get_map() is a slow view of it)
+    if not isinstance(registered, dict) or len(registered) > _MAX_REGISTERED or fd in registered:
+        return False
+    reader = unattended.get()
+    if reader is not None and reader[1]():
+        return False
+    timeout = -1            # poll's "no timeout": no timer at all, as the loop would wait
+    live = [handle._when for handle in scheduled if not handle._cancelled]
+    if live:
+        remaining = min(live) - loop.time()
+        if remaining <= 0:
+            return False
+        timeout = math.ceil(min(remaining, 86400.0) * 1000)   # the loop caps its own wait at a day too
+    poller = select.poll()
+    try:
+        poller.register(fd, select.POLLIN | select.POLLPRI)
+        if reader is not None and reader[0] != fd:
+            poller.register(reader[0], select.POLLIN | select.POLLPRI)
+        for key in registered.values():
+            mask = (select.POLLIN if key.events & _EVENT_READ else 0) | (select.POLLOUT if key.events & _EVENT_WRITE else 0)
+            poller.register(key.fd, mask)
+        events = poller.poll(timeout)
+    except (OSError, ValueError):
+        return False
+    return len(events) == 1 and events[0][0] == fd and bool(events[0][1] & _READABLE)
