@@ -95,6 +95,7 @@ class HttpClient:
         ``proxy``: the proxy this origin goes through (``proxy.route_for``), None for direct.
         """
         self._origin = _Origin.parse(origin)
+        self._authority = self._origin.authority
         self._default_headers = [(str(name), str(value)) for name, value in default_headers]
         _refuse_client_owned(self._default_headers)
         self._connect_timeout = connect_timeout
@@ -199,7 +200,7 @@ class HttpClient:
         _refuse_client_owned(extra)
         # A per-request header replaces every default header of the same name.
         overridden = {name.lower() for name, _ in extra}
-        merged = [("Host", self._origin.authority)]
+        merged = [("Host", self._authority)]
         if "user-agent" not in overridden:
             merged.append(("User-Agent", f"hcmcp/{__version__}"))
         merged += [(n, v) for n, v in self._default_headers if n.lower() not in overridden]
@@ -222,7 +223,7 @@ class HttpClient:
 
     async def _release(self, conn: Connection, reusable: bool) -> None:
         if reusable and not self._closed and len(self._idle) < self._max_idle:
-            conn.h11.start_next_cycle()
+            conn.cycle_done = True       # h11's next cycle starts with the next request (_exchange)
             self._idle.append(conn)
         else:
             await conn.close()
@@ -292,10 +293,17 @@ class HttpClient:
     async def _exchange(self, conn: Connection, exchange: _Exchange,
                         deadlines: _Deadlines) -> tuple[HttpResponse, bool]:
         """Write the request, read the response. Returns it and whether conn may be reused."""
+        data, state = self._request_bytes(conn, exchange)
         try:
-            await conn.send(self._request_bytes(conn, exchange))
+            await conn.send(data)
         except Dropped:
             raise _Stale() from None
+        if state is not None:
+            # h11 is told that the request went out only now, while the instance reads it: its
+            # bookkeeping is off the path from the call to its answer.
+            conn.next_cycle()
+            conn.h11.send(state)
+            conn.h11.send(_END_OF_MESSAGE)
 
         # The read deadline, pushed back before every receive: "sent nothing for read_timeout s".
         deadlines.start_reading()
@@ -319,26 +327,27 @@ class HttpClient:
         )
         return response, reusable
 
-    def _request_bytes(self, conn: Connection, exchange: _Exchange) -> bytes:
-        """The request on the wire. Its head is written here, from a header block that h11 has
-        validated once for this exact header list (the same few lists recur on every call);
-        h11 is only told that a request of this method went out, so that it frames the response
-        as before. Anything unusual takes h11's own send."""
+    def _request_bytes(self, conn: Connection, exchange: _Exchange) -> tuple[bytes, h11.Request | None]:
+        """The request on the wire, and the event that tells h11 it went out (None: h11 wrote it).
+
+        Its head is written here, from a header block that h11 has validated once for this exact
+        header list (the same few lists recur on every call); h11 is then only told that a request
+        of this method went out, so that it frames the response as before. Anything unusual takes
+        h11's own send."""
         block = self._head_blocks.get((exchange.method, tuple(exchange.headers)))
         if block is None:
             block = self._validated_head_block(exchange)
         target = exchange.target
         if (block is False or exchange.method == "CONNECT" or " " in target
                 or not (target.isascii() and target.isprintable())):
-            return self._request_bytes_by_h11(conn, exchange)
+            conn.next_cycle()
+            return self._request_bytes_by_h11(conn, exchange), None
         state = _STATE_REQUESTS.get(exchange.method)
         if state is None:
             state = _STATE_REQUESTS[exchange.method] = h11.Request(
                 method=exchange.method, target="/", headers=[("Host", "h"), ("Content-Length", "0")])
-        conn.h11.send(state)
-        conn.h11.send(_END_OF_MESSAGE)
         head = f"{exchange.method} {target} HTTP/1.1\r\n".encode("ascii") + block
-        return head + exchange.body if exchange.body else head
+        return (head + exchange.body if exchange.body else head), state
 
     def _validated_head_block(self, exchange: _Exchange) -> bytes | bool:
         """The header block h11 writes for these headers (validated by h11), cached; False when
@@ -377,8 +386,10 @@ class HttpClient:
 
     async def _read_head(self, conn: Connection, exchange: _Exchange) -> h11.Response:
         received_any = False
+        # h11 holds nothing of this exchange yet (a kept-alive connection is reused only with no
+        # bytes left over), so it is not asked before the first receive: its answer is NEED_DATA.
+        event: object = h11.NEED_DATA
         while True:
-            event = self._next_event(conn, exchange)
             if event is h11.NEED_DATA:
                 try:
                     data = await self._receive(conn, exchange)
@@ -390,12 +401,11 @@ class HttpClient:
                     raise _Stale()
                 received_any = True
                 self._feed(conn, data)
-            elif isinstance(event, h11.InformationalResponse):
-                continue                        # 100 Continue and friends: the real answer follows
             elif isinstance(event, h11.Response):
                 return event
-            else:                               # ConnectionClosed, or anything else out of order
+            elif not isinstance(event, h11.InformationalResponse):   # 100 Continue: the answer follows
                 raise ConnectionLost(self._lost_text(exchange, "closed before the response headers"))
+            event = self._next_event(conn, exchange)
 
     async def _read_body(
         self, conn: Connection, exchange: _Exchange, head: h11.Response

@@ -47,13 +47,20 @@ class Dropped(Exception):
 class _Base:
     """What both kinds share: the h11 state machine and the exchange's read-timeout scope."""
 
-    __slots__ = ("h11", "eof_fed", "reading", "deadline_fresh")
+    __slots__ = ("h11", "eof_fed", "reading", "deadline_fresh", "cycle_done")
 
     def __init__(self) -> None:
         self.h11 = h11.Connection(h11.CLIENT)
         self.eof_fed = False
         self.reading: Any = None          # the deadlines of the exchange under way (client._Deadlines)
         self.deadline_fresh = False
+        self.cycle_done = False           # kept alive after a complete exchange: h11 needs its next cycle
+
+    def next_cycle(self) -> None:
+        """h11 ready for the next request: its cycle restarts here, not when the last one ended."""
+        if self.cycle_done:
+            self.h11.start_next_cycle()
+            self.cycle_done = False
 
     def _fd(self) -> int | None:
         raise NotImplementedError
@@ -89,8 +96,15 @@ class SocketConnection(_Base):
         self._loop = loop
 
     async def send(self, data: bytes) -> None:
+        """All of ``data``: at once when the kernel takes it (a request head nearly always fits),
+        the rest through the loop."""
         try:
-            await self._loop.sock_sendall(self.sock, data)
+            try:
+                sent = self.sock.send(data)
+            except BlockingIOError:
+                sent = 0
+            if sent < len(data):
+                await self._loop.sock_sendall(self.sock, memoryview(data)[sent:])
         except OSError as exc:
             raise Dropped(reason(exc)) from None
 

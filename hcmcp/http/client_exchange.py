@@ -94,7 +94,7 @@ class Deadlines:
         return self.fired == "read"
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Exchange:
     """One request as sent on the wire, and how its response is to be read."""
 
