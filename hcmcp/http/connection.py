@@ -17,7 +17,9 @@ from anyio.abc import SocketAttribute
 
 from .framing import (Refusal, buffered, check_chunk_framing, check_head, content_length, head_size, peek,
                       protocol_error_message, split_target)
-from .messages import Request, Response, StreamingResponse, error_payload, reason
+from .messages import Request, Response, StreamingResponse, error_payload
+from .response_head import END_OF_MESSAGE, STATE_RESPONSE, asks_keep_alive, plain_head, reason
+from .socket_stream import RawSocketStream
 
 if TYPE_CHECKING:
     from .server import HttpServer
@@ -41,7 +43,7 @@ def _clean_headers(headers: list[tuple[str, str]], *drop: str) -> list[tuple[str
     return [(name, value) for name, value in headers if name.lower() not in drop]
 
 
-async def _linger_and_close(stream: anyio.abc.SocketStream) -> None:
+async def _linger_and_close(stream: RawSocketStream) -> None:
     """Half-close, read and drop what the client still sends for a moment, then close."""
     try:
         await stream.send_eof()
@@ -66,7 +68,7 @@ class _Connection:
     watcher per request: a task per request cost more than the rest of a small request.
     """
 
-    def __init__(self, server: HttpServer, stream: anyio.abc.SocketStream, initial: bytes = b"",
+    def __init__(self, server: HttpServer, stream: RawSocketStream, initial: bytes = b"",
                  answered: bool = False) -> None:
         """``initial``: bytes already read from an adopted connection (HttpServer.adopt); they go
         through every check below exactly as bytes read here would. ``answered``: a request of
@@ -81,6 +83,7 @@ class _Connection:
         self.peer_closed = False     # EOF or a reset was read (h11 has been told of the EOF)
         self.peer_reset = False      # ... and it was a reset: nothing more can be written either
         self.in_request = False
+        self._ordinary = False       # this request's answer may be written by hand (response_head.py)
         self.reserved = 0            # body bytes this connection holds against the server's budget
         self._arrived = anyio.Event()    # the reader fed h11 (bytes or EOF) since the loop last looked
         self._room = anyio.Event()       # the loop wants bytes: a reader paused at the ceiling goes on
@@ -242,7 +245,10 @@ class _Connection:
         parts: list[bytes] = []
         size = 0
         outcome = "timeout"
-        with anyio.move_on_after(self.limits.body_timeout):
+        # The body's deadline, as a scope only once a wait is due: a small body came with its head.
+        waiting = anyio.CancelScope()
+        body_deadline = anyio.current_time() + self.limits.body_timeout
+        with waiting:
             while True:
                 try:
                     if declared is None:
@@ -257,6 +263,7 @@ class _Connection:
                     outcome, error = "refused", self._protocol_error(exc)
                     break
                 if event is h11.NEED_DATA:
+                    waiting.deadline = body_deadline
                     if self.h11.they_are_waiting_for_100_continue:
                         await self._write(self.h11.send(h11.InformationalResponse(status_code=100, reason=b"Continue", headers=[])))
                     await self._receive()
@@ -339,6 +346,7 @@ class _Connection:
                 target_authority=authority,
             )
             del body
+            self._ordinary = asks_keep_alive(head.http_version, request.header("connection"))
             response = await self._call_app(request)
         finally:
             self._release_reserved()
@@ -404,8 +412,11 @@ class _Connection:
         if not data:
             return
         try:
+            sent = self.stream.send_now(data)   # an answer usually fits the kernel's buffer at once
+            if sent == len(data):
+                return
             with anyio.fail_after(self.limits.write_timeout):
-                await self.stream.send(data)
+                await self.stream.send(memoryview(data)[sent:])
         except TimeoutError as exc:
             logger.info("Client %s did not read for %g s; closing", self.client, self.limits.write_timeout)
             raise _ClientGone() from exc
@@ -427,6 +438,14 @@ class _Connection:
         has_body = response.status not in _NO_BODY_STATUSES
         if has_body:
             headers.append(("content-length", str(len(response.body))))
+            if self._ordinary and not is_head and not self.server._closing:
+                head = plain_head(response.status, headers)   # response_head.py: the bytes h11 writes
+                if head is not None:
+                    await self._write(head + response.body)
+                    # h11 learns what went out only now: off the path from the answer to the client.
+                    self.h11.send(STATE_RESPONSE)
+                    self.h11.send(END_OF_MESSAGE)
+                    return True
         event = self._response_event(response.status, headers)
         if event is None:
             await self._answer_invalid_response()

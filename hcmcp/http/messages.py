@@ -87,15 +87,6 @@ class ServerLimits:
     error_body: Callable[[int, str], tuple[str, bytes]] | None = None
 
 
-def reason(status: int) -> bytes:
-    """The standard reason phrase (``OK``, ``Not Found``); h11 sends an empty one otherwise."""
-    from http import HTTPStatus
-    try:
-        return HTTPStatus(status).phrase.encode("ascii")
-    except ValueError:
-        return b""
-
-
 def error_payload(limits: ServerLimits, status: int, message: str) -> tuple[str, bytes]:
     if limits.error_body is not None:
         try:

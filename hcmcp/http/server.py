@@ -41,7 +41,9 @@ import h11
 from anyio.abc import SocketAttribute
 
 from .connection import _Connection, _linger_and_close
-from .messages import App, Request, Response, ServerLimits, StreamingResponse, error_payload, reason
+from .messages import App, Request, Response, ServerLimits, StreamingResponse, error_payload
+from .response_head import reason
+from .socket_stream import RawSocketStream, accept
 
 __all__ = ["App", "HttpServer", "Request", "Response", "ServerLimits", "StreamingResponse", "serve_in_background"]
 
@@ -206,7 +208,7 @@ class HttpServer:
     async def _accept_loop(self, listener: anyio.abc.SocketListener, connections: anyio.abc.TaskGroup) -> None:
         while True:
             try:
-                stream = await listener.accept()
+                stream = RawSocketStream(await accept(listener))
             except OSError as exc:
                 # Out of file descriptors and the like: say so and back off instead of spinning.
                 logger.error("accept() failed: %s; retrying in 0.1 s", exc)
@@ -229,7 +231,8 @@ class HttpServer:
         import socket
         sock = socket.socket(fileno=fd)
         try:
-            stream = await anyio.abc.SocketStream.from_socket(sock)
+            sock.getpeername()
+            stream = RawSocketStream(sock)
         except (ValueError, OSError):   # the client has gone already (a reset): nothing to answer
             sock.close()
             return
@@ -248,7 +251,7 @@ class HttpServer:
             if self._closing and not self._connections:
                 self._drained.set()
 
-    async def _reject(self, stream: anyio.abc.SocketStream) -> None:
+    async def _reject(self, stream: RawSocketStream) -> None:
         try:
             message = (f"The server is at its limit of {self.limits.max_connections} open connections. "
                        "Retry shortly, or reuse an open keep-alive connection.")

@@ -22,6 +22,7 @@ LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]"})
 # itself; hcmcp.http.framing counts those on the raw head.)
 SINGLETON_HEADERS = ("Host", "Content-Length", "Content-Type", "Authorization", "Origin",
                      "Mcp-Session-Id", "MCP-Protocol-Version", "Mcp-Method", "Mcp-Name")
+_SINGLETONS = {name.lower(): name for name in SINGLETON_HEADERS}
 # uri-host [ ":" port ]: a bracketed IPv6 literal, or a name / IPv4 of letters, digits, '-', '.'.
 _AUTHORITY = re.compile(r"(?:\[(?P<v6>[0-9a-f:.]+)\]|(?P<name>[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?))"
                         r"(?::(?P<port>[0-9]{1,5}))?\Z")
@@ -73,10 +74,14 @@ class ListenerGuard:
 
     def check(self, request: Request) -> None:
         """Raise Refused unless the request may be served."""
-        for name in SINGLETON_HEADERS:
-            count = request.header_count(name)
-            if count > 1:
-                raise Refused(400, f"Bad Request: the {name} header appears {count} times; send it once")
+        seen: set[str] = set()
+        for key, _ in request.headers:          # one pass: names are lowercased
+            if key in _SINGLETONS:
+                if key in seen:
+                    name = _SINGLETONS[key]
+                    raise Refused(400, f"Bad Request: the {name} header appears {request.header_count(name)} "
+                                       "times; send it once")
+                seen.add(key)
         host = self._authority(request.header("host"), "Host header")
         if request.target_authority is not None:
             # RFC 9112 §3.2.2 says to use the target's authority; we require it to agree with Host,

@@ -1,0 +1,149 @@
+"""The HTTP server's connections: a connected socket on the asyncio loop, behind anyio's byte-stream
+interface (``receive``, ``send``, ``send_eof``, ``aclose``, ``extra``) and anyio's exceptions.
+
+anyio's own SocketStream goes through an asyncio transport and protocol: every send is first a
+checkpoint (a whole event-loop turn), and every receive resumes and pauses the transport's reader.
+A small request and its answer cost several loop turns that way, the largest part of what an HTTP
+call cost beyond the same call over stdio (issue 11). Here ``receive`` returns what the kernel
+holds, or waits (in place when the loop has nothing else to do, http/idle_wait.py; else through
+the loop), and ``send`` writes what the kernel takes at once and waits only for the rest. The
+client side does the same for plain-TCP upstreams (client_connection.SocketConnection).
+
+``accept`` takes connections from an anyio listener's socket the same way anyio does (TCP_NODELAY
+set, the reader removed when a cancelled accept leaves it behind), without building a transport.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from typing import Any
+
+import anyio
+from anyio.abc import SocketAttribute
+
+from .idle_wait import wait_readable_here
+
+
+class RawSocketStream:
+    """One accepted TCP connection, non-blocking, driven by the running asyncio loop."""
+
+    __slots__ = ("_sock", "_loop", "_fd", "_closed", "_eof", "_waiters")
+
+    def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop | None = None) -> None:
+        sock.setblocking(False)
+        self._sock = sock
+        self._loop = loop or asyncio.get_running_loop()
+        self._fd = sock.fileno()
+        self._closed = False
+        self._eof = False
+        self._waiters: set[asyncio.Future[None]] = set()
+
+    async def _wait(self, writable: bool) -> None:
+        """Until the socket is readable (or writable), through the loop; ClosedResourceError if it
+        is closed meanwhile. (anyio.wait_readable would first spend a loop turn on a checkpoint.)"""
+        loop = self._loop
+        waiter = loop.create_future()
+        add, remove = (loop.add_writer, loop.remove_writer) if writable else (loop.add_reader, loop.remove_reader)
+        add(self._fd, _wake, waiter)
+        self._waiters.add(waiter)
+        try:
+            await waiter
+        finally:
+            self._waiters.discard(waiter)
+            if not self._closed:
+                remove(self._fd)
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        """Up to ``max_bytes``; anyio.EndOfStream at the end, BrokenResourceError on a reset."""
+        if self._closed:
+            raise anyio.ClosedResourceError
+        if self._eof:
+            raise anyio.EndOfStream
+        sock = self._sock
+        while True:
+            try:
+                data = sock.recv(max_bytes)
+                break
+            except (BlockingIOError, InterruptedError):
+                pass
+            except OSError as exc:
+                raise anyio.BrokenResourceError from exc
+            if not wait_readable_here(self._loop, self._fd):
+                await self._wait(writable=False)
+        if not data:
+            self._eof = True
+            raise anyio.EndOfStream
+        return data
+
+    def send_now(self, data: bytes | memoryview) -> int:
+        """Write what the kernel takes without waiting; how many bytes that was."""
+        if self._closed:
+            raise anyio.ClosedResourceError
+        try:
+            return self._sock.send(data)
+        except (BlockingIOError, InterruptedError):
+            return 0
+        except OSError as exc:
+            raise anyio.BrokenResourceError from exc
+
+    async def send(self, item: bytes | memoryview) -> None:
+        """All of ``item``, waiting through the loop for room when the kernel's buffer is full."""
+        view = memoryview(item)
+        while view:
+            sent = self.send_now(view)
+            if sent:
+                view = view[sent:]
+            else:
+                await self._wait(writable=True)
+
+    async def send_eof(self) -> None:
+        try:
+            self._sock.shutdown(socket.SHUT_WR)
+        except OSError as exc:
+            raise anyio.BrokenResourceError from exc
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        loop = self._loop
+        loop.remove_reader(self._fd)
+        loop.remove_writer(self._fd)
+        for waiter in self._waiters:      # a task waiting on it gets ClosedResourceError
+            if not waiter.done():
+                waiter.set_exception(anyio.ClosedResourceError())
+        self._sock.close()
+
+    def extra(self, attribute: Any, default: Any = None) -> Any:
+        try:
+            if attribute is SocketAttribute.remote_address:
+                return self._sock.getpeername()
+            if attribute is SocketAttribute.local_address:
+                return self._sock.getsockname()
+            if attribute is SocketAttribute.raw_socket:
+                return self._sock
+        except OSError:
+            pass
+        return default
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+async def accept(listener: Any) -> socket.socket:
+    """The next connection on an anyio listener's socket, as a plain socket with TCP_NODELAY."""
+    raw = listener.extra(SocketAttribute.raw_socket)
+    loop = asyncio.get_running_loop()
+    try:
+        sock, _ = await loop.sock_accept(raw)
+    except asyncio.CancelledError:
+        try:
+            loop.remove_reader(raw)     # a cancelled sock_accept can leave its reader (bpo-41317)
+        except (ValueError, NotImplementedError, OSError):
+            pass
+        raise
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return sock
