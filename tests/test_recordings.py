@@ -298,3 +298,33 @@ def test_the_comparison_catches_a_difference():
     assert any("n_pings" in p for p in compare(replay, recorded, 200, headers, encoded))
     del body["n_pings"]
     assert any("keys" in p for p in compare(replay, recorded, 200, headers, json.dumps(body).encode()))
+
+
+def test_checks_decoded_in_one_typed_pass_equal_the_tolerant_path_on_every_recorded_answer():
+    """api.list_checks and get_check decode the answer straight into Checks (models.checks_from_json,
+    check_from_json) and fall back to decoding JSON and converting entry by entry (entries_of,
+    check_of): on every recorded 200 answer, the two must give the same checks, or the typed pass
+    must step aside."""
+    from hcmcp.healthchecks.models import Check, check_from_json, check_of, checks_from_json, entries_of
+    compared = 0
+    for path in sorted(RECORDINGS.glob("*.json")):
+        if path.name == "_index.json":
+            continue
+        case = json.loads(path.read_text())
+        if case.get("status") != 200 or case.get("body_kind") != "json":
+            continue
+        body = json.dumps(case["body"]).encode()
+        document = case["body"]
+        if isinstance(document, dict) and isinstance(document.get("checks"), list):
+            typed = checks_from_json(body)
+            tolerant = entries_of(document, "checks", Check)
+            assert typed is None or (typed.items, typed.malformed) == (tolerant.items, tolerant.malformed), path.name
+            compared += typed is not None
+        elif isinstance(document, dict) and ("uuid" in document or "unique_key" in document):
+            assert check_from_json(body) == check_of(document), path.name
+            compared += 1
+    assert compared >= 10, compared
+    # Not a list of checks, or an entry that is not one: the typed pass steps aside.
+    assert checks_from_json(b'{"checks": [{"name": "x"}]}') is None
+    assert checks_from_json(b'[1, 2]') is None
+    assert check_from_json(b'{"checks": []}') is None

@@ -22,7 +22,7 @@ from .errors import (ApiError, BadRequest, Conflict, Forbidden, InvalidIdentifie
                      MethodNotAllowed, MissingApiKey, NotFound, NotJson, Redirected, ResponseTooLarge,
                      Unauthorized, Unavailable, UnexpectedStatus, Unreachable)
 from .models import (Badge, Check, Flip, Integration, KeyKind, Listing, Ping, PingBody,
-                     StatusAnswer, badges_of, check_of, entries_of)
+                     StatusAnswer, badges_of, check_from_json, check_of, checks_from_json, entries_of)
 
 if TYPE_CHECKING:
     from ..http.client import HttpClient, HttpResponse
@@ -106,20 +106,26 @@ class HealthchecksApi:
         query = [("tag", tag) for tag in tags or ()]
         if slug:
             query.append(("slug", slug))
-        document = await self._json("GET", "checks/", query=query, what="the list of checks",
-                                    expect_list="checks")
-        listing = entries_of(document, "checks", Check)
+        what = "the list of checks"
+        response = await self._send("GET", "checks/", query=query, what=what)
+        listing = checks_from_json(response.body)      # one typed pass when the answer is as expected
+        if listing is None:
+            listing = entries_of(self._document(response, "checks/", what, expect_list="checks"), "checks", Check)
         if self.api_version == 1:
-            from .versions import as_v3
-            listing.items = [as_v3(check) for check in listing.items]
+            listing.items = [self._as_v3(check) for check in listing.items]
         self._learn_from_checks(listing.items)
         return listing
 
     async def get_check(self, ident: str) -> Check:
         ident = self._check_id(ident)
-        document = await self._json("GET", f"checks/{ident}", what=f"check {ident}",
+        what = f"check {ident}"
+        response = await self._send("GET", f"checks/{ident}", what=what,
                                     not_found=_not_found_check(ident), forbidden=_other_project(ident))
-        check = self._one_check(document, f"check {ident}")
+        check = check_from_json(response.body)          # one typed pass when the answer is as expected
+        if check is None:
+            check = self._one_check(self._document(response, f"checks/{ident}", what), what)
+        else:
+            check = self._as_v3(check)
         self._learn_from_checks([check])
         return check
 
@@ -286,8 +292,12 @@ class HealthchecksApi:
 
     async def _json(self, method: str, rel: str, *, expect_list: str | None = None,
                     expect_object: str | None = None, **options: Any) -> Any:
-        what = options["what"]
         response = await self._send(method, rel, **options)
+        return self._document(response, rel, options["what"], expect_list, expect_object)
+
+    def _document(self, response: HttpResponse, rel: str, what: str, expect_list: str | None = None,
+                  expect_object: str | None = None) -> Any:
+        """The answer's JSON, with the list or object under ``expect_list``/``expect_object``."""
         document = self._decode(response, what)
         key = expect_list or expect_object
         if key is not None:
@@ -314,9 +324,13 @@ class HealthchecksApi:
         except msgspec.ValidationError as error:
             raise NotJson(200, f"The instance answered the request for {what} with JSON that is not a "
                                f"check object ({error}).", advice=self._not_healthchecks_advice()) from None
+        return self._as_v3(check)
+
+    def _as_v3(self, check: Check) -> Check:
+        """A check of an API v1 instance in v3's shape (versions.as_v3); any other as it is."""
         if self.api_version == 1:
             from .versions import as_v3
-            check = as_v3(check)
+            return as_v3(check)
         return check
 
     def _not_healthchecks_advice(self) -> str:
