@@ -11,15 +11,14 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
 import anyio
-import anyio.abc
 import h11
 from anyio.abc import SocketAttribute
 
 from .framing import (Refusal, buffered, check_chunk_framing, check_head, content_length, head_size, peek,
                       protocol_error_message, split_target)
 from .messages import Request, Response, StreamingResponse, error_payload
-from .response_head import END_OF_MESSAGE, STATE_RESPONSE, asks_keep_alive, plain_head, reason
-from .socket_stream import RawSocketStream
+from .response_head import END_OF_MESSAGE, STATE_RESPONSE, asks_keep_alive, plain_head, reason, without_headers
+from .socket_stream import RawSocketStream, linger_and_close
 
 if TYPE_CHECKING:
     from .server import HttpServer
@@ -27,34 +26,12 @@ if TYPE_CHECKING:
 logger = logging.getLogger("hcmcp.http.server")
 
 _RECEIVE_SIZE = 64 * 1024
-# After the last response on a connection we half-close and keep reading for a moment, so
-# unread request bytes do not make the kernel answer with a reset that destroys our reply.
-_LINGER_SECONDS = 1.0
-_LINGER_BYTES = 256 * 1024
 _NO_BODY_STATUSES = frozenset({204, 304})
 
 
 class _ClientGone(Exception):
     """The peer reset the connection, stopped reading past write_timeout, or vanished."""
 
-
-
-def _clean_headers(headers: list[tuple[str, str]], *drop: str) -> list[tuple[str, str]]:
-    return [(name, value) for name, value in headers if name.lower() not in drop]
-
-
-async def _linger_and_close(stream: RawSocketStream) -> None:
-    """Half-close, read and drop what the client still sends for a moment, then close."""
-    try:
-        await stream.send_eof()
-        with anyio.move_on_after(_LINGER_SECONDS):
-            drained = 0
-            while drained < _LINGER_BYTES:
-                drained += len(await stream.receive(_RECEIVE_SIZE))
-    except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-        pass
-    finally:
-        await stream.aclose()
 
 
 
@@ -114,7 +91,7 @@ class _Connection:
                     reading.cancel_scope.cancel()
         finally:
             if graceful:
-                await _linger_and_close(self.stream)
+                await linger_and_close(self.stream)
             else:
                 await self.stream.aclose()
 
@@ -426,7 +403,7 @@ class _Connection:
     def _response_event(self, status: int, headers: list[tuple[str, str]]) -> h11.Response | None:
         """The h11 event for the app's head, or None (logged) when the app gave an invalid one."""
         if self.server._closing:
-            headers = _clean_headers(headers, "connection") + [("connection", "close")]
+            headers = without_headers(headers, "connection") + [("connection", "close")]
         try:
             return h11.Response(status_code=status, reason=reason(status), headers=headers)
         except (h11.LocalProtocolError, TypeError, ValueError):
@@ -434,7 +411,7 @@ class _Connection:
             return None
 
     async def _send_response(self, response: Response, *, is_head: bool) -> bool:
-        headers = _clean_headers(response.headers, "content-length", "transfer-encoding")
+        headers = without_headers(response.headers, "content-length", "transfer-encoding")
         has_body = response.status not in _NO_BODY_STATUSES
         if has_body:
             headers.append(("content-length", str(len(response.body))))
@@ -461,7 +438,7 @@ class _Connection:
         """Send the head, then each chunk as it comes, while watching for the client leaving."""
         chunks = response.chunks
         try:
-            headers = _clean_headers(response.headers, "content-length", "transfer-encoding")
+            headers = without_headers(response.headers, "content-length", "transfer-encoding")
             event = self._response_event(response.status, headers)
             if event is None:
                 await self._answer_invalid_response()

@@ -41,6 +41,11 @@ def reason(status: int) -> bytes:
     return phrase
 
 
+def without_headers(headers: list[tuple[str, str]], *drop: str) -> list[tuple[str, str]]:
+    """``headers`` less those named in ``drop`` (lowercase), in order."""
+    return [(name, value) for name, value in headers if name.lower() not in drop]
+
+
 def plain_head(status: int, headers: list[tuple[str, str]]) -> bytes | None:
     """The bytes h11 writes for this head; None when it is not an ordinary one (h11 then writes it)."""
     if not 200 <= status <= 599:

@@ -40,10 +40,10 @@ import anyio.abc
 import h11
 from anyio.abc import SocketAttribute
 
-from .connection import _Connection, _linger_and_close
+from .connection import _Connection
 from .messages import App, Request, Response, ServerLimits, StreamingResponse, error_payload
 from .response_head import reason
-from .socket_stream import RawSocketStream, accept
+from .socket_stream import RawSocketStream, accept, linger_and_close
 
 __all__ = ["App", "HttpServer", "Request", "Response", "ServerLimits", "StreamingResponse", "serve_in_background"]
 
@@ -264,7 +264,7 @@ class HttpServer:
             with anyio.move_on_after(self.limits.write_timeout):
                 await stream.send(data)
             logger.warning("Refused a connection with 503: %d connections open", len(self._connections))
-            await _linger_and_close(stream)
+            await linger_and_close(stream)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             await stream.aclose()
         finally:

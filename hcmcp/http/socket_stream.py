@@ -128,6 +128,26 @@ class RawSocketStream:
         return default
 
 
+# After the last response on a connection we half-close and keep reading for a moment, so
+# unread request bytes do not make the kernel answer with a reset that destroys our reply.
+_LINGER_SECONDS = 1.0
+_LINGER_BYTES = 256 * 1024
+
+
+async def linger_and_close(stream: RawSocketStream) -> None:
+    """Half-close, read and drop what the client still sends for a moment, then close."""
+    try:
+        await stream.send_eof()
+        with anyio.move_on_after(_LINGER_SECONDS):
+            drained = 0
+            while drained < _LINGER_BYTES:
+                drained += len(await stream.receive())
+    except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+        pass
+    finally:
+        await stream.aclose()
+
+
 def _wake(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
         waiter.set_result(None)
