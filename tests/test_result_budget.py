@@ -142,3 +142,35 @@ def test_deleting_many_checks_with_long_descs_stays_within_the_budget(peer, sche
     assert [d["uuid"] for d in structured["deleted"]] == sorted(uuids)
     assert all(0 < left_out(d["desc"]) < 20_000 for d in structured["deleted"])
     assert "shortened" in structured["note"]
+
+
+def test_fit_entries_keeps_exactly_what_one_entry_at_a_time_would_keep_at_every_budget():
+    """fit_entries first measures all the entries in one encode (the usual case: they all fit) and
+    only then one by one; at and around every boundary both must agree."""
+    import msgspec
+
+    from hcmcp.tools.shaping import Fitted, fit_entries
+
+    class Entry(msgspec.Struct):
+        name: str
+
+    class Envelope(msgspec.Struct):
+        entries: list[Entry]
+
+    entries = [Entry("x" * (n * 7 % 23)) for n in range(12)]
+    envelope = Envelope(entries=[])
+    fixed = len(msgspec.json.encode(envelope)) + 512
+
+    def one_at_a_time(budget: int) -> Fitted:
+        room, used = budget - fixed, 0
+        for index, entry in enumerate(entries):
+            used += len(msgspec.json.encode(entry)) + 1
+            if used > room:
+                return Fitted(index, len(entries) - index)
+        return Fitted(len(entries), 0)
+
+    whole = len(msgspec.json.encode(entries)) - 1 + fixed
+    for budget in [*range(fixed - 2, fixed + 40), *range(whole - 40, whole + 3)]:
+        assert fit_entries(entries, envelope, budget) == one_at_a_time(budget), budget
+    assert fit_entries(entries, envelope, whole) == Fitted(len(entries), 0)
+    assert fit_entries(entries, envelope, whole - 1).dropped == 1

@@ -236,6 +236,11 @@ def encode(obj: dict[str, Any]) -> bytes:
     return orjson.dumps(obj)
 
 
+def encode_line(obj: dict[str, Any]) -> bytes:
+    """One message as compact JSON and its newline, in one pass (stdio's framing)."""
+    return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
+
+
 def result_message(id: Id, result: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": id, "result": result}
 

@@ -16,7 +16,7 @@ import types
 from typing import Any
 
 from .. import get_logger
-from .jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, Message, RpcError, decode, encode, error_message
+from .jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, Message, RpcError, decode, encode_line, error_message
 from ..http.idle_wait import unattended as _unattended
 from ..http.idle_wait import wait_readable_here
 from .server import SHUTDOWN_GRACE, McpServer, Session
@@ -34,14 +34,14 @@ class LineWriter:
 
     def write(self, message: dict[str, Any]) -> None:
         try:
-            encoded = encode(message)
+            encoded = encode_line(message)
         except TypeError:   # orjson.JSONEncodeError: never let one bad answer end the server
             log.exception("could not encode an answer")
             if "id" not in message:   # a notification: an error without an id would answer nothing
                 return
-            encoded = encode(error_message(message.get("id"), RpcError(
+            encoded = encode_line(error_message(message.get("id"), RpcError(
                 -32603, "Internal error: the answer could not be encoded; the server log has the details")))
-        data = memoryview(encoded + b"\n")
+        data = memoryview(encoded)
         while data:
             written = os.write(self.fd, data)   # blocking fd: a stalled reader stalls us, nothing is lost
             data = data[written:]

@@ -147,7 +147,7 @@ def _list_checks(api: HealthchecksApi):
             raise
         wanted_tags = set(params.tag) if params.tag is not UNSET else set()
         matched = [c for c in listing.items
-                   if wanted_tags <= set(c.tag_list)
+                   if (not wanted_tags or wanted_tags <= set(c.tag_list))
                    and (params.slug is UNSET or c.slug == params.slug)
                    and (params.status is UNSET or c.status == params.status)]
         summaries = [summary_of(c) for c in matched[:params.limit]]
