@@ -99,12 +99,9 @@ class _Connection:
         """Answer requests until the connection must close; True when a polite close is due."""
         first = self._fresh
         while True:
-            head: h11.Request | None = None
-            with anyio.CancelScope() as self.waiting_scope:
-                if self.server._closing:
-                    return False
-                head = await self._read_head(first)
-            self.waiting_scope = None
+            if self.server._closing:
+                return False
+            head = await self._read_head(first)
             if head is None:
                 return self.h11.our_state is h11.MUST_CLOSE
             self.in_request = True
@@ -198,9 +195,17 @@ class _Connection:
                 return None   # ConnectionClosed (or PAUSED, which our loop never leaves us in)
             if head_deadline is None and self._has_buffered_bytes():
                 head_deadline = anyio.current_time() + self.limits.header_timeout
-            with anyio.move_on_at(head_deadline if head_deadline is not None else idle_deadline):
+            # One scope for the wait: its deadline, and shutdown's close_if_idle (which cancels it).
+            with anyio.CancelScope(deadline=head_deadline if head_deadline is not None else idle_deadline) as waiting:
+                if self.server._closing:
+                    return None
+                self.waiting_scope = waiting
                 await self._receive()
+            self.waiting_scope = None
+            if not waiting.cancelled_caught:
                 continue
+            if self.server._closing:
+                return None
             if self._has_buffered_bytes():
                 await self._answer_error(408, (
                     f"The request line and headers did not arrive within {self.limits.header_timeout:g} s. "
@@ -222,42 +227,42 @@ class _Connection:
         parts: list[bytes] = []
         size = 0
         outcome = "timeout"
-        # The body's deadline, as a scope only once a wait is due: a small body came with its head.
-        waiting = anyio.CancelScope()
+        # The body's deadline, in a scope only while a wait is due: a small body came with its head.
         body_deadline = anyio.current_time() + self.limits.body_timeout
-        with waiting:
-            while True:
-                try:
-                    if declared is None:
-                        check_chunk_framing(self.h11, limit - size)
-                    event = self.h11.next_event()
-                except Refusal as refusal:
-                    # (status, message), not the exception: its traceback holds this frame, and
-                    # the frame holding it back would keep ``parts`` alive until a GC pass.
-                    outcome, error = "refused", (refusal.status, refusal.message)
-                    break
-                except h11.RemoteProtocolError as exc:
-                    outcome, error = "refused", self._protocol_error(exc)
-                    break
-                if event is h11.NEED_DATA:
-                    waiting.deadline = body_deadline
+        while True:
+            try:
+                if declared is None:
+                    check_chunk_framing(self.h11, limit - size)
+                event = self.h11.next_event()
+            except Refusal as refusal:
+                # (status, message), not the exception: its traceback holds this frame, and
+                # the frame holding it back would keep ``parts`` alive until a GC pass.
+                outcome, error = "refused", (refusal.status, refusal.message)
+                break
+            except h11.RemoteProtocolError as exc:
+                outcome, error = "refused", self._protocol_error(exc)
+                break
+            if event is h11.NEED_DATA:
+                with anyio.move_on_at(body_deadline) as waiting:
                     if self.h11.they_are_waiting_for_100_continue:
                         await self._write(self.h11.send(h11.InformationalResponse(status_code=100, reason=b"Continue", headers=[])))
                     await self._receive()
-                elif isinstance(event, h11.Data):
-                    size += len(event.data)
-                    if size > limit:
-                        outcome = "too large"
-                        break
-                    if declared is None and not self._reserve(len(event.data)):
-                        outcome = "busy"
-                        break
-                    parts.append(event.data)
-                elif isinstance(event, h11.EndOfMessage):
-                    return b"".join(parts)
-                else:
-                    outcome, error = "refused", (400, protocol_error_message("unexpected event"))
+                if waiting.cancelled_caught:
                     break
+            elif isinstance(event, h11.Data):
+                size += len(event.data)
+                if size > limit:
+                    outcome = "too large"
+                    break
+                if declared is None and not self._reserve(len(event.data)):
+                    outcome = "busy"
+                    break
+                parts.append(event.data)
+            elif isinstance(event, h11.EndOfMessage):
+                return b"".join(parts)
+            else:
+                outcome, error = "refused", (400, protocol_error_message("unexpected event"))
+                break
         parts.clear()
         if outcome == "too large":
             await self._answer_error(413, too_large)
