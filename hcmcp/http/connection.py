@@ -322,7 +322,9 @@ class _Connection:
                 method=method,
                 path=path,
                 query=query,
-                headers=[(name.decode("latin-1"), value.decode("latin-1")) for name, value in head.headers],
+                # raw_items(): iterating head.headers costs a Python-level __getitem__ per header.
+                headers=[(name.lower().decode("latin-1"), value.decode("latin-1"))
+                         for name, value in head.headers.raw_items()],
                 body=body,
                 client=self.client,
                 target_authority=authority,

@@ -9,8 +9,7 @@ another's session by opening many of its own.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .server import Session
@@ -77,14 +76,25 @@ class SessionTable:
             self.end(session_id)
         return len(expired)
 
-    @contextmanager
-    def busy(self, entry: HttpSession | None) -> Iterator[None]:
-        if entry is None:
-            yield
-            return
-        entry.busy += 1
-        try:
-            yield
-        finally:
-            entry.busy -= 1
-            entry.last_used = self.clock()
+    def busy(self, entry: HttpSession | None) -> _Busy:
+        """``with``: the session is in use (no sweep ends it) until the block ends."""
+        return _Busy(entry, self.clock)
+
+
+class _Busy:
+    """A class, not a contextlib generator: it runs on every request of a session."""
+
+    __slots__ = ("entry", "clock")
+
+    def __init__(self, entry: HttpSession | None, clock: Callable[[], float]) -> None:
+        self.entry = entry
+        self.clock = clock
+
+    def __enter__(self) -> None:
+        if self.entry is not None:
+            self.entry.busy += 1
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.entry is not None:
+            self.entry.busy -= 1
+            self.entry.last_used = self.clock()

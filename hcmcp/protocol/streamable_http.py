@@ -31,7 +31,6 @@ import base64
 import logging
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -138,6 +137,21 @@ async def _cannot_push(outgoing: dict[str, Any]) -> None:
     raise RuntimeError(f"this call was answered inline and cannot send {outgoing.get('method')!r} first")
 
 
+
+
+class _Releasing:
+    """Calls ``release`` when its ``with`` block ends (a class: contextlib's generator costs more per call)."""
+
+    __slots__ = ("release",)
+
+    def __init__(self, release: Callable[[], None]) -> None:
+        self.release = release
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.release()
 
 
 class StreamableHttp:
@@ -481,13 +495,9 @@ class StreamableHttp:
                     entry.streams -= 1
         return release
 
-    @contextmanager
-    def _stream(self, request_id: Any, entry: HttpSession | None = None):
-        release = self._take_stream(request_id, entry)
-        try:
-            yield
-        finally:
-            release()
+    def _stream(self, request_id: Any, entry: HttpSession | None = None) -> _Releasing:
+        """``with``: one request being answered, counted (503 when too many) until the block ends."""
+        return _Releasing(self._take_stream(request_id, entry))
 
     # -- DELETE and the background -------------------------------------------------------------
 
