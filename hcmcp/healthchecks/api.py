@@ -353,6 +353,10 @@ class HealthchecksApi:
         if self.api_version is None:
             from .versions import settle
             response = await settle(self, response, lambda: self._exchange(method, rel, what, **exchange))
+        elif 200 <= response.status < 300:      # the usual answer: what _judge would let through
+            if rw_only:
+                self._key_read_write = True
+            return response
         return await self._judge(response, method, what, raise_for_status=raise_for_status, rw_only=rw_only,
                                  not_found=not_found, not_found_advice=not_found_advice, forbidden=forbidden,
                                  forbidden_advice=forbidden_advice, conflict=conflict,

@@ -101,6 +101,7 @@ class HttpClient:
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
         self._head_blocks: dict[tuple[str, tuple[tuple[str, str], ...]], bytes | bool] = {}
+        self._merged_headers: dict[tuple[object, ...], list[tuple[str, str]]] = {}
         self._overall_timeout = overall_timeout
         self._byte_ceiling = _valid_ceiling(byte_ceiling)
         self._ssl_context = ssl_context
@@ -194,6 +195,26 @@ class HttpClient:
         return target
 
     def _headers(
+        self, method: str, extra: Sequence[tuple[str, str]], body: bytes | None
+    ) -> list[tuple[str, str]]:
+        """Host, User-Agent, the defaults and ``extra``, merged; the same few lists recur on every
+        call (the API's Accept and key), so those without a body are kept, as the head blocks are."""
+        key = (method, *extra) if body is None and method not in _BODY_METHODS else None
+        if key is not None:
+            try:
+                merged = self._merged_headers.get(key)
+            except TypeError:               # an unhashable value: merged (and refused) below
+                key, merged = None, None
+            if merged is not None:
+                return merged
+        merged = self._merge_headers(method, extra, body)
+        if key is not None:
+            if len(self._merged_headers) >= _HEAD_BLOCKS_KEPT:
+                self._merged_headers.clear()
+            self._merged_headers[key] = merged
+        return merged
+
+    def _merge_headers(
         self, method: str, extra: Sequence[tuple[str, str]], body: bytes | None
     ) -> list[tuple[str, str]]:
         extra = [(str(name), str(value)) for name, value in extra]
