@@ -56,7 +56,10 @@ def wait_readable_here(loop: Any, fd: int) -> bool:
     if reader is not None and reader[1]():
         return False
     timeout = -1            # poll's "no timeout": no timer at all, as the loop would wait
-    live = [handle._when for handle in scheduled if not handle._cancelled]
+    try:
+        live = [handle._when for handle in scheduled if not handle._cancelled]
+    except AttributeError:  # a TimerHandle without them: another loop, or another Python
+        return False
     if live:
         remaining = min(live) - loop.time()
         if remaining <= 0:
