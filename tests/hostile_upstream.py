@@ -101,6 +101,11 @@ class Hostile:
             raise RuntimeError(f"could not listen on 127.0.0.1:{self.port} again")
         self._start_accepting()
 
+    def open_connections(self) -> int:
+        """Connections the server under test holds open to this instance right now."""
+        with self._lock:
+            return len(self._connections)
+
     def close(self) -> None:
         self._stopped.set()
         self._stop_listening()

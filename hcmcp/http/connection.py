@@ -18,6 +18,7 @@ from .framing import (Refusal, buffered, check_chunk_framing, check_head, conten
                       protocol_error_message, split_target)
 from .messages import Request, Response, StreamingResponse, error_payload
 from .response_head import END_OF_MESSAGE, STATE_RESPONSE, asks_keep_alive, plain_head, reason, without_headers
+from .idle_wait import suspends_once, unattended
 from .socket_stream import RawSocketStream, linger_and_close
 
 if TYPE_CHECKING:
@@ -38,11 +39,13 @@ class _ClientGone(Exception):
 class _Connection:
     """One client connection: requests read and answered in turn (keep-alive, pipelining).
 
-    Two tasks share it. ``_read_forever`` is the only reader of the socket: it feeds h11
-    and wakes the request loop, and because it keeps reading while an answer is computed
-    or streamed, it is what sees a client leave. The request loop (``_serve_requests``)
-    parses, calls the app and writes. One reader for the connection's life, rather than a
-    watcher per request: a task per request cost more than the rest of a small request.
+    The request loop (``_serve_requests``) reads each request itself, parses it, calls the app
+    and writes the answer. Something must also read while the answer is computed, to see a
+    client leave: while the app runs in the request loop's task, its waits in place watch the
+    socket too (http/idle_wait.py); once it has to wait through the event loop (or an answer is
+    streamed), a watcher task (``_watch_while_answering``, one for the connection's life) reads
+    instead, until the answer is out. A reader that handed every request to the loop through an
+    event cost a loop turn per request; a watcher woken at every app call cost two more.
     """
 
     def __init__(self, server: HttpServer, stream: RawSocketStream, initial: bytes = b"",
@@ -62,9 +65,10 @@ class _Connection:
         self.in_request = False
         self._ordinary = False       # this request's answer may be written by hand (response_head.py)
         self.reserved = 0            # body bytes this connection holds against the server's budget
-        self._arrived = anyio.Event()    # the reader fed h11 (bytes or EOF) since the loop last looked
-        self._room = anyio.Event()       # the loop wants bytes: a reader paused at the ceiling goes on
-        self._loop_waiting = False
+        self._watching = False           # the request loop wants the socket watched (an answer is under way)
+        self._wake = anyio.Event()       # ... and said so since the watcher last looked
+        self._watch_scope: anyio.CancelScope | None = None   # the watcher's, while it watches
+        self._left: anyio.Event | None = None                # set once the watcher stopped watching
         self._on_gone: Callable[[], None] | None = None   # what a disconnect cancels now (an app, a stream)
         self.waiting_scope: anyio.CancelScope | None = None
         try:
@@ -81,14 +85,14 @@ class _Connection:
     async def run(self) -> None:
         graceful = False
         try:
-            async with anyio.create_task_group() as reading:
-                reading.start_soon(self._read_forever)
+            async with anyio.create_task_group() as watching:
+                watching.start_soon(self._watch_while_answering)
                 try:
                     graceful = await self._serve_requests()
                 except _ClientGone:
                     logger.debug("Client %s went away", self.client)
                 finally:
-                    reading.cancel_scope.cancel()
+                    watching.cancel_scope.cancel()
         finally:
             if graceful:
                 await linger_and_close(self.stream)
@@ -111,6 +115,7 @@ class _Connection:
             finally:
                 self.in_request = False
                 self.server._active_requests -= 1
+            await self._stop_watching()   # a loop turn only if the answer had to wait through the loop
             if not keep_going:
                 return True
             if self.h11.our_state is not h11.DONE or self.h11.their_state is not h11.DONE:
@@ -122,46 +127,65 @@ class _Connection:
 
     # -- reading -------------------------------------------------------------
 
-    async def _read_forever(self) -> None:
-        """Feed h11 everything the client sends, until EOF or a reset; then cancel what ``_on_gone`` says.
+    async def _watch_while_answering(self) -> None:
+        """While an answer waits through the event loop, or is streamed, read the socket: that is how
+        a client that leaves is seen (EOF or a reset: ``_on_gone`` cancels what it says), and the
+        bytes of a pipelined next request are kept for it. Parked otherwise.
 
-        While the loop waits for bytes it reads without limit (h11 and the loop bound a request);
-        otherwise it reads ahead only while less than max_header_bytes + max_body_bytes lies
-        unparsed, then pauses, and a lost client is only noticed when a write fails.
+        It reads ahead only while less than max_header_bytes + one read lies unparsed, then stops,
+        and a lost client is only noticed when a write fails.
         """
         # Read-ahead is bounded per connection by a head plus one read: across 256 connections
         # that is ~20 MiB at most, where a body's worth each would have been 260 MiB.
         ceiling = self.limits.max_header_bytes + _RECEIVE_SIZE
         while True:
-            while not self._loop_waiting and buffered(self.h11) >= ceiling:
-                await self._room.wait()
-                self._room = anyio.Event()
-            try:
-                data = await self.stream.receive(_RECEIVE_SIZE)
-            except anyio.EndOfStream:
-                data = b""
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                data = b""
-                self.peer_reset = True
-            self.h11.receive_data(data)   # b"" tells h11 of the EOF
-            self._arrived.set()
-            if not data:
-                self.peer_closed = True
-                if self._on_gone is not None:
-                    self._on_gone()
-                return
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            if not self._watching:
+                continue
+            with anyio.CancelScope() as self._watch_scope:
+                while not self.peer_closed and buffered(self.h11) < ceiling:
+                    data = await self._read_socket()
+                    if not data and self._on_gone is not None:
+                        self._on_gone()
+                await anyio.sleep_forever()     # until the request loop stops the watching
+            self._watch_scope = None
+            if self._left is not None:
+                self._left.set()
+
+    def _start_watching(self) -> None:
+        self._watching = True
+        self._wake.set()
+
+    async def _stop_watching(self) -> None:
+        """The watcher no longer reads the socket once this returns (the request loop reads next)."""
+        self._watching = False
+        scope = self._watch_scope
+        if scope is not None:
+            self._left = left = anyio.Event()
+            scope.cancel()
+            await left.wait()
+            self._left = None
+
+    async def _read_socket(self) -> bytes:
+        """One read, fed to h11 (b"" at EOF or a reset, which h11 is told of as the end)."""
+        try:
+            data = await self.stream.receive(_RECEIVE_SIZE)
+        except anyio.EndOfStream:
+            data = b""
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            data = b""
+            self.peer_reset = True
+        self.h11.receive_data(data)   # b"" tells h11 of the EOF
+        if not data:
+            self.peer_closed = True
+        return data
 
     async def _receive(self) -> None:
-        """Wait until the reader has fed h11 more (bytes or EOF); a reset raises _ClientGone."""
+        """The request loop's read: more bytes (or the EOF) for h11; a reset raises _ClientGone."""
         if self.peer_closed:
             raise _ClientGone()   # h11 asks for no bytes once it knows of the EOF; never spin if it did
-        self._loop_waiting = True
-        self._room.set()
-        try:
-            await self._arrived.wait()
-        finally:
-            self._loop_waiting = False
-        self._arrived = anyio.Event()
+        await self._read_socket()
         if self.peer_reset:
             raise _ClientGone()
 
@@ -357,10 +381,13 @@ class _Connection:
         response: Response | StreamingResponse | None = None
         failure: Exception | None = None
         self._on_gone = cancel_unless_opted_out
+        # While the app runs here, nobody reads the socket: a wait in place watches it too, and the
+        # watcher starts only if the app has to wait through the loop (idle_wait.suspends_once).
+        watched = unattended.set((self.stream.fileno(), _nothing_pending))
         try:
             with scope:
                 if not self.peer_closed:
-                    response, failure = await self._app_answer(request)
+                    response, failure = await suspends_once(self._app_answer(request), self._start_watching)
                 else:
                     # The client left before this request's turn (pipelined before its EOF): decide
                     # once the app first waits, when it has had its chance to opt out. Rare, so a task.
@@ -368,6 +395,7 @@ class _Connection:
                         deciding.start_soon(_call, cancel_unless_opted_out)
                         response, failure = await self._app_answer(request)
         finally:
+            unattended.reset(watched)
             self._on_gone = None
         if self.peer_closed and request.cancel_on_disconnect:
             logger.debug("Client %s closed the connection before the answer to %s %s; the app was cancelled",
@@ -456,6 +484,7 @@ class _Connection:
                 return True
             scope = anyio.CancelScope()
             self._on_gone = scope.cancel   # a stream ends with its client, whatever the request said
+            self._start_watching()
             finished = write_failed = False
             try:
                 with scope:
@@ -523,6 +552,10 @@ class _Connection:
         data = self.h11.send(h11.Response(status_code=status, reason=reason(status), headers=headers))
         data += self.h11.send(h11.Data(data=body)) + self.h11.send(h11.EndOfMessage())
         await self._write(data)
+
+
+def _nothing_pending() -> bool:
+    return False      # bytes h11 holds of a next request wait their turn: no work for the loop
 
 
 async def _call(function: Callable[[], None]) -> None:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import select
+import types
 from contextvars import ContextVar
 from typing import Any, Callable
 
@@ -77,3 +78,33 @@ def wait_readable_here(loop: Any, fd: int) -> bool:
     except (OSError, ValueError):
         return False
     return len(events) == 1 and events[0][0] == fd and bool(events[0][1] & _READABLE)
+
+
+@types.coroutine
+def suspends_once(coroutine: Any, on_suspend: Any) -> Any:
+    """``await coroutine``, calling ``on_suspend()`` once, when it first suspends.
+
+    The coroutine stays on this task (so its cancel scopes stay where they were entered); what
+    it yields to the event loop, and what the loop sends or throws back, pass through unchanged.
+    """
+    try:
+        yielded = coroutine.send(None)
+    except StopIteration as done:
+        return done.value
+    on_suspend()
+    while True:
+        try:
+            sent = yield yielded
+        except GeneratorExit:
+            coroutine.close()
+            raise
+        except BaseException as exc:
+            try:
+                yielded = coroutine.throw(exc)
+            except StopIteration as done:
+                return done.value
+        else:
+            try:
+                yielded = coroutine.send(sent)
+            except StopIteration as done:
+                return done.value

@@ -54,6 +54,9 @@ class RawSocketStream:
             if not self._closed:
                 remove(self._fd)
 
+    def fileno(self) -> int:
+        return self._fd
+
     async def receive(self, max_bytes: int = 65536) -> bytes:
         """Up to ``max_bytes``; anyio.EndOfStream at the end, BrokenResourceError on a reset."""
         if self._closed:

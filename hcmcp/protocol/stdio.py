@@ -12,13 +12,12 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import types
 from typing import Any
 
 from .. import get_logger
 from .jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, Message, RpcError, decode, encode_line, error_message
 from ..http.idle_wait import unattended as _unattended
-from ..http.idle_wait import wait_readable_here
+from ..http.idle_wait import suspends_once, wait_readable_here
 from .server import SHUTDOWN_GRACE, McpServer, Session
 
 log = get_logger("hcmcp.stdio")
@@ -279,7 +278,7 @@ class _Serving:
         # While this task runs the request, nobody reads stdin: a wait in place must watch it too.
         token = _unattended.set((self.reader.fd, self.reader.has_line))
         try:
-            await _suspends_once(self.run_request(message), hand_over)
+            await suspends_once(self.run_request(message), hand_over)
         finally:
             _unattended.reset(token)
 
@@ -324,36 +323,6 @@ class _Serving:
         self.session.client_gone("the server is stopping (SIGTERM)" if self.stopping
                                  else "the client closed stdin before answering")
         self.requests.cancel_scope.deadline = anyio.current_time() + self.grace
-
-
-@types.coroutine
-def _suspends_once(coroutine: Any, on_suspend: Any) -> Any:
-    """``await coroutine``, calling ``on_suspend()`` once, when it first suspends.
-
-    The coroutine stays on this task (so its cancel scopes stay where they were entered); what
-    it yields to the event loop, and what the loop sends or throws back, pass through unchanged.
-    """
-    try:
-        yielded = coroutine.send(None)
-    except StopIteration as done:
-        return done.value
-    on_suspend()
-    while True:
-        try:
-            sent = yield yielded
-        except GeneratorExit:
-            coroutine.close()
-            raise
-        except BaseException as exc:
-            try:
-                yielded = coroutine.throw(exc)
-            except StopIteration as done:
-                return done.value
-        else:
-            try:
-                yielded = coroutine.send(sent)
-            except StopIteration as done:
-                return done.value
 
 
 STREAM_METHODS = frozenset({"subscriptions/listen"})
