@@ -554,6 +554,34 @@ async def test_an_idle_connection_the_server_closed_is_not_used_at_all() -> None
 
 
 @pytest.mark.anyio
+async def test_a_get_on_an_idle_connection_the_server_closed_is_sent_again_on_a_new_one() -> None:
+    """An idempotent request skips the look at the idle connection (a poll per request): the
+    closed connection fails before any answer, and the request goes out once more, unseen."""
+    closed = anyio.Event()
+
+    async def handler(peer: Peer) -> None:
+        await peer.read_request()
+        await peer.send(OK_JSON)
+        if peer.index == 0:
+            peer.raw_socket().shutdown(socket.SHUT_RDWR)   # the FIN goes out now
+            closed.set()
+            await anyio.sleep_forever()
+        while await peer.read_request() is not None:
+            await peer.send(OK_JSON)
+
+    async with serve(handler) as server:
+        async with HttpClient(server.origin) as client:
+            await client.request("GET", "/a")
+            await closed.wait()
+            with anyio.fail_after(10):
+                response = await client.request("GET", "/b")
+    assert response.status == 200
+    assert [(index, head_of(raw)[0]) for index, raw in server.requests] == [
+        (0, "GET /a HTTP/1.1"), (1, "GET /b HTTP/1.1"),
+    ]
+
+
+@pytest.mark.anyio
 async def test_connection_lost_mid_body() -> None:
     async def handler(peer: Peer) -> None:
         await peer.read_request()

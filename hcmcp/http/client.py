@@ -8,6 +8,7 @@ travels in a header, and error texts end up in logs and in a model's context.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 from urllib.parse import quote
@@ -57,6 +58,7 @@ _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # already-encoded path is not encoded twice). "?" and "#" are encoded: they would
 # otherwise end the path.
 _PATH_SAFE = "/:@!$&'()*+,;=%~"
+_NEEDS_QUOTING = re.compile(r"[^A-Za-z0-9_.\-/:@!$&'()*+,;=%~]")   # what quote() would change
 # Request heads are written by hand from header blocks h11 validated (see _request_bytes):
 # headers that make h11 do more than write them go through h11's send.
 _STATEFUL_HEADERS = frozenset({"connection", "expect", "transfer-encoding", "upgrade", "te", "keep-alive"})
@@ -187,7 +189,9 @@ class HttpClient:
     # --------------------------------------------------------------- request building
 
     def _target(self, path: str, query: Sequence[tuple[str, str]]) -> str:
-        target = self._target_base + quote(self._origin.prefix + path, safe=_PATH_SAFE)
+        path = self._origin.prefix + path
+        # quote() of a path that needs none (the API's, nearly always) is the path itself.
+        target = self._target_base + (quote(path, safe=_PATH_SAFE) if _NEEDS_QUOTING.search(path) else path)
         if query:
             target += "?" + "&".join(
                 f"{quote(str(key), safe='')}={quote(str(value), safe='')}" for key, value in query
@@ -233,11 +237,15 @@ class HttpClient:
 
     # --------------------------------------------------------------- pool
 
-    async def _acquire(self) -> tuple[Connection, bool]:
-        """An idle connection that still looks alive (reused=True), else a new one."""
+    async def _acquire(self, method: str) -> tuple[Connection, bool]:
+        """An idle connection that still looks alive (reused=True), else a new one.
+
+        Only a request that must not be sent twice pays for the look (a poll): an idempotent one
+        on a connection the server closed meanwhile fails before any answer, and is sent again on
+        a new connection (_send_with_one_retry), which is what the look would have led to."""
         while self._idle:
             conn = self._idle.pop()      # most recently used: the likeliest to be alive
-            if not conn.looks_dead():
+            if method in IDEMPOTENT_METHODS or not conn.looks_dead():
                 return conn, True
             await conn.close()
         return await self._connect(), False
@@ -293,7 +301,7 @@ class HttpClient:
     # --------------------------------------------------------------- one exchange
 
     async def _send_with_one_retry(self, exchange: _Exchange, deadlines: _Deadlines) -> HttpResponse:
-        conn, reused = await self._acquire()
+        conn, reused = await self._acquire(exchange.method)
         while True:
             try:
                 response, reusable = await self._exchange(conn, exchange, deadlines)
