@@ -20,7 +20,10 @@ class _LazyLogger:
             if configure_logging_on_first_use and not logging.getLogger().handlers:
                 logging.basicConfig(level=logging.WARNING, format="hcmcp: %(levelname)s %(name)s: %(message)s")
             self._logger = logging.getLogger(self._name)
-        return getattr(self._logger, attribute)
+        value = getattr(self._logger, attribute)
+        if callable(value):
+            setattr(self, attribute, value)   # kept: the next call finds it without this lookup
+        return value
 
 
 def get_logger(name: str) -> _LazyLogger:

@@ -250,13 +250,6 @@ class HttpClient:
             await conn.close()
         return await self._connect(), False
 
-    async def _release(self, conn: Connection, reusable: bool) -> None:
-        if reusable and not self._closed and len(self._idle) < self._max_idle:
-            conn.cycle_done = True       # h11's next cycle starts with the next request (_exchange)
-            self._idle.append(conn)
-        else:
-            await conn.close()
-
     async def _connect(self) -> Connection:
         origin = self._origin
         if self._proxy is not None:
@@ -301,7 +294,12 @@ class HttpClient:
     # --------------------------------------------------------------- one exchange
 
     async def _send_with_one_retry(self, exchange: _Exchange, deadlines: _Deadlines) -> HttpResponse:
-        conn, reused = await self._acquire(exchange.method)
+        # An idle connection first, without a coroutine of its own (the usual case, on every call).
+        idle = self._idle
+        if idle and exchange.method in IDEMPOTENT_METHODS:
+            conn, reused = idle.pop(), True
+        else:
+            conn, reused = await self._acquire(exchange.method)
         while True:
             try:
                 response, reusable = await self._exchange(conn, exchange, deadlines)
@@ -316,7 +314,11 @@ class HttpClient:
             except BaseException:
                 await conn.close()
                 raise
-            await self._release(conn, reusable)
+            if reusable and not self._closed and len(self._idle) < self._max_idle:
+                conn.cycle_done = True   # h11's next cycle starts with the next request (_exchange)
+                self._idle.append(conn)
+            else:
+                await conn.close()
             return response
 
     async def _exchange(self, conn: Connection, exchange: _Exchange,
