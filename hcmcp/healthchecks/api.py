@@ -353,7 +353,7 @@ class HealthchecksApi:
         if self.api_version is None:
             from .versions import settle
             response = await settle(self, response, lambda: self._exchange(method, rel, what, **exchange))
-        elif 200 <= response.status < 300:      # the usual answer: what _judge would let through
+        if 200 <= response.status < 300:      # the answer asked for: nothing to judge
             if rw_only:
                 self._key_read_write = True
             return response
@@ -400,7 +400,8 @@ class HealthchecksApi:
                      rw_only: bool, not_found: str | None, not_found_advice: str, forbidden: str | None,
                      forbidden_advice: str, conflict: str | None, conflict_advice: str,
                      bad_request: str | None, unavailable_advice: str) -> HttpResponse:
-        """The response if it is the answer asked for; else the typed error its status means."""
+        """A response that is not a 2xx (_send returns those): the typed error its status means, or the
+        response itself when ``raise_for_status`` is off (a redirect is an error all the same)."""
         status = response.status
         if 300 <= status < 400:
             location = self._scrub(response.header("location") or "")[:300]
@@ -412,9 +413,7 @@ class HealthchecksApi:
                              advice=f"Usually HEALTHCHECKS_URL ({self.site_root}) is wrong — http instead of "
                                     "https, a path the site redirects, or a site root that is not the "
                                     "Healthchecks one; it must be the site root, without /api/v3/.")
-        if not raise_for_status or 200 <= status < 300:
-            if rw_only and 200 <= status < 300:
-                self._key_read_write = True
+        if not raise_for_status:
             return response
         upstream = self._upstream_text(response)
         if status == 401:

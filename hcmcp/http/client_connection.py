@@ -2,16 +2,14 @@
 
 Two kinds, one interface (``send``, ``receive``, ``looks_dead``, ``close``):
 
+- ``StreamConnection``: an anyio byte stream (TLS, a proxy tunnel, another event loop than asyncio).
 - ``SocketConnection``: plain TCP on the asyncio event loop (what a self-hosted instance on
-  ``http://`` gets). The client owns a non-blocking socket and drives it with the loop's
-  ``sock_sendall`` / ``sock_recv``: a send that fits the kernel buffer and a receive whose bytes
-  are already there complete without an event-loop turn. An anyio stream costs a checkpoint
-  (a full loop turn) on every send and receive, plus pausing and resuming its transport's
-  reader: three loop turns per upstream request instead of one, most of what separated the
-  request's cost from a stdlib ``http.client`` fetch. Cancellation and deadlines are still
-  anyio's: its cancel scopes cancel the task, and the loop's futures go with it.
-- ``StreamConnection``: an anyio byte stream, for everything else (TLS, a proxy tunnel, another
-  event loop than asyncio).
+  ``http://`` gets): the same over ``socket_stream.RawSocketStream``, a non-blocking socket the
+  client reads and writes directly, so that a send that fits the kernel buffer and a receive whose
+  bytes are already there complete without an event-loop turn, and a receive with nothing else to
+  do waits in place (http/idle_wait.py). anyio's own stream costs a checkpoint (a full loop turn)
+  on every send and receive, plus pausing and resuming its transport's reader: three loop turns
+  per upstream request instead of none. Cancellation and deadlines are still anyio's.
 
 ``connect_plain`` opens the socket as ``anyio.connect_tcp`` does (every address of the name,
 the next one started 250 ms after the previous, the first to connect wins) and fails with the
@@ -29,7 +27,7 @@ import anyio
 import h11
 from anyio.abc import ByteStream, SocketAttribute
 
-from .idle_wait import wait_readable_here
+from .socket_stream import RawSocketStream
 
 READ_CHUNK = 64 * 1024
 _ATTEMPT_DELAY = 0.25    # seconds before the next address is tried beside a slow one (anyio's value)
@@ -85,56 +83,6 @@ class _Base:
             return True
 
 
-class SocketConnection(_Base):
-    """Plain TCP on the asyncio loop, through the loop's sock_* calls (see the module text)."""
-
-    __slots__ = ("sock", "_loop")
-
-    def __init__(self, sock: socket.socket, loop: Any) -> None:
-        super().__init__()
-        self.sock = sock
-        self._loop = loop
-
-    async def send(self, data: bytes) -> None:
-        """All of ``data``: at once when the kernel takes it (a request head nearly always fits),
-        the rest through the loop."""
-        try:
-            try:
-                sent = self.sock.send(data)
-            except BlockingIOError:
-                sent = 0
-            if sent < len(data):
-                await self._loop.sock_sendall(self.sock, memoryview(data)[sent:])
-        except OSError as exc:
-            raise Dropped(reason(exc)) from None
-
-    async def receive(self) -> bytes:
-        """The next chunk of at most READ_CHUNK bytes; b"" at end of stream.
-
-        Waited for in place when the loop has nothing else to do (http/idle_wait.py), else
-        through the loop."""
-        sock = self.sock
-        try:
-            try:
-                return sock.recv(READ_CHUNK)
-            except BlockingIOError:
-                pass
-            if wait_readable_here(self._loop, sock.fileno()):
-                try:
-                    return sock.recv(READ_CHUNK)
-                except BlockingIOError:
-                    pass
-            return await self._loop.sock_recv(sock, READ_CHUNK)
-        except OSError as exc:
-            raise Dropped(reason(exc)) from None
-
-    def _fd(self) -> int | None:
-        return self.sock.fileno()
-
-    async def close(self) -> None:
-        self.sock.close()
-
-
 class StreamConnection(_Base):
     """An anyio byte stream: TLS, a proxy tunnel, or an event loop other than asyncio."""
 
@@ -169,6 +117,21 @@ class StreamConnection(_Base):
         # Shielded: a connection is also closed while its request is being cancelled.
         with anyio.CancelScope(shield=True):
             await anyio.aclose_forcefully(self.stream)
+
+
+class SocketConnection(StreamConnection):
+    """Plain TCP on the asyncio loop: a StreamConnection over the socket layer the HTTP server uses
+    too (http/socket_stream.py), which reads and writes the socket directly (see the module text)."""
+
+    __slots__ = ("sock",)
+
+    def __init__(self, sock: socket.socket, loop: Any) -> None:
+        super().__init__(RawSocketStream(sock, loop))
+        self.sock = sock
+        self._sock = sock
+
+    async def close(self) -> None:
+        await self.stream.aclose()      # closes the socket at once: nothing to shield
 
 
 Connection = SocketConnection | StreamConnection

@@ -1,13 +1,13 @@
-"""The HTTP server's connections: a connected socket on the asyncio loop, behind anyio's byte-stream
-interface (``receive``, ``send``, ``send_eof``, ``aclose``, ``extra``) and anyio's exceptions.
+"""A connected socket on the asyncio loop, behind anyio's byte-stream interface (``receive``, ``send``,
+``send_eof``, ``aclose``, ``extra``) and anyio's exceptions: the HTTP server's connections, and the
+client's to a plain-TCP upstream (client_connection.SocketConnection).
 
 anyio's own SocketStream goes through an asyncio transport and protocol: every send is first a
 checkpoint (a whole event-loop turn), and every receive resumes and pauses the transport's reader.
 A small request and its answer cost several loop turns that way, the largest part of what an HTTP
 call cost beyond the same call over stdio (issue 11). Here ``receive`` returns what the kernel
 holds, or waits (in place when the loop has nothing else to do, http/idle_wait.py; else through
-the loop), and ``send`` writes what the kernel takes at once and waits only for the rest. The
-client side does the same for plain-TCP upstreams (client_connection.SocketConnection).
+the loop), and ``send`` writes what the kernel takes at once and waits only for the rest.
 
 ``accept`` takes connections from an anyio listener's socket the same way anyio does (TCP_NODELAY
 set, the reader removed when a cancelled accept leaves it behind), without building a transport.
@@ -15,25 +15,30 @@ set, the reader removed when a cancelled accept leaves it behind), without build
 
 from __future__ import annotations
 
-import asyncio
 import socket
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from anyio.abc import SocketAttribute
 
 from .idle_wait import wait_readable_here
 
+if TYPE_CHECKING:   # asyncio imports ssl: the HTTP client imports this module before any https is seen
+    import asyncio
+
 
 class RawSocketStream:
-    """One accepted TCP connection, non-blocking, driven by the running asyncio loop."""
+    """One TCP connection, non-blocking, driven by the running asyncio loop."""
 
     __slots__ = ("_sock", "_loop", "_fd", "_closed", "_eof", "_waiters")
 
     def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop | None = None) -> None:
         sock.setblocking(False)
         self._sock = sock
-        self._loop = loop or asyncio.get_running_loop()
+        if loop is None:
+            import asyncio
+            loop = asyncio.get_running_loop()
+        self._loop = loop
         self._fd = sock.fileno()
         self._closed = False
         self._eof = False
@@ -158,6 +163,7 @@ def _wake(waiter: asyncio.Future[None]) -> None:
 
 async def accept(listener: Any) -> socket.socket:
     """The next connection on an anyio listener's socket, as a plain socket with TCP_NODELAY."""
+    import asyncio
     raw = listener.extra(SocketAttribute.raw_socket)
     loop = asyncio.get_running_loop()
     try:

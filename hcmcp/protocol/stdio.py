@@ -229,7 +229,7 @@ class _Serving:
         self.waiting: Any = None              # the cancel scope of the read that waits for stdin
         self.stopping = False                 # SIGTERM: read nothing more
         self.draining = False
-        self.streams: dict[Any, str] = {}     # requests that only push to the client until it leaves
+        self.streams: set[Any] = set()        # ids of requests that only push to the client until it leaves
 
     async def push(self, message: dict[str, Any]) -> None:
         self.writer.write(message)
@@ -253,7 +253,7 @@ class _Serving:
                 await self.server.handle(message, self.session, self.push)
                 continue
             if message.method in STREAM_METHODS:
-                self.streams[message.id] = message.method
+                self.streams.add(message.id)
             await self._run_here(message)
             if self.holder is not token:
                 return
@@ -294,7 +294,7 @@ class _Serving:
                                     "calls in flight")))
             raise
         finally:
-            self.streams.pop(message.id, None)
+            self.streams.discard(message.id)
         if response is not None:
             self.writer.write(response)
 
