@@ -17,6 +17,7 @@ from anyio.abc import SocketAttribute
 from .framing import (Refusal, buffered, check_chunk_framing, check_head, content_length, head_size, peek,
                       protocol_error_message, split_target)
 from .messages import Request, Response, StreamingResponse, error_payload
+from .request_head import NOT_PLAIN, PlainHead, parse_plain
 from .response_head import END_OF_MESSAGE, STATE_RESPONSE, asks_keep_alive, plain_head, reason, without_headers
 from .idle_wait import suspends_once, unattended
 from .socket_stream import RawSocketStream, linger_and_close
@@ -56,11 +57,15 @@ class _Connection:
         self.server = server
         self.limits = server.limits
         self.stream = stream
-        self.h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=self.limits.max_header_bytes)
-        if initial:
-            self.h11.receive_data(initial)
+        self.h11 = self._new_h11()
+        # Bytes read and not parsed yet. A plain request (request_head.py) is parsed from here
+        # without h11; anything else is handed to h11 (_hand_to_h11), which then reads until that
+        # request is answered, and hands what it holds of the next one back (_back_to_plain).
+        self._unparsed = bytearray(initial)
+        self._h11_reads = False
+        self._untold: str | None = None   # a plain request's method, while h11 has not been told of it
         self._fresh = not answered
-        self.peer_closed = False     # EOF or a reset was read (h11 has been told of the EOF)
+        self.peer_closed = False     # EOF or a reset was read (h11 knows once it reads)
         self.peer_reset = False      # ... and it was a reset: nothing more can be written either
         self.in_request = False
         self._ordinary = False       # this request's answer may be written by hand (response_head.py)
@@ -76,6 +81,9 @@ class _Connection:
             self.client: tuple[str, int] | None = (str(remote[0]), int(remote[1]))
         except Exception:
             self.client = None
+
+    def _new_h11(self) -> h11.Connection:
+        return h11.Connection(h11.SERVER, max_incomplete_event_size=self.limits.max_header_bytes)
 
     def close_if_idle(self) -> None:
         """Shutdown: a connection waiting for its next request closes now."""
@@ -118,12 +126,49 @@ class _Connection:
             await self._stop_watching()   # a loop turn only if the answer had to wait through the loop
             if not keep_going:
                 return True
+            first = False
+            if self._untold is not None:   # a plain request answered by hand: h11 never knew of it
+                self._untold = None
+                if self.server._closing:
+                    return True
+                continue
             if self.h11.our_state is not h11.DONE or self.h11.their_state is not h11.DONE:
                 return True   # Connection: close, HTTP/1.0, or an error answer
             if self.server._closing:
                 return True
             self.h11.start_next_cycle()
-            first = False
+            if self._h11_reads:
+                self._back_to_plain()
+
+    def _hand_to_h11(self) -> None:
+        """h11 parses (and framing.py checks) from here until this request is answered."""
+        self._h11_reads = True
+        data, self._unparsed = bytes(self._unparsed), bytearray()
+        if data:
+            self.h11.receive_data(data)
+        if self.peer_closed:
+            self.h11.receive_data(b"")
+
+    def _back_to_plain(self) -> None:
+        """After a request h11 parsed: the next one is tried as a plain one again (unless h11 knows
+        of the EOF already; then it sees the connection to its end)."""
+        data, closed = self.h11.trailing_data
+        if closed:
+            return
+        self._h11_reads = False
+        if data:
+            self.h11 = self._new_h11()
+            self._unparsed = bytearray(data)
+
+    def _tell_h11(self) -> None:
+        """Before an answer h11 writes (a stream, an error, a head response_head.py does not write):
+        h11 is told of the plain request it did not parse, as a minimal request of the same method,
+        since its method (HEAD or not) and version are all h11 uses to frame an answer."""
+        method, self._untold = self._untold, None
+        if method is not None:
+            self.h11.receive_data(b"%s / HTTP/1.1\r\nhost: plain\r\n\r\n" % method.encode("ascii"))
+            self.h11.next_event()   # the Request
+            self.h11.next_event()   # its EndOfMessage
 
     # -- reading -------------------------------------------------------------
 
@@ -144,7 +189,7 @@ class _Connection:
             if not self._watching:
                 continue
             with anyio.CancelScope() as self._watch_scope:
-                while not self.peer_closed and buffered(self.h11) < ceiling:
+                while not self.peer_closed and self._buffered() < ceiling:
                     data = await self._read_socket()
                     if not data and self._on_gone is not None:
                         self._on_gone()
@@ -168,7 +213,7 @@ class _Connection:
             self._left = None
 
     async def _read_socket(self) -> bytes:
-        """One read, fed to h11 (b"" at EOF or a reset, which h11 is told of as the end)."""
+        """One read, kept unparsed or fed to h11 (b"" at EOF or a reset: h11, if it reads, is told of the end)."""
         try:
             data = await self.stream.receive(_RECEIVE_SIZE)
         except anyio.EndOfStream:
@@ -176,7 +221,10 @@ class _Connection:
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             data = b""
             self.peer_reset = True
-        self.h11.receive_data(data)   # b"" tells h11 of the EOF
+        if self._h11_reads:
+            self.h11.receive_data(data)   # b"" tells h11 of the EOF
+        elif data:
+            self._unparsed += data
         if not data:
             self.peer_closed = True
         return data
@@ -189,10 +237,13 @@ class _Connection:
         if self.peer_reset:
             raise _ClientGone()
 
-    def _has_buffered_bytes(self) -> bool:
-        return buffered(self.h11) > 0
+    def _buffered(self) -> int:
+        return buffered(self.h11) if self._h11_reads else len(self._unparsed)
 
-    async def _read_head(self, first: bool) -> h11.Request | None:
+    def _has_buffered_bytes(self) -> bool:
+        return self._buffered() > 0
+
+    async def _read_head(self, first: bool) -> PlainHead | h11.Request | None:
         """The next request's line and headers, or None when the connection should end.
 
         A fresh connection gets header_timeout for its first request. Between requests a
@@ -203,20 +254,30 @@ class _Connection:
         head_deadline = now + self.limits.header_timeout if first or self._has_buffered_bytes() else None
         idle_deadline = now + self.limits.idle_timeout
         while True:
-            try:
-                if self.h11.their_state is h11.IDLE:
-                    check_head(peek(self.h11, self.limits.max_header_bytes + 4), self.limits.max_request_line)
-                event = self.h11.next_event()
-            except Refusal as refusal:
-                await self._answer_error(refusal.status, refusal.message)
-                return None
-            except h11.RemoteProtocolError as exc:
-                await self._answer_protocol_error(exc)
-                return None
-            if isinstance(event, h11.Request):
-                return event
-            if event is not h11.NEED_DATA:
-                return None   # ConnectionClosed (or PAUSED, which our loop never leaves us in)
+            if not self._h11_reads:
+                if self._unparsed:
+                    plain = parse_plain(self._unparsed, self.limits.max_request_line, self.limits.max_header_bytes)
+                    if plain.__class__ is PlainHead:
+                        return plain   # type: ignore[return-value]
+                    if plain is NOT_PLAIN:
+                        self._hand_to_h11()
+                if self.peer_closed and not self._h11_reads:
+                    self._hand_to_h11()   # h11 says what the EOF (after a part of a head, or none) means
+            if self._h11_reads:
+                try:
+                    if self.h11.their_state is h11.IDLE:
+                        check_head(peek(self.h11, self.limits.max_header_bytes + 4), self.limits.max_request_line)
+                    event = self.h11.next_event()
+                except Refusal as refusal:
+                    await self._answer_error(refusal.status, refusal.message)
+                    return None
+                except h11.RemoteProtocolError as exc:
+                    await self._answer_protocol_error(exc)
+                    return None
+                if isinstance(event, h11.Request):
+                    return event
+                if event is not h11.NEED_DATA:
+                    return None   # ConnectionClosed (or PAUSED, which our loop never leaves us in)
             if head_deadline is None and self._has_buffered_bytes():
                 head_deadline = anyio.current_time() + self.limits.header_timeout
             # One scope for the wait: its deadline, and shutdown's close_if_idle (which cancels it).
@@ -236,11 +297,41 @@ class _Connection:
                     "Send the whole request head promptly."))
             return None
 
+    def _too_large(self) -> str:
+        return (f"The request body is larger than this server accepts ({self.limits.max_body_bytes} bytes). "
+                "Send a smaller body.")
+
+    def _body_too_slow(self) -> str:
+        return (f"The request body did not arrive within {self.limits.body_timeout:g} s. "
+                "Send the body promptly, or a smaller one.")
+
+    async def _read_plain_body(self, head: PlainHead) -> bytes | None:
+        """A plain request's Content-Length body under the limits _read_body keeps, or None after an
+        error answer (or when the client hung up: nobody is left to read one)."""
+        if head.body_length > self.limits.max_body_bytes:
+            await self._answer_error(413, self._too_large())
+            return None
+        if not self._reserve(head.body_length):
+            await self._answer_busy()
+            return None
+        end = head.head_length + head.body_length
+        if len(self._unparsed) < end:
+            with anyio.move_on_at(anyio.current_time() + self.limits.body_timeout) as waiting:
+                while len(self._unparsed) < end:
+                    if self.peer_closed:
+                        return None
+                    await self._receive()
+            if waiting.cancelled_caught:
+                await self._answer_error(408, self._body_too_slow())
+                return None
+        body = bytes(self._unparsed[head.head_length:end])
+        del self._unparsed[:end]
+        return body
+
     async def _read_body(self, head: h11.Request) -> bytes | None:
         """The whole body under max_body_bytes and body_timeout, or None after an error answer."""
         limit = self.limits.max_body_bytes
-        too_large = (f"The request body is larger than this server accepts ({limit} bytes). "
-                     "Send a smaller body.")
+        too_large = self._too_large()
         declared = content_length(head)
         if declared is not None and declared > limit:
             await self._answer_error(413, too_large)   # no 100 Continue: the client need not send it
@@ -296,9 +387,7 @@ class _Connection:
             if not self.peer_closed:   # the client hung up mid-request: nobody is left to read an answer
                 await self._answer_error(*error)
         else:
-            await self._answer_error(408, (
-                f"The request body did not arrive within {self.limits.body_timeout:g} s. "
-                "Send the body promptly, or a smaller one."))
+            await self._answer_error(408, self._body_too_slow())
         return None
 
     def _reserve(self, size: int) -> bool:
@@ -320,41 +409,47 @@ class _Connection:
 
     # -- one request ---------------------------------------------------------
 
-    async def _handle(self, head: h11.Request) -> bool:
+    async def _handle(self, head: PlainHead | h11.Request) -> bool:
         """Read the body, call the app, send its answer. False when the connection must close."""
-        if head_size(head) > self.limits.max_header_bytes:
-            await self._answer_error(431, self._headers_too_large())
-            return False
-        if head.method == b"CONNECT":
-            # A 2xx to CONNECT would turn this connection into a tunnel; we serve no tunnels.
-            await self._answer_error(501, "CONNECT is not supported by this server.")
-            return False
-        if head.http_version not in (b"1.0", b"1.1"):
-            await self._answer_error(505, "This server speaks HTTP/1.1 (and 1.0); send the request as HTTP/1.1.")
-            return False
-        method = head.method.decode("ascii")
+        if head.__class__ is PlainHead:
+            plain: PlainHead = head   # type: ignore[assignment]
+            method = self._untold = plain.method
+            target = plain.target
+        else:
+            if head_size(head) > self.limits.max_header_bytes:
+                await self._answer_error(431, self._headers_too_large())
+                return False
+            if head.method == b"CONNECT":
+                # A 2xx to CONNECT would turn this connection into a tunnel; we serve no tunnels.
+                await self._answer_error(501, "CONNECT is not supported by this server.")
+                return False
+            if head.http_version not in (b"1.0", b"1.1"):
+                await self._answer_error(505, "This server speaks HTTP/1.1 (and 1.0); send the request as HTTP/1.1.")
+                return False
+            method = head.method.decode("ascii")
+            target = head.target.decode("latin-1")
         try:
-            path, query, authority = split_target(method, head.target.decode("latin-1"))
+            path, query, authority = split_target(method, target)
         except Refusal as refusal:
             await self._answer_error(refusal.status, refusal.message)
             return False
         try:
-            body = await self._read_body(head)
+            if head.__class__ is PlainHead:
+                body = await self._read_plain_body(plain)
+                headers = plain.headers
+            else:
+                body = await self._read_body(head)   # type: ignore[arg-type]
+                # raw_items(): iterating head.headers costs a Python-level __getitem__ per header.
+                headers = [(name.lower().decode("latin-1"), value.decode("latin-1"))
+                           for name, value in head.headers.raw_items()]   # type: ignore[union-attr]
             if body is None:
                 return False
-            request = Request(
-                method=method,
-                path=path,
-                query=query,
-                # raw_items(): iterating head.headers costs a Python-level __getitem__ per header.
-                headers=[(name.lower().decode("latin-1"), value.decode("latin-1"))
-                         for name, value in head.headers.raw_items()],
-                body=body,
-                client=self.client,
-                target_authority=authority,
-            )
+            request = Request(method=method, path=path, query=query, headers=headers, body=body,
+                              client=self.client, target_authority=authority)
             del body
-            self._ordinary = asks_keep_alive(head.http_version, request.header("connection"))
+            # A plain request is HTTP/1.1 and asks for nothing but keep-alive (request_head.py).
+            self._ordinary = self._untold is not None or asks_keep_alive(
+                head.http_version, request.header("connection"))   # type: ignore[union-attr]
             response = await self._call_app(request)
         finally:
             self._release_reserved()
@@ -454,10 +549,13 @@ class _Connection:
                 head = plain_head(response.status, headers)   # response_head.py: the bytes h11 writes
                 if head is not None:
                     await self._write(head + response.body)
-                    # h11 learns what went out only now: off the path from the answer to the client.
-                    self.h11.send(STATE_RESPONSE)
-                    self.h11.send(END_OF_MESSAGE)
+                    if self._untold is None:
+                        # h11 parsed the request, and learns what went out only now: off the path
+                        # from the answer to the client. (Of a plain request it never learns.)
+                        self.h11.send(STATE_RESPONSE)
+                        self.h11.send(END_OF_MESSAGE)
                     return True
+        self._tell_h11()
         event = self._response_event(response.status, headers)
         if event is None:
             await self._answer_invalid_response()
@@ -472,6 +570,7 @@ class _Connection:
     async def _send_stream(self, response: StreamingResponse, *, is_head: bool) -> bool:
         """Send the head, then each chunk as it comes, while watching for the client leaving."""
         chunks = response.chunks
+        self._tell_h11()
         try:
             headers = without_headers(response.headers, "content-length", "transfer-encoding")
             event = self._response_event(response.status, headers)
@@ -540,6 +639,7 @@ class _Connection:
     async def _answer_error(self, status: int, message: str, *, close: bool = True,
                             retry_after: bool = False) -> None:
         """Send one of the server's own error answers, if a response can still be started."""
+        self._tell_h11()
         if self.h11.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
             return
         logger.info("Answered %d to %s", status, self.client)
@@ -555,7 +655,7 @@ class _Connection:
 
 
 def _nothing_pending() -> bool:
-    return False      # bytes h11 holds of a next request wait their turn: no work for the loop
+    return False      # bytes read of a next request wait their turn: no work for the loop
 
 
 async def _call(function: Callable[[], None]) -> None:
