@@ -227,6 +227,25 @@ async def test_pipelined_requests_are_answered_in_order_and_none_is_lost():
     assert seen[0]["body"] == "a" * 100 and seen[2]["body"] == "x" * 5000
 
 
+async def test_requests_h11_parses_and_plain_ones_pipelined_together_are_answered_in_order():
+    # Plain requests are parsed without h11 (request_head.py); a chunked body, an obs-text value and
+    # an Expect header are not plain, so h11 reads those, then hands what follows back.
+    async with running(echo_app) as server, connect(server.port) as client:
+        await client.send(
+            post("/1", b"one")
+            + b"POST /2 HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(b"tw", b"o")
+            + post("/3", b"three", "X-Test: caf\xe9")
+            + get("/4", "X-Test: plain")
+            + post("/5", b"five", "Expect: 100-continue")
+            + post("/6", b"six"))
+        answers = [await client.read_response() for _ in range(6)]
+    assert [answer.status for answer in answers] == [200] * 6
+    seen = [json.loads(answer.body) for answer in answers]
+    assert [s["path"] for s in seen] == ["/1", "/2", "/3", "/4", "/5", "/6"]
+    assert [s["body"] for s in seen] == ["one", "two", "three", "", "five", "six"]
+    assert seen[2]["x-test"] == "caf\u00c3\u00a9" and seen[3]["x-test"] == "plain"   # UTF-8 bytes, read as latin-1
+
+
 async def test_chunked_upload_within_the_limit_is_reassembled():
     async with running(echo_app) as server, connect(server.port) as client:
         await client.send(b"POST /up HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
