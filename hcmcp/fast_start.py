@@ -42,8 +42,8 @@ SOURCES = ("__init__.py", "__main__.py", "config.py", "tools/selection.py", "too
 # the guard's verdicts): their own checksum, so that an HTTP change never slows the stdio start.
 HTTP_SOURCES = ("protocol/streamable_http.py", "protocol/http_serving.py", "protocol/http_guard.py",
                 "protocol/http_sessions.py", "protocol/http_media.py", "http/server.py", "http/connection.py",
-                "http/framing.py", "http/messages.py", "http/request_head.py", "http/response_head.py",
-                "http/socket_stream.py")
+                "http/framing.py", "http/messages.py", "http/request_head.py", "http/request_reader.py",
+                "http/response_head.py", "http/socket_stream.py")
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
 _HAND_OVER_BYTES = 1 << 20   # a line longer than this is the full path's business (its ceiling, its error)
 _INT64 = 2 ** 63

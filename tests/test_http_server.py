@@ -386,7 +386,8 @@ async def test_a_request_pipelined_during_a_stream_is_kept_for_the_next_cycle():
 def server_buffer(server: HttpServer) -> bytes:
     """What the server's only connection has received but not parsed yet (test introspection)."""
     (connection,) = server._connections
-    return connection.h11.trailing_data[0] if connection._h11_reads else bytes(connection._unparsed)
+    reader = connection.reader
+    return reader.h11.trailing_data[0] if reader._h11_reads else bytes(reader._unparsed)
 
 
 async def test_a_client_that_stops_reading_is_cut_at_write_timeout():

@@ -37,10 +37,14 @@ _FRAMING_SINGLETONS = {b"host": "Host", b"content-length": "Content-Length",
 
 
 class Refusal(Exception):
-    def __init__(self, status: int, message: str) -> None:
+    """A request the server answers with ``status`` and ``message``, then closes the connection
+    (``retry_after``: the answer says to retry in a second)."""
+
+    def __init__(self, status: int, message: str, *, retry_after: bool = False) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.retry_after = retry_after
 
 
 def peek(connection: h11.Connection, size: int) -> bytes:
