@@ -12,6 +12,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import anyio
+import h11
 import pytest
 from anyio.abc import SocketAttribute, SocketStream
 
@@ -402,6 +403,48 @@ async def test_keep_alive_reuses_one_connection() -> None:
             assert len(client._idle) == 1
     assert server.connections == 1
     assert [index for index, _ in server.requests] == [0, 0]
+
+
+@pytest.mark.anyio
+async def test_bodies_that_come_whole_or_in_pieces_are_read_and_the_connection_kept() -> None:
+    # A body that arrives with its head is taken from h11's buffer and h11 reads it only after the
+    # next request went out (Connection.next_cycle); one that trickles is read through h11 at once.
+    async def handler(peer: Peer) -> None:
+        number = 0
+        while await peer.read_request() is not None:
+            number += 1
+            body = b'{"n": %d}' % number
+            head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+            if number == 2:
+                await peer.send(head + body[:3])
+                await anyio.sleep(0.05)
+                await peer.send(body[3:])
+            else:
+                await peer.send(head + body)
+
+    async with serve(handler) as server:
+        async with HttpClient(server.origin) as client:
+            bodies = [bytes((await client.request("GET", f"/{n}")).body) for n in range(4)]
+            (conn,) = client._idle
+            conn.next_cycle()   # what the next request would do first
+            assert (conn.h11.our_state, conn.h11.their_state) == (h11.IDLE, h11.IDLE)
+    assert bodies == [b'{"n": 1}', b'{"n": 2}', b'{"n": 3}', b'{"n": 4}']
+    assert server.connections == 1
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("answer", [
+    b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok",
+    b"HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\nContent-Length: 2\r\n\r\nok",
+    b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok",
+])
+async def test_an_answer_that_ends_the_connection_is_not_reused_even_if_the_server_keeps_it_open(answer) -> None:
+    async with serve(await answer_all(answer)) as server:
+        async with HttpClient(server.origin) as client:
+            await client.request("GET", "/a")
+            await client.request("GET", "/b")
+    assert server.connections == 2
+    assert [index for index, _ in server.requests] == [0, 1]
 
 
 @pytest.mark.anyio

@@ -346,6 +346,8 @@ class HttpClient:
         finally:
             conn.reading = None
             deadlines.stop_reading()
+        if conn.body_owed:
+            return response, True   # an exact Content-Length body of a kept-alive answer: h11 will end DONE
         unread, stream_ended = conn.h11.trailing_data
         reusable = (
             complete
@@ -450,6 +452,14 @@ class HttpClient:
         if announced is not None and announced > ceiling and not exchange.truncate:
             raise BodyTooLarge(self._too_large_text(exchange), ceiling=ceiling)
 
+        if announced and announced <= ceiling and not conn.eof_fed and _kept_alive(exchange, head, headers):
+            held = _unparsed(conn.h11)
+            if held is not None and len(held) == announced:
+                # The whole body came with the head (the usual answer), and h11 holds exactly it: taken
+                # from h11's buffer now; h11 reads it (Data, EndOfMessage) once the next request on this
+                # connection has gone out (Connection.next_cycle), off the path to the caller.
+                conn.body_owed = True
+                return HttpResponse(status=head.status_code, headers=headers, body=bytearray(held), truncated=False), True
         body = bytearray()
         truncated = False
         while True:
@@ -557,3 +567,22 @@ class HttpClient:
             f"{label} closed the connection without answering {exchange.what}. "
             "The server may be restarting or overloaded; try again later."
         )
+
+
+def _kept_alive(exchange: _Exchange, head: h11.Response, headers: list[tuple[str, str]]) -> bool:
+    """The answer has a Content-Length body and leaves the connection open, as h11 decides it: an
+    HTTP/1.1 answer with a body, no Transfer-Encoding, no "close" in Connection."""
+    if head.http_version != b"1.1" or exchange.method == "HEAD" or head.status_code in (204, 304):
+        return False
+    for name, value in headers:
+        if name == "transfer-encoding":
+            return False
+        if name == "connection" and any(token.strip(" \t").lower() == "close" for token in value.split(",")):
+            return False
+    return True
+
+
+def _unparsed(connection: h11.Connection) -> bytearray | None:
+    """The bytes h11 holds unparsed, as they lie in its buffer (private: None if h11 changes it)."""
+    data = getattr(getattr(connection, "_receive_buffer", None), "_data", None)
+    return data if isinstance(data, bytearray) else None

@@ -45,7 +45,7 @@ class Dropped(Exception):
 class _Base:
     """What both kinds share: the h11 state machine and the exchange's read-timeout scope."""
 
-    __slots__ = ("h11", "eof_fed", "reading", "deadline_fresh", "cycle_done")
+    __slots__ = ("h11", "eof_fed", "reading", "deadline_fresh", "cycle_done", "body_owed")
 
     def __init__(self) -> None:
         self.h11 = h11.Connection(h11.CLIENT)
@@ -53,9 +53,15 @@ class _Base:
         self.reading: Any = None          # the deadlines of the exchange under way (client._Deadlines)
         self.deadline_fresh = False
         self.cycle_done = False           # kept alive after a complete exchange: h11 needs its next cycle
+        self.body_owed = False            # h11 holds the last body, taken from its buffer, and has yet to read it
 
     def next_cycle(self) -> None:
-        """h11 ready for the next request: its cycle restarts here, not when the last one ended."""
+        """h11 ready for the next request: its cycle restarts here, not when the last one ended, and
+        it reads the last response's body now if that was taken from its buffer (client._read_body)."""
+        if self.body_owed:
+            self.body_owed = False
+            while self.h11.next_event().__class__ is h11.Data:
+                pass   # the body, then its EndOfMessage: a Content-Length body h11 holds whole
         if self.cycle_done:
             self.h11.start_next_cycle()
             self.cycle_done = False
