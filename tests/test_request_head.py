@@ -203,3 +203,15 @@ def test_a_head_called_plain_is_read_exactly_as_h11_reads_it():
     # The generator must reach the fast path often, and the other verdicts too, or it tests little.
     assert verdicts.count("plain") >= 30, verdicts.count("plain")
     assert verdicts.count("NOT_PLAIN") >= 100
+
+
+@pytest.mark.parametrize("value", [b" " * 262144 + b"\x01", b"a" + b" b" * 131072 + b"\x01", b"\t " * 131072])
+def test_no_header_makes_the_parser_backtrack(value):
+    # A security check, not a benchmark: with [ \t]*V?[ \t]* a header of spaces cost time quadratic
+    # in its length (16 KiB: 0.13 s; these 256 KiB: about 30 s). Linear, it is well under a millisecond.
+    import time
+    data = b"GET / HTTP/1.1\r\nHost: t\r\nX-A:" + value + b"\r\n\r\n"
+    started = time.perf_counter()
+    verdict = parse_plain(data, 1 << 20, 1 << 20)
+    assert time.perf_counter() - started < 2.0
+    assert verdict is NOT_PLAIN or isinstance(verdict, PlainHead)
