@@ -4,7 +4,7 @@
 
 Start-up is spawn -> first answered `initialize` POST (the client retries the connect
 every 2 ms until the server listens) and spawn -> `tools/list`. Then, against one
-simulator: list_checks and get_check, p50/p99 of N sequential calls on one keep-alive
+simulator: list_checks and get_check, p50/p99 of N (default 1000) sequential calls on one keep-alive
 connection, and calls/s with 16 threads in flight, each on its own connection, all in
 one session. Each server answers in the form it prefers (JSON or an SSE stream); the
 client reads either.
@@ -36,7 +36,7 @@ from benchmarks._harness import (
     simulator, spawn, stop,
 )
 from benchmarks._http_client import HttpMcpClient, free_port, initialize_when_listening
-from benchmarks.latency import TARGET as OVERHEAD_TARGET, first_check_uuid, positive_ratio
+from benchmarks.latency import DEFAULT_CALLS, TARGET as OVERHEAD_TARGET, first_check_uuid, positive_ratio
 from benchmarks._charts import bars, charts_dir, draw
 from benchmarks._servers import ServerSpec, selected
 
@@ -591,14 +591,14 @@ def throughput_table(specs: list[ServerSpec], rounds: int, seconds: float, warm_
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.http", description=__doc__.splitlines()[0])
     common_arguments(parser)
-    parser.add_argument("--calls", type=int, help="calls per measurement (default 200, --quick 20)")
+    parser.add_argument("--calls", type=int, help=f"calls per measurement (default {DEFAULT_CALLS}, --quick 20)")
     parser.add_argument("--load-seconds", type=float, help="length of one load measurement (default 3, --quick 0.2)")
     parser.add_argument("--load-rounds", type=int, help="load measurements per row, median kept (default 3, --quick 1)")
     parser.add_argument("--connections", type=int, default=LOAD_CONNECTIONS,
                         help=f"keep-alive connections of the load generator (default {LOAD_CONNECTIONS})")
     args = parser.parse_args(argv)
     runs = runs_from(args)
-    calls = args.calls or (20 if args.quick else 200)
+    calls = args.calls or (20 if args.quick else DEFAULT_CALLS)
     specs = selected(args.servers, allow_install=not args.no_install)
     startup_table(specs, runs, warm_ups=0 if args.quick else 1).print()
     latency_table(specs, calls).print()
