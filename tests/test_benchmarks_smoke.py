@@ -33,6 +33,7 @@ CASES = {
     "http": (TINY + ["--servers", "hcmcp,mcpserver", "--calls", "5"],
              ["Start-up over Streamable HTTP", "Tool calls over Streamable HTTP"]),
     "profile": (["--quick", "--no-install"], ["Python function calls per tool call"]),
+    "stages": (["--quick", "--no-install"], ["Stages of a get_check over stdio", "Stages of a list_checks over http"]),
 }
 
 
@@ -123,6 +124,19 @@ def test_profile_counts_calls_for_both_transports_and_tools() -> None:
         counts = [float(cell) for cell in row[2:]]
         assert sum(counts[:-1]) == pytest.approx(counts[-1], abs=len(counts)), row   # the groups add up
         assert counts[0] > 0 and counts[-1] > 100, row   # h11 parsed a response; a call is hundreds of calls
+
+
+def test_stages_has_the_points_of_both_transports_and_no_skipped_probe() -> None:
+    result = run_benchmark("stages")
+    assert "probes skipped" not in result.stdout, result.stdout   # a renamed function would silence its stage
+    for transport in ("stdio", "http"):
+        rows = table_rows(result.stdout, f"Stages of a get_check over {transport}")
+        gaps = [row[0] for row in rows]
+        assert gaps[0].startswith("client sent → request") and gaps[-1].endswith("→ client received"), gaps
+        assert "answer bytes in → answer head parsed (h11)" in gaps, gaps
+        assert all(re.fullmatch(r"\d+\.\d µs", row[1]) for row in rows), rows
+    http = [row[0] for row in table_rows(result.stdout, "Stages of a get_check over http")]
+    assert "request bytes read (HTTP) → request head parsed" in http, http
 
 
 def test_unknown_benchmark_name_is_refused() -> None:
