@@ -485,6 +485,20 @@ def common_arguments(parser: Any, default_runs: int = 15) -> None:
                              "none with --quick)")
 
 
+def tree_program_arguments(argv: list[str] | None, name: str, description: str, verb: str) -> tuple[Any, int]:
+    """Parse the arguments of a program that looks inside one checkout of hcmcp (profile, stages):
+    (the arguments, with ``tree``; the calls per row)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{name}", description=description)
+    parser.add_argument("--quick", action="store_true", help="few calls: a check that it works")
+    parser.add_argument("--no-install", action="store_true", help="(accepted for `python -m benchmarks`; installs nothing)")
+    parser.add_argument("--calls", type=int, help=f"{verb} calls per row (default 1000, --quick 20)")
+    parser.add_argument("--tree", type=Path, default=REPO, help="the hcmcp checkout to look into (default: this one)")
+    args = parser.parse_args(argv)
+    return args, args.calls or (20 if args.quick else 1000)
+
+
 def runs_from(args: Any, default_runs: int = 15) -> int:
     return args.runs or (3 if args.quick else default_runs)
 

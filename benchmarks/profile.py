@@ -11,7 +11,6 @@ older commit) with the same client, for a before/after.
 
 from __future__ import annotations
 
-import argparse
 import os
 import pstats
 import signal
@@ -22,7 +21,8 @@ import time
 from pathlib import Path
 
 from benchmarks._harness import (
-    PYTHON, REPO, ServerGone, SimulatorFailed, StdioServer, Table, exit_status, failed, server_env, simulator, stop,
+    PYTHON, ServerGone, SimulatorFailed, StdioServer, Table, exit_status, failed, server_env, simulator, stop,
+    tree_program_arguments,
 )
 from benchmarks._http_client import HttpMcpClient, free_port, initialize_when_listening
 from benchmarks.latency import first_check_uuid
@@ -117,13 +117,7 @@ def profile_http(tree: Path, env: dict[str, str], tool: str, arguments: dict, ca
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.profile", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="few calls: a check that it works")
-    parser.add_argument("--no-install", action="store_true", help="(accepted for `python -m benchmarks`; installs nothing)")
-    parser.add_argument("--calls", type=int, help="profiled calls per row (default 1000, --quick 20)")
-    parser.add_argument("--tree", type=Path, default=REPO, help="the hcmcp checkout to profile (default: this one)")
-    args = parser.parse_args(argv)
-    calls = args.calls or (20 if args.quick else 1000)
+    args, calls = tree_program_arguments(argv, "profile", __doc__.splitlines()[0], "profiled")
     table = Table(f"Python function calls per tool call in the server process, by package ({calls} calls, "
                   f"after {WARM_UP} warm-ups)", ["transport", "tool", *GROUPS, "total"])
     try:

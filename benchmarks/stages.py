@@ -15,7 +15,6 @@ whose function no longer exists is reported and skipped.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
@@ -27,8 +26,8 @@ import time
 from pathlib import Path
 
 from benchmarks._harness import (
-    PYTHON, REPO, DirectClient, ServerGone, SimulatorFailed, StdioServer, Table, exit_status, failed, server_env,
-    simulator, stop,
+    PYTHON, DirectClient, ServerGone, SimulatorFailed, StdioServer, Table, exit_status, failed, server_env,
+    simulator, stop, tree_program_arguments,
 )
 from benchmarks._http_client import HttpMcpClient, free_port, initialize_when_listening
 from benchmarks.latency import first_check_uuid
@@ -168,13 +167,7 @@ def run_http(tree: Path, env: dict[str, str], tool: str, arguments: dict, calls:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.stages", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="few calls: a check that it works")
-    parser.add_argument("--no-install", action="store_true", help="(accepted for `python -m benchmarks`; installs nothing)")
-    parser.add_argument("--calls", type=int, help="timed calls per row (default 1000, --quick 20)")
-    parser.add_argument("--tree", type=Path, default=REPO, help="the hcmcp checkout to time (default: this one)")
-    args = parser.parse_args(argv)
-    calls = args.calls or (20 if args.quick else 1000)
+    args, calls = tree_program_arguments(argv, "stages", __doc__.splitlines()[0], "timed")
     tables: list[Table] = []
     missing: set[str] = set()
     try:
