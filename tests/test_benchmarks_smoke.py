@@ -103,6 +103,9 @@ def test_latency_reports_the_floor_and_each_servers_overhead_against_the_target(
     for row in overhead:
         assert re.fullmatch(r"-?\d+ µs", row[4]), row
     assert re.search(r"target ≥ 5× at p50: (met|missed)", result.stdout), result.stdout
+    turns = table_rows(result.stdout, "For comparison: the floor taken between calls")
+    assert {(row[0], row[1]) for row in turns} >= {(tool, label) for tool in ("list_checks", "get_check")
+                                                    for label in ("hcmcp", "MCPServer (mcp 2.3.0)")}, turns
 
 
 def test_scaling_has_a_row_per_variant_and_size() -> None:
