@@ -72,6 +72,23 @@ class Results:
         call, floor = self.p(key, tool, pct), self.p(FLOOR, tool, pct)
         return None if call is None or floor is None else call - floor
 
+    def overhead_rows(self, specs: list[ServerSpec], tools: list[str], tails: bool) -> list[list[str]]:
+        """Per tool and server: call, floor and overhead at p50 (and p99 with ``tails``), and the
+        overhead's ratio to hcmcp's."""
+        rows = []
+        for tool in tools:
+            ours = self.overhead("hcmcp", tool, 50)
+            for spec in specs:
+                if (spec.key, tool) not in self.samples or (FLOOR, tool) not in self.samples:
+                    continue
+                mine = self.overhead(spec.key, tool, 50)
+                row = [tool, spec.label, us(self.p(spec.key, tool, 50)), us(self.p(FLOOR, tool, 50)), us(mine)]
+                if tails:
+                    row += [us(self.p(spec.key, tool, 99)), us(self.p(FLOOR, tool, 99)),
+                            us(self.overhead(spec.key, tool, 99))]
+                rows.append(row + [ratio(mine, ours) if mine and ours and mine > 0 and ours > 0 else "—"])
+        return rows
+
 
 def start_servers(specs: list[ServerSpec], env: dict[str, str], workloads: dict[str, Any],
                   running: ExitStack, results: Results) -> dict[str, StdioServer]:
@@ -198,16 +215,8 @@ def overhead_table(specs: list[ServerSpec], tools: list[str], results: Results) 
     table = Table("Per-call overhead over stdio: call time minus the floor (the same upstream GET, direct)",
                   ["tool", "server", "call p50", "floor p50", "overhead p50", "call p99", "floor p99",
                    "overhead p99", "× hcmcp overhead (p50)"])
-    for tool in tools:
-        ours = results.overhead("hcmcp", tool, 50)
-        for spec in specs:
-            if (spec.key, tool) not in results.samples or (FLOOR, tool) not in results.samples:
-                continue
-            mine = results.overhead(spec.key, tool, 50)
-            table.add(tool, spec.label, us(results.p(spec.key, tool, 50)), us(results.p(FLOOR, tool, 50)),
-                      us(mine), us(results.p(spec.key, tool, 99)), us(results.p(FLOOR, tool, 99)),
-                      us(results.overhead(spec.key, tool, 99)),
-                      ratio(mine, ours) if mine and ours and mine > 0 and ours > 0 else "—")
+    for row in results.overhead_rows(specs, tools, tails=True):
+        table.add(*row)
     for tool in tools:
         for key, label in PEER_LABELS:
             ours50, theirs50 = results.overhead("hcmcp", tool, 50), results.overhead(key, tool, 50)
@@ -236,14 +245,8 @@ def overhead_table(specs: list[ServerSpec], tools: list[str], results: Results) 
 def turns_table(specs: list[ServerSpec], tools: list[str], turns: int, results: Results) -> Table:
     table = Table(f"For comparison: the floor taken between calls ({turns} turns of one GET and one call per "
                   "server)", ["tool", "server", "call p50", "floor p50", "overhead p50", "× hcmcp overhead (p50)"])
-    for tool in tools:
-        ours = results.overhead("hcmcp", tool, 50)
-        for spec in specs:
-            if (spec.key, tool) not in results.samples or (FLOOR, tool) not in results.samples:
-                continue
-            mine = results.overhead(spec.key, tool, 50)
-            table.add(tool, spec.label, us(results.p(spec.key, tool, 50)), us(results.p(FLOOR, tool, 50)),
-                      us(mine), ratio(mine, ours) if mine and ours and mine > 0 and ours > 0 else "—")
+    for row in results.overhead_rows(specs, tools, tails=False):
+        table.add(*row)
     table.note("Not the target's measurement: that is the table above, with the floor in blocks, as issue 11 "
                "defines it. In blocks the floor's GETs follow each other, while between a server's upstream "
                "requests the simulator rests; here every subject runs after the others, as an occasional call "
