@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from hcmcp.http.framing import Refusal, check_head
-from hcmcp.http.request_head import INCOMPLETE, NOT_PLAIN, PlainHead, parse_plain
+from hcmcp.http.request_head import INCOMPLETE, NOT_PLAIN, PlainHead, asks_keep_alive, parse_plain
 
 MAX_LINE, MAX_HEAD = 8192, 16384
 
@@ -132,6 +132,19 @@ def test_values_lose_their_surrounding_whitespace_and_names_their_case_as_with_h
     assert plain.headers == [("host", "t"), ("x-empty", ""), ("x-inner", "a \t b"), ("content-length", "3")]
     assert (plain.method, plain.target, plain.body_length) == ("POST", "/a?b=1", 3)
     assert data[plain.head_length:plain.head_length + plain.body_length] == b"abc"
+
+
+@pytest.mark.parametrize("version, connection, expected", [
+    (b"1.1", None, True),
+    (b"1.1", "keep-alive", True),
+    (b"1.1", " Keep-Alive , keep-alive", True),
+    (b"1.1", "close", False),
+    (b"1.1", "keep-alive, Upgrade", False),
+    (b"1.0", None, False),
+    (b"1.0", "keep-alive", False),
+])
+def test_only_a_plain_keep_alive_request_gets_a_hand_written_answer(version, connection, expected):
+    assert asks_keep_alive(version, connection) is expected
 
 
 # -- the property: wherever the fast path says plain, h11 reads the same request --------------------------

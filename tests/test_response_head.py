@@ -7,7 +7,7 @@ from __future__ import annotations
 import h11
 import pytest
 
-from hcmcp.http.response_head import END_OF_MESSAGE, STATE_RESPONSE, asks_keep_alive, plain_head, reason
+from hcmcp.http.response_head import END_OF_MESSAGE, STATE_RESPONSE, plain_head, reason
 
 REQUEST = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}"
 
@@ -58,16 +58,3 @@ def test_the_cached_events_leave_h11_ready_for_the_next_request_as_its_own_send_
     server.start_next_cycle()
     server.receive_data(REQUEST)
     assert isinstance(server.next_event(), h11.Request)
-
-
-@pytest.mark.parametrize("version, connection, expected", [
-    (b"1.1", None, True),
-    (b"1.1", "keep-alive", True),
-    (b"1.1", " Keep-Alive , keep-alive", True),
-    (b"1.1", "close", False),
-    (b"1.1", "keep-alive, Upgrade", False),
-    (b"1.0", None, False),
-    (b"1.0", "keep-alive", False),
-])
-def test_only_a_plain_keep_alive_request_gets_a_hand_written_answer(version, connection, expected):
-    assert asks_keep_alive(version, connection) is expected

@@ -41,6 +41,7 @@ from .client_types import (  # noqa: F401  -- re-exported: callers import them f
 from .client_exchange import Deadlines as _Deadlines
 from .client_exchange import Exchange as _Exchange
 from .client_exchange import content_length as _content_length
+from .framing import h11_buffer
 from .client_exchange import refuse_client_owned as _refuse_client_owned
 from .client_exchange import size_text as _size
 from .client_exchange import valid_ceiling as _valid_ceiling
@@ -453,7 +454,7 @@ class HttpClient:
             raise BodyTooLarge(self._too_large_text(exchange), ceiling=ceiling)
 
         if announced and announced <= ceiling and not conn.eof_fed and _kept_alive(exchange, head, headers):
-            held = _unparsed(conn.h11)
+            held = h11_buffer(conn.h11)
             if held is not None and len(held) == announced:
                 # The whole body came with the head (the usual answer), and h11 holds exactly it: taken
                 # from h11's buffer now; h11 reads it (Data, EndOfMessage) once the next request on this
@@ -581,8 +582,3 @@ def _kept_alive(exchange: _Exchange, head: h11.Response, headers: list[tuple[str
             return False
     return True
 
-
-def _unparsed(connection: h11.Connection) -> bytearray | None:
-    """The bytes h11 holds unparsed, as they lie in its buffer (private: None if h11 changes it)."""
-    data = getattr(getattr(connection, "_receive_buffer", None), "_data", None)
-    return data if isinstance(data, bytearray) else None

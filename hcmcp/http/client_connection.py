@@ -129,12 +129,15 @@ class SocketConnection(StreamConnection):
     """Plain TCP on the asyncio loop: a StreamConnection over the socket layer the HTTP server uses
     too (http/socket_stream.py), which reads and writes the socket directly (see the module text)."""
 
-    __slots__ = ("sock",)
+    __slots__ = ()
 
     def __init__(self, sock: socket.socket, loop: Any) -> None:
         super().__init__(RawSocketStream(sock, loop))
-        self.sock = sock
-        self._sock = sock
+        self._sock = sock               # known: _fd() needs no lookup
+
+    @property
+    def sock(self) -> socket.socket:
+        return self._sock  # type: ignore[return-value]
 
     async def close(self) -> None:
         await self.stream.aclose()      # closes the socket at once: nothing to shield

@@ -16,9 +16,9 @@ from anyio.abc import SocketAttribute
 
 from .framing import Refusal, head_size, split_target
 from .messages import Request, Response, StreamingResponse, error_payload
-from .request_head import PlainHead
+from .request_head import PlainHead, asks_keep_alive
 from .request_reader import RECEIVE_SIZE, ClientGone, RequestReader
-from .response_head import END_OF_MESSAGE, STATE_RESPONSE, asks_keep_alive, plain_head, reason, without_headers
+from .response_head import END_OF_MESSAGE, STATE_RESPONSE, plain_head, reason, without_headers
 from .idle_wait import suspends_once, unattended
 from .socket_stream import RawSocketStream, linger_and_close
 
@@ -34,8 +34,9 @@ class _Connection:
     """One client connection: requests read and answered in turn (keep-alive, pipelining).
 
     The request loop (``_serve_requests``) reads each request itself (through its
-    ``RequestReader``), calls the app and writes the answer. Something must also read while the answer is computed, to see a
-    client leave: while the app runs in the request loop's task, its waits in place watch the
+    ``RequestReader``), calls the app and writes the answer. Something must also read while the
+    answer is computed, to see a client leave: while the app runs in the request loop's task, its
+    waits in place watch the
     socket too (http/idle_wait.py); once it has to wait through the event loop (or an answer is
     streamed), a watcher task (``_watch_while_answering``, one for the connection's life) reads
     instead, until the answer is out. A reader that handed every request to the loop through an
@@ -170,10 +171,9 @@ class _Connection:
 
     async def _handle(self, head: PlainHead | h11.Request) -> bool:
         """Read the body, call the app, send its answer. False when the connection must close."""
-        if head.__class__ is PlainHead:
-            plain: PlainHead = head   # type: ignore[assignment]
-            method = self.reader.untold = plain.method
-            target = plain.target
+        plain = head if isinstance(head, PlainHead) else None
+        if plain is not None:
+            method, target = plain.method, plain.target
         else:
             if head_size(head) > self.limits.max_header_bytes:
                 await self._answer_error(431, self.reader.headers_too_large())
@@ -200,7 +200,7 @@ class _Connection:
                 return False
             if body is None:
                 return False   # the client hung up mid-request
-            if head.__class__ is PlainHead:
+            if plain is not None:
                 headers = plain.headers
             else:
                 # raw_items(): iterating head.headers costs a Python-level __getitem__ per header.
@@ -210,7 +210,7 @@ class _Connection:
                               client=self.client, target_authority=authority)
             del body
             # A plain request is HTTP/1.1 and asks for nothing but keep-alive (request_head.py).
-            self._ordinary = self.reader.untold is not None or asks_keep_alive(
+            self._ordinary = plain is not None or asks_keep_alive(
                 head.http_version, request.header("connection"))   # type: ignore[union-attr]
             response = await self._call_app(request)
         finally:

@@ -47,10 +47,17 @@ class Refusal(Exception):
         self.retry_after = retry_after
 
 
+def h11_buffer(connection: h11.Connection) -> bytearray | None:
+    """The bytes h11 holds unparsed, as they lie in its buffer; None if h11 keeps them otherwise
+    (a private attribute, read here only: callers then take h11's public, copying ``trailing_data``)."""
+    data = getattr(getattr(connection, "_receive_buffer", None), "_data", None)
+    return data if isinstance(data, bytearray) else None
+
+
 def peek(connection: h11.Connection, size: int) -> bytes:
     """Up to ``size`` of the bytes h11 holds unparsed, without copying the rest of its buffer."""
-    data = getattr(getattr(connection, "_receive_buffer", None), "_data", None)
-    if isinstance(data, bytearray):
+    data = h11_buffer(connection)
+    if data is not None:
         return bytes(data[:size])
     return connection.trailing_data[0][:size]   # public, but copies the whole buffer
 

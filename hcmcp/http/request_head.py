@@ -96,10 +96,18 @@ def parse_plain(data: bytes | bytearray, max_request_line: int, max_header_bytes
                 return NOT_PLAIN
             length = value
         elif name == "connection":
-            if any(token.strip(" \t").lower() != "keep-alive" for token in value.split(",")):
+            if not asks_keep_alive(b"1.1", value):
                 return NOT_PLAIN
         else:   # transfer-encoding, expect, upgrade
             return NOT_PLAIN
     if hosts != 1:
         return NOT_PLAIN
     return PlainHead(method, line.group(2), headers, head_length, int(length) if length is not None else 0)
+
+
+def asks_keep_alive(http_version: bytes, connection: str | None) -> bool:
+    """An HTTP/1.1 request whose Connection header, if any, only says keep-alive: h11 keeps such a
+    connection open after an answer with a known length, and adds nothing to the answer's head."""
+    if http_version != b"1.1":
+        return False
+    return connection is None or all(token.strip(" \t").lower() == "keep-alive" for token in connection.split(","))

@@ -144,6 +144,7 @@ class RequestReader:
                 if self._unparsed:
                     plain = parse_plain(self._unparsed, self.limits.max_request_line, self.limits.max_header_bytes)
                     if plain.__class__ is PlainHead:
+                        self.untold = plain.method   # type: ignore[union-attr]
                         return plain   # type: ignore[return-value]
                     if plain is NOT_PLAIN:
                         self._hand_to_h11()

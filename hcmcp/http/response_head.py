@@ -63,11 +63,3 @@ def plain_head(status: int, headers: list[tuple[str, str]]) -> bytes | None:
         lines.append(f"{name}: {value}\r\n".encode("ascii"))
     lines.append(b"\r\n")
     return b"".join(lines)
-
-
-def asks_keep_alive(http_version: bytes, connection: str | None) -> bool:
-    """An HTTP/1.1 request whose Connection header, if any, only says keep-alive: h11 keeps such a
-    connection open after an answer with a known length, and adds nothing to the answer's head."""
-    if http_version != b"1.1":
-        return False
-    return connection is None or all(token.strip(" \t").lower() == "keep-alive" for token in connection.split(","))

@@ -137,8 +137,6 @@ async def _cannot_push(outgoing: dict[str, Any]) -> None:
     raise RuntimeError(f"this call was answered inline and cannot send {outgoing.get('method')!r} first")
 
 
-
-
 class _Releasing:
     """Calls ``release`` when its ``with`` block ends (a class: contextlib's generator costs more per call)."""
 
