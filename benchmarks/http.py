@@ -4,12 +4,13 @@
 
 Start-up is spawn -> first answered `initialize` POST (the client retries the connect
 every 2 ms until the server listens) and spawn -> `tools/list`. Then, against one
-simulator: list_checks and get_check, p50/p99 of N (default 200) sequential calls on one keep-alive
-connection, and calls/s with 16 threads in flight, each on its own connection, all in
+simulator: list_checks and get_check, p50/p99 of N (default 1000) sequential calls on one keep-alive
+connection, and calls/s with 8 threads in flight, each on its own connection, all in
 one session. Each server answers in the form it prefers (JSON or an SSE stream); the
-client reads either.
+client reads either. For comparison, the same sequential calls against a fixed upstream
+(the simulator's answers replayed by benchmarks/fixed_upstream.py).
 
-Last, throughput under load: a closed-loop load generator of this file's own (asyncio, 16
+Last, throughput under load: a closed-loop load generator (_http_load.py: asyncio, 16
 keep-alive connections, raw HTTP/1.1) drives tools/list and list_checks in both eras
 (2025-11-25 sessions, 2026-07-28 stateless) against every server at once, interleaved, and
 reports requests/s with p50/p99 under that load (`--load-seconds`, `--load-rounds`).
@@ -19,31 +20,30 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
-import os
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from contextlib import ExitStack
-from dataclasses import dataclass, field
 from typing import Any
 
 from benchmarks._harness import (
-    CLIENT_INFO, PEER_LABELS, CallStats, DirectClient, ServerGone, Simulator, SimulatorFailed, Table, add_ratio_notes,
+    PEER_LABELS, CallStats, DirectClient, ServerGone, SimulatorFailed, Table, add_ratio_notes,
     common_arguments, exit_status, failed, median, ms, not_run, percentile, ratio, runs_from, server_env,
-    simulator, spawn, stop,
+    simulator, spawn, stop, us,
 )
 from benchmarks._http_client import HttpMcpClient, free_port, initialize_when_listening
+from benchmarks._http_load import LOAD_CONNECTIONS, LOAD_ERAS, LOAD_WORKLOADS, LoadStats, run_load, speaks
+from benchmarks.fixed_upstream import fixed_upstream, record
 from benchmarks.latency import TARGET as OVERHEAD_TARGET, first_check_uuid, positive_ratio
 from benchmarks._charts import bars, charts_dir, draw
 from benchmarks._servers import ServerSpec, selected
 
-# Sequential calls per server and tool. Not 1000 as over stdio: the session's connection then sits
-# idle for over 5 s while a tool's calls in flight run, and uvicorn (under the FastMCP 1.x peer)
-# closes a keep-alive connection idle that long, which this client does not retry.
-DEFAULT_CALLS = 200
+# Sequential calls per server and tool, as over stdio. Each tool's warm-up opens a connection of its
+# own: the session's first one would sit idle while the calls in flight run, and uvicorn (under the
+# peers) closes a keep-alive connection idle for 5 s, which this client does not retry.
+DEFAULT_CALLS = 1000
 
 # One session's calls in flight at once: hcmcp answers at most 8 per session (max_streams_per_session;
 # a 9th gets 503 by design), so the latency table's parallel calls stay within that for every server.
@@ -185,14 +185,17 @@ def startup_table(specs: list[ServerSpec], runs: int, warm_ups: int) -> Table:
     return table
 
 
-def latency_table(specs: list[ServerSpec], calls: int) -> Table:
+def latency_tables(specs: list[ServerSpec], calls: int) -> list[Table]:
+    """Against the simulator (the target's measurement), then against a fixed upstream (for comparison)."""
     table = Table(f"Tool calls over Streamable HTTP: {calls} sequential, then {calls} with "
                   f"{IN_FLIGHT} in flight",
                   ["server", "tool", "p50", "p99", f"calls/s ({IN_FLIGHT} in flight)", "errors"])
     p50s: dict[tuple[str, str], float] = {}
     rates: dict[tuple[str, str], float] = {}
     workloads: dict[str, dict] = {}
+    paths: dict[str, str] = {}
     floors: dict[str, list[float]] = {}
+    answers: dict[str, str] = {}
     try:
         with simulator("demo") as sim:
             check = first_check_uuid(sim.url, sim.rw_key)
@@ -201,14 +204,57 @@ def latency_table(specs: list[ServerSpec], calls: int) -> Table:
             with DirectClient(sim.url, sim.rw_key) as direct:
                 for spec in specs:
                     floor_samples(direct, paths, calls, floors)   # before and after every server: drift shows in both
-                    measure(spec, sim, workloads, calls, table, p50s, rates)
+                    measure(spec, server_env(sim.url, sim.rw_key), workloads, calls, table, p50s, rates)
                 floor_samples(direct, paths, calls, floors)
-    except SimulatorFailed as exc:
+            answers = record(sim.url, sim.rw_key, list(paths.values()))
+    except (SimulatorFailed, OSError) as exc:
         table.add("simulator", "", failed(str(exc)), "", "", "")
     add_ratio_notes(table, list(workloads), p50s, rates)
     overhead_notes(table, list(workloads), p50s, floors)
     table.note(f"{WARM_UP_CALLS} warm-up calls per tool are not counted. The client is stdlib "
                "http.client, the same for every server, and shares the 2 cores with it.")
+    if not answers:
+        return [table]
+    return [table, fixed_upstream_table(specs, calls, workloads, paths, answers)]
+
+
+def fixed_upstream_table(specs: list[ServerSpec], calls: int, workloads: dict[str, dict], paths: dict[str, str],
+                         answers: dict[str, str]) -> Table:
+    """The sequential calls again, with the simulator's answers replayed by a fixed upstream."""
+    table = Table(f"For comparison: per-call overhead over HTTP against a fixed upstream ({calls} sequential "
+                  "calls; the simulator's answers replayed by benchmarks/fixed_upstream.py)",
+                  ["tool", "server", "call p50", "floor p50", "overhead p50", "× hcmcp overhead (p50)"])
+    p50s: dict[tuple[str, str], float] = {}
+    floors: dict[str, list[float]] = {}
+    try:
+        with fixed_upstream(answers) as url, DirectClient(url, "unused") as direct:
+            for spec in specs:
+                if spec.argv is None:
+                    continue
+                floor_samples(direct, paths, calls, floors)
+                try:
+                    for tool, p50 in sequential_p50s(spec, server_env(url), workloads, calls).items():
+                        p50s[spec.key, tool] = p50
+                except (ServerGone, OSError) as exc:
+                    table.add("", spec.label, failed(str(exc)), "", "", "")
+            floor_samples(direct, paths, calls, floors)
+    except OSError as exc:
+        table.add("", "the fixed upstream", failed(str(exc)), "", "", "")
+        return table
+    for tool in workloads:
+        if not floors.get(tool):
+            continue
+        floor = percentile(floors[tool], 50)
+        ours = p50s["hcmcp", tool] - floor if ("hcmcp", tool) in p50s else None
+        for spec in specs:
+            if (spec.key, tool) in p50s:
+                mine = p50s[spec.key, tool] - floor
+                table.add(tool, spec.label, us(p50s[spec.key, tool]), us(floor), us(mine),
+                          positive_ratio(mine, ours) if ours is not None else "—")
+    table.note("Not the target's measurement (that is the table above, against the simulator). The floor here "
+               "is the fixed upstream's own GET: the same bytes for every server, from a stdlib loop that "
+               "costs each request a few tens of µs, so the column shows what each server adds without the "
+               "simulator's 150-250 µs per request and its wake-ups.")
     return table
 
 
@@ -240,17 +286,27 @@ def overhead_notes(table: Table, tools: list[str], p50s: dict[tuple[str, str], f
                        f"{positive_ratio(theirs, ours)}{verdict}")
 
 
-def measure(spec: ServerSpec, sim: Simulator, workloads: dict[str, dict], calls: int, table: Table,
+def warm_up(server: HttpServerProcess, tool: str, arguments: dict[str, Any]) -> None:
+    """WARM_UP_CALLS uncounted calls, on a connection of their own: the session's first connection
+    would sit idle past uvicorn's 5 s keep-alive (under the peers) while calls run on others."""
+    conn = server.client.connect()
+    try:
+        for _ in range(WARM_UP_CALLS):
+            server.client.call_tool(conn, tool, arguments)
+    finally:
+        conn.close()
+
+
+def measure(spec: ServerSpec, env: dict[str, str], workloads: dict[str, dict], calls: int, table: Table,
             p50s: dict[tuple[str, str], float], rates: dict[tuple[str, str], float]) -> None:
     if spec.argv is None:
         table.add(spec.label, "", not_run(spec.unavailable), "", "", "")
         return
     try:
-        with HttpServerProcess(spec, server_env(sim.url, sim.rw_key)) as server:
-            conn, _ = server.first_session()
+        with HttpServerProcess(spec, env) as server:
+            server.first_session()[0].close()
             for tool, arguments in workloads.items():
-                for _ in range(WARM_UP_CALLS):
-                    server.client.call_tool(conn, tool, arguments)
+                warm_up(server, tool, arguments)
                 sequential = calls_over_http(server, tool, arguments, calls, 1)
                 parallel = calls_over_http(server, tool, arguments, calls, IN_FLIGHT)
                 errors = sequential.errors + parallel.errors
@@ -260,240 +316,27 @@ def measure(spec: ServerSpec, sim: Simulator, workloads: dict[str, dict], calls:
                 table.add(spec.label, tool, ms(p50s[spec.key, tool]),
                           ms(percentile(sequential.latencies, 99)), f"{parallel.per_second:.0f}",
                           f"{errors} ({failed(problem)})" if errors else "0")
-            conn.close()
     except (ServerGone, OSError) as exc:
         table.add(spec.label, "", failed(str(exc)), "", "", "")
 
 
+def sequential_p50s(spec: ServerSpec, env: dict[str, str], workloads: dict[str, dict],
+                    calls: int) -> dict[str, float]:
+    """tool -> p50 of ``calls`` sequential calls; ServerGone when any failed."""
+    p50s: dict[str, float] = {}
+    with HttpServerProcess(spec, env) as server:
+        server.first_session()[0].close()
+        for tool, arguments in workloads.items():
+            warm_up(server, tool, arguments)
+            sequential = calls_over_http(server, tool, arguments, calls, 1)
+            if sequential.errors:
+                raise ServerGone(f"{tool}: {sequential.errors} errors, the first: {sequential.first_error}")
+            p50s[tool] = percentile(sequential.latencies, 50)
+    return p50s
+
+
 # --------------------------------------------------------------------------- throughput under load
-#
-# A load generator of its own, the same for every server: asyncio protocols holding
-# LOAD_CONNECTIONS keep-alive connections, each sending its next request the moment the
-# previous answer is complete (a closed loop). Answers are parsed here (Content-Length or
-# chunked; JSON or SSE) with no MCP library in the way, so the client costs every server the
-# same few microseconds per request and the numbers are the server's.
-
-LOAD_CONNECTIONS = 16
-LOAD_ERAS = ("2025-11-25", "2026-07-28")
-LOAD_WORKLOADS = ("tools/list", "list_checks")
-
-
-@dataclass
-class LoadStats:
-    latencies: list[float] = field(default_factory=list)   # seconds, request written -> answer read
-    errors: int = 0
-    first_error: str = ""
-    elapsed: float = 0.0
-    server_cpu: float | None = None   # seconds of CPU (user + system) the server process used meanwhile
-
-    @property
-    def per_second(self) -> float:
-        return len(self.latencies) / self.elapsed if self.elapsed else 0.0
-
-    @property
-    def cpu_per_request(self) -> float | None:
-        return self.server_cpu / len(self.latencies) if self.server_cpu is not None and self.latencies else None
-
-
-def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU time of a process so far, from /proc/<pid>/stat; None if unreadable."""
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            fields = stat.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _post_bytes(port: int, body: bytes, headers: dict[str, str]) -> bytes:
-    lines = ["POST /mcp HTTP/1.1", f"Host: 127.0.0.1:{port}", "Content-Type: application/json",
-             "Accept: application/json, text/event-stream", f"Content-Length: {len(body)}"]
-    lines += [f"{name}: {value}" for name, value in headers.items()]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
-
-
-class _Answers:
-    """Bytes in, whole HTTP/1.1 answers out: (status, headers, body), chunked bodies joined."""
-
-    def __init__(self) -> None:
-        self.buffer = b""
-
-    def next(self) -> tuple[int, dict[str, str], bytes] | None:
-        end = self.buffer.find(b"\r\n\r\n")
-        if end < 0:
-            return None
-        lines = self.buffer[:end].decode("latin-1").split("\r\n")
-        headers = {}
-        for line in lines[1:]:
-            name, _, value = line.partition(":")
-            headers[name.strip().lower()] = value.strip()
-        status, rest = int(lines[0].split(" ")[1]), self.buffer[end + 4:]
-        if headers.get("transfer-encoding") != "chunked":
-            length = int(headers.get("content-length", "0"))
-            if len(rest) < length:
-                return None
-            self.buffer = rest[length:]
-            return status, headers, rest[:length]
-        parts, position = [], 0
-        while True:
-            line_end = rest.find(b"\r\n", position)
-            if line_end < 0:
-                return None
-            size = int(rest[position:line_end].split(b";")[0], 16)
-            if size == 0:
-                if len(rest) < line_end + 4:
-                    return None
-                self.buffer = rest[line_end + 4:]   # no trailers from these servers
-                return status, headers, b"".join(parts)
-            if len(rest) < line_end + 4 + size:
-                return None
-            parts.append(rest[line_end + 2:line_end + 2 + size])
-            position = line_end + 4 + size
-
-
-class _LoadConnection(asyncio.Protocol):
-    """One keep-alive connection: `exchange` for the handshake, then `loop` until a deadline."""
-
-    def __init__(self) -> None:
-        self.transport: asyncio.Transport | None = None
-        self.answers = _Answers()
-        self.session: dict[str, str] = {}
-        self.pending: asyncio.Future | None = None
-        self.request = b""
-        self.stats = LoadStats()
-        self.until = 0.0
-        self.sent_at = 0.0
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if self.pending is not None and not self.pending.done():
-            self.pending.set_exception(ConnectionError(f"the server closed the connection ({exc or 'EOF'})"))
-
-    async def exchange(self, request: bytes) -> tuple[int, dict[str, str], bytes]:
-        self.pending, self.request = asyncio.get_running_loop().create_future(), b""
-        self.transport.write(request)
-        return await self.pending
-
-    async def loop(self, request: bytes, stats: LoadStats, until: float) -> None:
-        self.pending = asyncio.get_running_loop().create_future()
-        self.request, self.stats, self.until = request, stats, until
-        self.sent_at = time.perf_counter()
-        self.transport.write(request)
-        await self.pending
-
-    def data_received(self, data: bytes) -> None:
-        self.answers.buffer += data
-        while (answer := self.answers.next()) is not None:
-            if self.pending is None or self.pending.done():
-                continue
-            if not self.request:
-                self.pending.set_result(answer)
-                continue
-            now = time.perf_counter()
-            self._count(answer, now - self.sent_at)
-            if now < self.until:
-                self.sent_at = now
-                self.transport.write(self.request)
-            else:
-                self.pending.set_result(None)
-
-    def _count(self, answer: tuple[int, dict[str, str], bytes], latency: float) -> None:
-        status, _, body = answer
-        self.stats.latencies.append(latency)
-        if status != 200 or b'"result"' not in body or b'"isError":true' in body:
-            self.stats.errors += 1
-            self.stats.first_error = self.stats.first_error or f"HTTP {status}: {body[:200].decode(errors='replace')}"
-
-
-def _modern_meta() -> dict[str, Any]:
-    return {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": CLIENT_INFO}
-
-
-def _load_request(workload: str, era: str) -> tuple[bytes, dict[str, str]]:
-    """The body of one request of a workload, and the headers its era adds."""
-    if workload == "tools/list":
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
-    else:
-        message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": workload, "arguments": {}}}
-    headers = {"MCP-Protocol-Version": era}
-    if era == "2026-07-28":
-        message["params"]["_meta"] = _modern_meta()
-        headers["Mcp-Method"] = message["method"]
-        if message["method"] == "tools/call":
-            headers["Mcp-Name"] = workload
-    return json.dumps(message).encode(), headers
-
-
-async def _open_load_connection(port: int, era: str) -> _LoadConnection:
-    _, connection = await asyncio.get_running_loop().create_connection(_LoadConnection, "127.0.0.1", port)
-    if era == "2025-11-25":   # a session per connection, as separate clients would have
-        initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                      "params": {"protocolVersion": era, "capabilities": {}, "clientInfo": CLIENT_INFO}}
-        status, headers, body = await connection.exchange(_post_bytes(port, json.dumps(initialize).encode(), {}))
-        if status != 200 or "mcp-session-id" not in headers:
-            raise ConnectionError(f"initialize answered HTTP {status}: {body[:200]!r}")
-        connection.session = {"Mcp-Session-Id": headers["mcp-session-id"]}
-        initialized = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
-        await connection.exchange(_post_bytes(port, initialized, {"MCP-Protocol-Version": era, **connection.session}))
-    return connection
-
-
-async def _run_load(port: int, era: str, workload: str, connections: int, warm_up: float,
-                    seconds: float, pid: int | None) -> LoadStats:
-    opened = [await _open_load_connection(port, era) for _ in range(connections)]
-    body, headers = _load_request(workload, era)
-    try:
-        for span in (warm_up, seconds):   # the warm-up's numbers are dropped
-            stats = LoadStats()
-            cpu_before = cpu_seconds(pid) if pid else None
-            started = time.perf_counter()
-            await asyncio.gather(*(c.loop(_post_bytes(port, body, {**headers, **c.session}), stats, started + span)
-                                   for c in opened))
-            stats.elapsed = time.perf_counter() - started
-            cpu_after = cpu_seconds(pid) if pid else None
-            if cpu_before is not None and cpu_after is not None:
-                stats.server_cpu = cpu_after - cpu_before
-        return stats
-    finally:
-        for connection in opened:
-            connection.transport.close()
-
-
-def run_load(port: int, era: str, workload: str, connections: int, warm_up: float, seconds: float,
-             pid: int | None = None) -> LoadStats:
-    """One closed-loop measurement (the server's CPU use too, given its pid); bounded: a server
-    that stops answering ends it with an error."""
-    async def bounded() -> LoadStats:
-        return await asyncio.wait_for(_run_load(port, era, workload, connections, warm_up, seconds, pid),
-                                      warm_up + seconds + 30)
-    return asyncio.run(bounded())
-
-
-def speaks(port: int, era: str) -> str:
-    """'' if the server serves this era on /mcp, else why not (a table cell)."""
-    if era == "2025-11-25":
-        return ""
-    body, headers = _load_request("tools/list", era)
-    headers["Mcp-Method"] = "server/discover"
-    discover = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
-                           "params": {"_meta": _modern_meta()}}).encode()
-
-    async def probe() -> tuple[int, dict[str, str], bytes]:
-        _, connection = await asyncio.get_running_loop().create_connection(_LoadConnection, "127.0.0.1", port)
-        try:
-            return await asyncio.wait_for(connection.exchange(_post_bytes(port, discover, headers)), 10)
-        finally:
-            connection.transport.close()
-    try:
-        status, _, answer = asyncio.run(probe())
-    except (OSError, asyncio.TimeoutError) as exc:
-        return f"server/discover failed: {exc}"
-    return "" if status == 200 and b"supportedVersions" in answer else f"does not speak {era} (HTTP {status})"
-
+# (the load generator: _http_load.py)
 
 def throughput_table(specs: list[ServerSpec], rounds: int, seconds: float, warm_up: float,
                      connections: int, charts=None) -> Table:
@@ -606,7 +449,8 @@ def main(argv: list[str] | None = None) -> int:
     calls = args.calls or (20 if args.quick else DEFAULT_CALLS)
     specs = selected(args.servers, allow_install=not args.no_install)
     startup_table(specs, runs, warm_ups=0 if args.quick else 1).print()
-    latency_table(specs, calls).print()
+    for table in latency_tables(specs, calls):
+        table.print()
     throughput_table(specs, rounds=args.load_rounds or (1 if args.quick else 3),
                      seconds=args.load_seconds or (0.2 if args.quick else 3.0),
                      warm_up=0.05 if args.quick else 0.5, connections=args.connections,

@@ -25,13 +25,14 @@ CASES = {
     "startup": (TINY + ["--servers", "hcmcp,mcpserver"],
                 ["Start-up over stdio", "Heaviest imports"]),
     "latency": (TINY + ["--calls", "5", "--servers", "hcmcp,mcpserver"],
-                ["Tool calls over stdio", "Per-call overhead over stdio"]),
+                ["Tool calls over stdio", "Per-call overhead over stdio", "For comparison: against a fixed upstream"]),
     "memory": (TINY + ["--servers", "hcmcp,mcpserver", "--flood-servers", "hcmcp",
                        "--flood-bytes", "8000000"],
                ["RSS after start-up", "Flooded instance", "Installed size"]),
     "scaling": (TINY + ["--sizes", "30"], ["list_checks against projects"]),
     "http": (TINY + ["--servers", "hcmcp,mcpserver", "--calls", "5"],
-             ["Start-up over Streamable HTTP", "Tool calls over Streamable HTTP"]),
+             ["Start-up over Streamable HTTP", "Tool calls over Streamable HTTP",
+              "For comparison: per-call overhead over HTTP against a fixed upstream"]),
     "profile": (["--quick", "--no-install"], ["Python function calls per tool call"]),
     "stages": (["--quick", "--no-install"], ["Stages of a get_check over stdio", "Stages of a list_checks over http"]),
 }
@@ -103,9 +104,21 @@ def test_latency_reports_the_floor_and_each_servers_overhead_against_the_target(
     for row in overhead:
         assert re.fullmatch(r"-?\d+ µs", row[4]), row
     assert re.search(r"target ≥ 5× at p50: (met|missed)", result.stdout), result.stdout
-    turns = table_rows(result.stdout, "For comparison: the floor taken between calls")
-    assert {(row[0], row[1]) for row in turns} >= {(tool, label) for tool in ("list_checks", "get_check")
-                                                    for label in ("hcmcp", "MCPServer (mcp 2.3.0)")}, turns
+    every_pair = {(tool, label) for tool in ("list_checks", "get_check") for label in ("hcmcp", "MCPServer (mcp 2.3.0)")}
+    for title in ("For comparison: the floor taken between calls", "For comparison: against a fixed upstream"):
+        rows = table_rows(result.stdout, title)
+        assert {(row[0], row[1]) for row in rows} >= every_pair, rows
+        for row in rows:
+            assert re.fullmatch(r"\d+ µs", row[3]), row   # a floor was measured
+
+
+def test_http_compares_the_overhead_against_a_fixed_upstream_for_each_server() -> None:
+    result = run_benchmark("http")
+    rows = table_rows(result.stdout, "For comparison: per-call overhead over HTTP against a fixed upstream")
+    assert {(row[0], row[1]) for row in rows} == {(tool, label) for tool in ("list_checks", "get_check")
+                                                  for label in ("hcmcp", "MCPServer (mcp 2.3.0)")}, rows
+    for row in rows:
+        assert all(re.fullmatch(r"-?\d+ µs", cell) for cell in row[2:5]), row
 
 
 def test_scaling_has_a_row_per_variant_and_size() -> None:
