@@ -8,7 +8,6 @@ under benchmarks/.venvs/, created once and reused.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 import subprocess
 import sys

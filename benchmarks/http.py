@@ -29,10 +29,10 @@ from contextlib import ExitStack
 from typing import Any
 
 from benchmarks._harness import (
-    PEER_LABELS, CallStats, DirectClient, ServerGone, SimulatorFailed, Table, add_ratio_notes,
-    common_arguments, exit_status, failed, median, ms, not_run, percentile, ratio, runs_from, server_env,
-    simulator, spawn, stop, us,
+    PEER_LABELS, CallStats, ServerGone, Table, add_ratio_notes, common_arguments, exit_status, failed, median,
+    ms, not_run, percentile, ratio, runs_from, server_env, spawn, stop, us,
 )
+from benchmarks._upstream import DirectClient, SimulatorFailed, simulator
 from benchmarks._http_client import HttpMcpClient, free_port, initialize_when_listening
 from benchmarks._http_load import LOAD_CONNECTIONS, LOAD_ERAS, LOAD_WORKLOADS, LoadStats, run_load, speaks
 from benchmarks.fixed_upstream import fixed_upstream, record

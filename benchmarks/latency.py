@@ -25,10 +25,10 @@ from contextlib import ExitStack
 from typing import Any
 
 from benchmarks._harness import (
-    PEER_LABELS, DirectClient, ServerGone, SimulatorFailed, StdioServer, Table, calls_in_flight,
-    common_arguments, exit_status, failed, http_get_json, ms, not_run, percentile, ratio, server_env,
-    simulator, us,
+    PEER_LABELS, ServerGone, StdioServer, Table, calls_in_flight, common_arguments, exit_status, failed, ms,
+    not_run, percentile, ratio, server_env, us,
 )
+from benchmarks._upstream import DirectClient, SimulatorFailed, http_get_json, simulator
 from benchmarks._servers import ServerSpec, selected
 from benchmarks.fixed_upstream import fixed_upstream, record
 

@@ -19,9 +19,10 @@ import os
 from pathlib import Path
 
 from benchmarks._harness import (
-    REPO, CountingRelay, Reply, ServerGone, Simulator, SimulatorFailed, Table, common_arguments,
-    exit_status, failed, median, mib, ms, not_run, ratio, runs_from, server_env, simulator,
+    REPO, Reply, ServerGone, Table, common_arguments, exit_status, failed, median, mib, ms, not_run, ratio,
+    runs_from, server_env,
 )
+from benchmarks._upstream import CountingRelay, Simulator, SimulatorFailed, simulator
 from benchmarks.latency import first_check_uuid
 from benchmarks._servers import ServerSpec, ensure_venv, selected
 

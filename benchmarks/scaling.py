@@ -25,9 +25,10 @@ from typing import Any
 from urllib.parse import urlencode
 
 from benchmarks._harness import (
-    PEER_LABELS, DirectClient, ServerGone, Simulator, SimulatorFailed, Table, calls_in_flight, common_arguments,
-    exit_status, failed, median, mib, ms, not_run, one_line, ratio, runs_from, server_env, simulator,
+    PEER_LABELS, ServerGone, Table, calls_in_flight, common_arguments, exit_status, failed, median, mib, ms,
+    not_run, one_line, ratio, runs_from, server_env,
 )
+from benchmarks._upstream import DirectClient, Simulator, SimulatorFailed, simulator
 from benchmarks._charts import charts_dir, draw, lines
 from benchmarks._servers import ServerSpec, selected
 

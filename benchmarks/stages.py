@@ -26,9 +26,9 @@ import time
 from pathlib import Path
 
 from benchmarks._harness import (
-    PYTHON, DirectClient, ServerGone, SimulatorFailed, StdioServer, Table, exit_status, failed, server_env,
-    simulator, stop, tree_program_arguments,
+    PYTHON, ServerGone, StdioServer, Table, exit_status, failed, server_env, stop, tree_program_arguments,
 )
+from benchmarks._upstream import DirectClient, SimulatorFailed, simulator
 from benchmarks._http_client import HttpMcpClient, free_port, initialize_when_listening
 from benchmarks.latency import first_check_uuid
 

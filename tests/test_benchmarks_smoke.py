@@ -164,7 +164,8 @@ def test_unknown_benchmark_name_is_refused() -> None:
 
 def test_mcpserver_peer_answers_all_14_tools_against_the_simulator() -> None:
     """The comparison is only fair if the peer really does the work: every tool's happy path."""
-    from benchmarks._harness import http_get_json, server_env, simulator
+    from benchmarks._harness import server_env
+    from benchmarks._upstream import http_get_json, simulator
     from benchmarks._servers import mcpserver_spec
 
     with simulator("demo") as sim:

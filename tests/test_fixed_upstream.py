@@ -10,7 +10,7 @@ import http.client
 import json
 from urllib.parse import urlsplit
 
-from benchmarks._harness import simulator
+from benchmarks._upstream import simulator
 from benchmarks.fixed_upstream import fixed_upstream, record
 
 
