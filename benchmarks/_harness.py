@@ -66,7 +66,10 @@ def spawn(argv: list[str], env: dict[str, str] | None = None, cwd: Path | None =
     return proc
 
 
-def server_env(url: str = "http://127.0.0.1:9", api_key: str = "hcw_" + "b" * 28) -> dict[str, str]:
+ANY_KEY = "hcw_" + "b" * 28   # a well-formed key, for servers whose upstream does not check it
+
+
+def server_env(url: str = "http://127.0.0.1:9", api_key: str = ANY_KEY) -> dict[str, str]:
     """The environment every server gets: hcmcp's variables, which the peers read too.
 
     The default URL is the loopback discard port: start-up needs no instance, and nothing

@@ -25,11 +25,11 @@ import sys
 import tempfile
 import threading
 import time
-from contextlib import ExitStack
-from typing import Any
+from contextlib import ExitStack, contextmanager
+from typing import Any, Iterator
 
 from benchmarks._harness import (
-    PEER_LABELS, CallStats, ServerGone, Table, add_ratio_notes, common_arguments, exit_status, failed, median,
+    ANY_KEY, PEER_LABELS, CallStats, ServerGone, Table, add_ratio_notes, common_arguments, exit_status, failed, median,
     ms, not_run, percentile, ratio, runs_from, server_env, spawn, stop, us,
 )
 from benchmarks._upstream import DirectClient, SimulatorFailed, simulator
@@ -227,13 +227,13 @@ def fixed_upstream_table(specs: list[ServerSpec], calls: int, workloads: dict[st
     p50s: dict[tuple[str, str], float] = {}
     floors: dict[str, list[float]] = {}
     try:
-        with fixed_upstream(answers) as url, DirectClient(url, "unused") as direct:
+        with fixed_upstream(answers) as url, DirectClient(url, ANY_KEY) as direct:
             for spec in specs:
                 if spec.argv is None:
                     continue
                 floor_samples(direct, paths, calls, floors)
                 try:
-                    for tool, p50 in sequential_p50s(spec, server_env(url), workloads, calls).items():
+                    for tool, p50 in sequential_p50s(spec, server_env(url, ANY_KEY), workloads, calls).items():
                         p50s[spec.key, tool] = p50
                 except (ServerGone, OSError) as exc:
                     table.add("", spec.label, failed(str(exc)), "", "", "")
@@ -289,15 +289,25 @@ def overhead_notes(table: Table, tools: list[str], p50s: dict[tuple[str, str], f
                        f"{positive_ratio(theirs, ours)}{verdict}")
 
 
-def warm_up(server: HttpServerProcess, tool: str, arguments: dict[str, Any]) -> None:
-    """WARM_UP_CALLS uncounted calls, on a connection of their own: the session's first connection
-    would sit idle past uvicorn's 5 s keep-alive (under the peers) while calls run on others."""
+@contextmanager
+def serving(spec: ServerSpec, env: dict[str, str]) -> Iterator[HttpServerProcess]:
+    """The server up with its session open (initialize answered; that first connection closed)."""
+    with HttpServerProcess(spec, env) as server:
+        server.first_session()[0].close()
+        yield server
+
+
+def sequential_calls(server: HttpServerProcess, tool: str, arguments: dict[str, Any], calls: int) -> CallStats:
+    """WARM_UP_CALLS uncounted calls on a connection of their own (the session's first connection would
+    sit idle past uvicorn's 5 s keep-alive, under the peers, while calls run on others), then ``calls``
+    sequential ones on another."""
     conn = server.client.connect()
     try:
         for _ in range(WARM_UP_CALLS):
             server.client.call_tool(conn, tool, arguments)
     finally:
         conn.close()
+    return calls_over_http(server, tool, arguments, calls, 1)
 
 
 def measure(spec: ServerSpec, env: dict[str, str], workloads: dict[str, dict], calls: int, table: Table,
@@ -306,11 +316,9 @@ def measure(spec: ServerSpec, env: dict[str, str], workloads: dict[str, dict], c
         table.add(spec.label, "", not_run(spec.unavailable), "", "", "")
         return
     try:
-        with HttpServerProcess(spec, env) as server:
-            server.first_session()[0].close()
+        with serving(spec, env) as server:
             for tool, arguments in workloads.items():
-                warm_up(server, tool, arguments)
-                sequential = calls_over_http(server, tool, arguments, calls, 1)
+                sequential = sequential_calls(server, tool, arguments, calls)
                 parallel = calls_over_http(server, tool, arguments, calls, IN_FLIGHT)
                 errors = sequential.errors + parallel.errors
                 p50s[spec.key, tool] = percentile(sequential.latencies, 50)
@@ -327,11 +335,9 @@ def sequential_p50s(spec: ServerSpec, env: dict[str, str], workloads: dict[str, 
                     calls: int) -> dict[str, float]:
     """tool -> p50 of ``calls`` sequential calls; ServerGone when any failed."""
     p50s: dict[str, float] = {}
-    with HttpServerProcess(spec, env) as server:
-        server.first_session()[0].close()
+    with serving(spec, env) as server:
         for tool, arguments in workloads.items():
-            warm_up(server, tool, arguments)
-            sequential = calls_over_http(server, tool, arguments, calls, 1)
+            sequential = sequential_calls(server, tool, arguments, calls)
             if sequential.errors:
                 raise ServerGone(f"{tool}: {sequential.errors} errors, the first: {sequential.first_error}")
             p50s[tool] = percentile(sequential.latencies, 50)

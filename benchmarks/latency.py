@@ -25,7 +25,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from benchmarks._harness import (
-    PEER_LABELS, ServerGone, StdioServer, Table, calls_in_flight, common_arguments, exit_status, failed, ms,
+    ANY_KEY, PEER_LABELS, ServerGone, StdioServer, Table, calls_in_flight, common_arguments, exit_status, failed, ms,
     not_run, percentile, ratio, server_env, us,
 )
 from benchmarks._upstream import DirectClient, SimulatorFailed, http_get_json, simulator
@@ -267,15 +267,23 @@ FIXED_WHY = ("Here the upstream is benchmarks/fixed_upstream.py replaying the si
              "author measured against.")
 
 
+def sequential_against(url: str, api_key: str, specs: list[ServerSpec], workloads: dict[str, Any], calls: int,
+                       running: ExitStack, results: Results) -> tuple[dict[str, StdioServer], DirectClient]:
+    """Every server and the floor on the upstream at ``url``, warmed up, then the sequential rounds;
+    the servers and the floor's client stay open in ``running``."""
+    direct = running.enter_context(DirectClient(url, api_key))
+    for _, path in workloads.values():
+        direct.timed(path, WARM_UP_CALLS)
+    servers = start_servers(specs, server_env(url, api_key), workloads, running, results)
+    sequential_rounds(servers, direct, workloads, calls, results)
+    return servers, direct
+
+
 def against_fixed_upstream(specs: list[ServerSpec], answers: dict[str, str], workloads: dict[str, Any],
                            calls: int, results: Results) -> None:
     """The sequential rounds again, every server (and the floor) on the replayed answers."""
     with fixed_upstream(answers) as url, ExitStack() as running:
-        direct = running.enter_context(DirectClient(url, "unused"))
-        for _, path in workloads.values():
-            direct.timed(path, WARM_UP_CALLS)
-        servers = start_servers(specs, server_env(url), workloads, running, results)
-        sequential_rounds(servers, direct, workloads, calls, results)
+        sequential_against(url, ANY_KEY, specs, workloads, calls, running, results)
 
 
 def positive_ratio(numerator: float | None, denominator: float | None) -> str:
@@ -306,11 +314,7 @@ def main(argv: list[str] | None = None) -> int:
                 workloads = {"list_checks": ({}, "/api/v3/checks/"),
                              "get_check": ({"check": check}, f"/api/v3/checks/{check}")}
                 tools = list(workloads)
-                direct = running.enter_context(DirectClient(sim.url, sim.rw_key))
-                for _, path in workloads.values():
-                    direct.timed(path, WARM_UP_CALLS)
-                servers = start_servers(specs, server_env(sim.url, sim.rw_key), workloads, running, results)
-                sequential_rounds(servers, direct, workloads, calls, results)
+                servers, direct = sequential_against(sim.url, sim.rw_key, specs, workloads, calls, running, results)
                 taking_turns(servers, direct, workloads, turns, in_turns)
                 throughput(servers, workloads, calls, results)
             answers = record(sim.url, sim.rw_key, [path for _, path in workloads.values()])
