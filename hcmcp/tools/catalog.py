@@ -16,7 +16,7 @@ from .selection import ESSENTIAL, _matches, select  # noqa: F401  (select is thi
 # the schemas are generated at run time instead. Regenerate: python -m hcmcp.tools.catalog
 _HERE = os.path.dirname(os.path.abspath(__file__))   # os.path, not pathlib: pathlib costs ms to import
 SCHEMA_FILE = os.path.join(_HERE, "schemas.json")
-_SCHEMA_SOURCES = ("read.py", "write.py", "shaping.py", "../healthchecks/models.py", "../protocol/tool.py")
+_SCHEMA_SOURCES = ("read.py", "read_project.py", "write.py", "shaping.py", "../healthchecks/models.py", "../protocol/tool.py")
 
 
 def _read(path: str) -> bytes:
