@@ -196,6 +196,14 @@ def test_handshake_file_is_fresh():
     assert stored == fast_start.generate(), "hcmcp/handshake.json is stale: python -m hcmcp.fast_start"
 
 
+
+def test_every_tool_module_is_in_the_handshakes_checksum():
+    """The tools/list bytes come from every tool module (names, descriptions, schemas): one missing
+    from SOURCES could change them without changing the checksum, and the fast path would answer stale."""
+    tools = os.path.join(os.path.dirname(fast_start.__file__), "tools")
+    modules = {f"tools/{name}" for name in os.listdir(tools) if name.endswith(".py") and name != "__init__.py"}
+    assert modules - set(fast_start.SOURCES) == set()
+
 def _spawn(args: list[str], env: dict[str, str]) -> subprocess.Popen:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith(("HEALTHCHECKS_", "ELICITATION"))}
     return subprocess.Popen([sys.executable, "-m", "hcmcp", *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
