@@ -33,7 +33,7 @@ DATA_FILE = os.path.join(HERE, "handshake.json")
 # covers them all. Paths relative to this package.
 SOURCES = ("__init__.py", "__main__.py", "config.py", "tools/selection.py", "tools/catalog.py",
            "tools/read.py", "tools/read_project.py", "tools/write.py", "tools/confirm.py", "tools/shaping.py", "tools/present.py",
-           "healthchecks/models.py", "healthchecks/api.py", "healthchecks/errors.py", "healthchecks/versions.py", "protocol/tool.py", "protocol/server.py",
+           "healthchecks/models.py", "healthchecks/api.py", "healthchecks/judging.py", "healthchecks/errors.py", "healthchecks/versions.py", "protocol/tool.py", "protocol/server.py",
            "protocol/revisions.py", "protocol/jsonrpc.py", "protocol/stdio.py", "protocol/seal.py",
            "protocol/asking.py", "protocol/features.py", "protocol/prompts.py", "protocol/resources.py",
            "protocol/logs.py", "protocol/completion.py", "protocol/tasks.py", "protocol/content.py",

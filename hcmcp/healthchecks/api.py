@@ -1,4 +1,4 @@
-"""The Healthchecks Management API: one method per endpoint, HTTP status -> typed errors.
+"""The Healthchecks Management API: one method per endpoint, HTTP status -> typed errors (judging.py).
 
 Knows nothing of MCP. Follows healthchecks-api.md §5: the key goes only in X-Api-Key,
 UUIDs are lowercased, trailing slashes are exactly as §1 (collections end in "/",
@@ -10,7 +10,6 @@ not pay for the HTTP stack.
 
 from __future__ import annotations
 
-import functools
 import re
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -21,6 +20,8 @@ import msgspec
 from .errors import (ApiError, BadRequest, Conflict, Forbidden, InvalidIdentifier,  # noqa: F401
                      MethodNotAllowed, MissingApiKey, NotFound, NotJson, Redirected, ResponseTooLarge,
                      Unauthorized, Unavailable, UnexpectedStatus, Unreachable)
+# Non-2xx answers are judged in judging.py (a mixin of HealthchecksApi); KEY_SETUP re-exported.
+from .judging import KEY_SETUP, Judging  # noqa: F401
 from .models import (Badge, Check, Flip, Integration, KeyKind, Listing, Ping, PingBody,
                      StatusAnswer, badges_of, check_from_json, check_of, checks_from_json, entries_of)
 
@@ -29,12 +30,6 @@ if TYPE_CHECKING:
 
 PING_BODY_CEILING = 64 * 1024        # tools.md: ping bodies are truncated at 64 KB
 STATUS_CEILING = 4 * 1024            # tools.md: anything but "OK" is shown up to 4 kB
-UPSTREAM_TEXT_LIMIT = 2000           # security.md: upstream error bodies cut to 2000 characters
-
-KEY_SETUP = ("Set HEALTHCHECKS_API_KEY to an API key of the project to manage. Keys are created in the "
-             "Healthchecks web UI under Project Settings › API Access: a read-only key is enough to list "
-             "and inspect checks; a read-write key is needed for pings, ping bodies, integrations and "
-             "every change.")
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _UNIQUE_KEY = re.compile(r"[0-9a-f]{40}")
@@ -56,7 +51,7 @@ def normalise_check_id(value: str) -> str | None:
 
 # -- the API ----------------------------------------------------------------------------------
 
-class HealthchecksApi:
+class HealthchecksApi(Judging):
     def __init__(self, site_root: str, api_key: str | None, *, client: HttpClient | None = None,
                  api_version: int | None = None, timeout: float = 15.0, byte_ceiling: int = 5 * 1024 * 1024,
                  proxy: Any = None, ca_file: str | None = None, insecure_tls: bool = False) -> None:
@@ -395,146 +390,6 @@ class HealthchecksApi:
             raise Unreachable(None, f"The exchange with {self.site_root} for {what} failed: "
                                     f"{self._scrub(str(error))}",
                               advice="get_status tests the instance without a key.") from None
-
-    async def _judge(self, response: HttpResponse, method: str, what: str, *, raise_for_status: bool,
-                     rw_only: bool, not_found: str | None, not_found_advice: str, forbidden: str | None,
-                     forbidden_advice: str, conflict: str | None, conflict_advice: str,
-                     bad_request: str | None, unavailable_advice: str) -> HttpResponse:
-        """A response that is not a 2xx (_send returns those): the typed error its status means, or the
-        response itself when ``raise_for_status`` is off (a redirect is an error all the same)."""
-        status = response.status
-        if 300 <= status < 400:
-            location = self._scrub(response.header("location") or "")[:300]
-            raise Redirected(status, f"The instance answered {status} with a redirect to "
-                                     f"{location or '(no Location)'} instead of the API's answer for {what}. "
-                                     "Redirects are not followed: a followed POST would silently turn into "
-                                     "a GET.",
-                             location=location or None,
-                             advice=f"Usually HEALTHCHECKS_URL ({self.site_root}) is wrong — http instead of "
-                                    "https, a path the site redirects, or a site root that is not the "
-                                    "Healthchecks one; it must be the site root, without /api/v3/.")
-        if not raise_for_status:
-            return response
-        upstream = self._upstream_text(response)
-        if status == 401:
-            raise await self._unauthorized(response, upstream, what, rw_only)
-        if status == 403:
-            raise Forbidden(status, forbidden or f"Healthchecks refused access to {what} (403).",
-                            advice=forbidden_advice, upstream=upstream)
-        if status == 404:
-            raise NotFound(status, not_found or f"Healthchecks has no {what} (404).",
-                           advice=not_found_advice, upstream=upstream)
-        if status == 409:
-            raise Conflict(status, conflict or f"Healthchecks refused the change to {what} (409).",
-                           advice=conflict_advice, upstream=upstream)
-        if status == 400:
-            raise BadRequest(status, bad_request or f"Healthchecks refused the request for {what} (400).",
-                             advice="Correct the value the instance names and call again.", upstream=upstream)
-        if status == 405:
-            raise MethodNotAllowed(status, f"Healthchecks does not allow {method} for {what} (405).",
-                                   advice=f"HEALTHCHECKS_URL ({self.site_root}) may point at the wrong site, "
-                                          "or the instance is older than API v3.", upstream=upstream)
-        if status == 429 or status >= 500:
-            retry_after = response.header("retry-after")
-            wait = f" after {retry_after} seconds" if retry_after and retry_after.isdigit() else " in a minute"
-            reason = "is rate-limiting requests" if status == 429 else "had a server-side failure"
-            raise Unavailable(status, f"The instance {reason} ({status}) while serving {what}.",
-                              advice=unavailable_advice or f"This is worth retrying{wait}.", upstream=upstream)
-        raise UnexpectedStatus(status, f"The instance answered {status} to the request for {what}.",
-                               advice="HEALTHCHECKS_URL may point at something other than Healthchecks; "
-                                      "get_status shows what answers there.", upstream=upstream)
-
-    async def _unauthorized(self, response: HttpResponse, upstream: str | None, what: str,
-                            rw_only: bool) -> Unauthorized:
-        reason = (upstream or "").strip().lower()
-        if reason == "missing api key":
-            return Unauthorized(401, "Healthchecks says \"missing api key\" (401): it got no key of the length "
-                                     "it expects (exactly 32 characters).",
-                                advice="Check HEALTHCHECKS_API_KEY for a truncated or padded value. " + KEY_SETUP)
-        if rw_only and reason == "wrong api key" and await self._key_is_read_only():
-            self._key_read_write = False
-            return Unauthorized(401, f"The API key is read-only, and Healthchecks serves {what} only to a "
-                                     "read-write key. (It answers a read-only key with the same 401 \"wrong api "
-                                     "key\" as an unknown one; the key itself is valid.)", read_only_key=True,
-                                advice="Use a read-write key of this project (Project Settings › API Access) "
-                                       "if this is needed; everything else keeps working with this one.")
-        if reason == "wrong api key":
-            return Unauthorized(401, "Healthchecks does not accept the API key (401 \"wrong api key\"): it "
-                                     "matches no project on this instance.",
-                                advice=f"Check that HEALTHCHECKS_API_KEY belongs to the instance at "
-                                       f"{self.site_root} and was not revoked. " + KEY_SETUP)
-        # Not Healthchecks' own wording: likely a proxy or SSO gate in front of it.
-        return Unauthorized(401, f"The request for {what} was refused with 401, but not in Healthchecks' words; "
-                                 "something in front of the instance (a proxy or a login gate) may be asking for "
-                                 "credentials of its own.",
-                            advice=f"Check HEALTHCHECKS_URL ({self.site_root}) and HEALTHCHECKS_API_KEY; "
-                                   "get_status shows what answers there.", upstream=upstream)
-
-    async def _key_is_read_only(self) -> bool:
-        """After a RW-only endpoint said "wrong api key": is the key valid all the same?"""
-        if self._key_read_write is not None:
-            return not self._key_read_write
-        try:
-            await self._send("GET", "checks/", what="the list of checks")
-        except ApiError:
-            return False
-        return True
-
-    def _upstream_text(self, response: HttpResponse) -> str | None:
-        """The instance's words: JSON {"error"} or text; HTML dropped; cut; the key scrubbed."""
-        if not response.body:
-            return None
-        text = response.body.decode("utf-8", "replace")
-        if _looks_like_html(text):
-            return None   # a proxy's or Django's error page: dropped, never pasted into a context
-        try:
-            document = msgspec.json.decode(response.body)
-        except msgspec.DecodeError:
-            document = None
-        if isinstance(document, dict) and isinstance(document.get("error"), str):
-            text = document["error"]
-        text = self._scrub(text).strip()
-        if len(text) > UPSTREAM_TEXT_LIMIT:
-            text = text[:UPSTREAM_TEXT_LIMIT] + f"… [cut: {len(text) - UPSTREAM_TEXT_LIMIT} more characters]"
-        return text or None
-
-    def _scrub(self, text: str) -> str:
-        """Upstream text with the key taken out: as sent, URL-encoded or base64'd (an error page
-        that echoes the request's headers back, in whatever encoding, must not pass it on)."""
-        if not self._key:
-            return text
-        for form in _key_forms(self._key):
-            if form in text:
-                text = text.replace(form, "[the API key]")
-        return text
-
-
-@functools.lru_cache(maxsize=4)
-def _key_forms(key: str) -> tuple[str, ...]:
-    """The key, its URL encodings (as quote() does, and every byte as %XX in either case) and its
-    base64 (standard and URL-safe, at each of the three alignments inside a longer encoding)."""
-    import base64
-    import urllib.parse
-    raw = key.encode("utf-8", "surrogateescape")
-    forms = {key, urllib.parse.quote(key, safe=""), urllib.parse.quote_plus(key),
-             "".join(f"%{b:02X}" for b in raw), "".join(f"%{b:02x}" for b in raw)}
-    for pad in range(3):
-        for encode in (base64.b64encode, base64.urlsafe_b64encode):
-            encoded = encode(b"\0" * pad + raw).decode()
-            forms.add(encoded[4:-4] if pad else encoded.rstrip("="))   # the characters that depend on the key alone
-            if not pad:
-                forms.add(encoded)
-    # Longest first, so that a longer form is not left half-replaced by a shorter one inside it.
-    return tuple(sorted((form for form in forms if len(form) >= 8), key=len, reverse=True))
-
-
-_HTML = re.compile(r"^\s*(<!doctype\s+html|<html|<head|<body|<\?xml)|<(html|body|head|title|div|p|h1)[\s>]",
-                   re.IGNORECASE)
-
-
-def _looks_like_html(text: str) -> bool:
-    # By content, not Content-Type: Django labels its plain-text 409 "text/html" too.
-    return bool(_HTML.search(text[:4096]))
 
 
 def _quote(value: str) -> str:
