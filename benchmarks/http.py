@@ -20,21 +20,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import subprocess
 import sys
-import tempfile
-import threading
 import time
-from contextlib import ExitStack, contextmanager
-from typing import Any, Iterator
+from contextlib import ExitStack
 
 from benchmarks._harness import (
-    ANY_KEY, PEER_LABELS, CallStats, ServerGone, Table, add_ratio_notes, common_arguments, exit_status, failed, median,
-    ms, not_run, percentile, ratio, runs_from, server_env, spawn, stop, us,
+    ANY_KEY, PEER_LABELS, ServerGone, Table, add_ratio_notes, common_arguments, exit_status, failed, median,
+    ms, not_run, percentile, ratio, runs_from, server_env, us,
 )
 from benchmarks._upstream import DirectClient, SimulatorFailed, simulator
-from benchmarks._http_client import HttpMcpClient, free_port, initialize_when_listening
 from benchmarks._http_load import LOAD_CONNECTIONS, LOAD_ERAS, LOAD_WORKLOADS, LoadStats, run_load, speaks
+from benchmarks._http_server import (WARM_UP_CALLS, HttpServerProcess, calls_over_http, sequential_calls, serving,
+                                     time_startup)
 from benchmarks.fixed_upstream import fixed_upstream, record
 from benchmarks.latency import TARGET as OVERHEAD_TARGET, first_check_uuid, positive_ratio
 from benchmarks._charts import bars, charts_dir, draw
@@ -48,89 +45,6 @@ DEFAULT_CALLS = 1000
 # One session's calls in flight at once: hcmcp answers at most 8 per session (max_streams_per_session;
 # a 9th gets 503 by design), so the latency table's parallel calls stay within that for every server.
 IN_FLIGHT = 8
-WARM_UP_CALLS = 10
-START_DEADLINE = 30.0
-
-
-class HttpServerProcess:
-    """A server started with `--http 127.0.0.1:PORT`, stopped with SIGTERM when done."""
-
-    def __init__(self, spec: ServerSpec, env: dict[str, str] | None = None):
-        assert spec.argv is not None
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/mcp"
-        self._log = tempfile.TemporaryFile()
-        self.started_at = time.perf_counter()
-        self.proc = spawn([*spec.argv, "--http", f"127.0.0.1:{self.port}"], env=env or server_env(), cwd=spec.cwd,
-                          stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT)
-        self.client = HttpMcpClient(self.url)
-
-    def __enter__(self) -> HttpServerProcess:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        stop(self.proc)
-        self._log.close()
-
-    def log_tail(self) -> str:
-        self._log.seek(0)
-        return self._log.read()[-400:].decode(errors="replace").strip()
-
-    def first_session(self) -> tuple[Any, float]:
-        """(keep-alive connection, spawn -> initialize answered)."""
-        try:
-            conn, reply = initialize_when_listening(self.client, self.started_at + START_DEADLINE,
-                                                    lambda: self.proc.poll() is None)
-        except ServerGone as exc:
-            raise ServerGone(f"{exc}; output ends: {self.log_tail()}") from None
-        return conn, reply.at - self.started_at
-
-
-def time_startup(spec: ServerSpec) -> tuple[float, float]:
-    with HttpServerProcess(spec) as server:
-        conn, init = server.first_session()
-        listed = server.client.request(conn, "tools/list")
-        conn.close()
-        return init, listed.at - server.started_at
-
-
-def calls_over_http(server: HttpServerProcess, tool: str, arguments: dict[str, Any], total: int,
-                    in_flight: int) -> CallStats:
-    """`total` calls spread over `in_flight` threads, each with its own connection."""
-    latencies: list[float] = []
-    errors: list[str] = []
-    remaining = iter(range(total))
-    lock = threading.Lock()
-
-    def worker() -> None:
-        conn = server.client.connect()
-        try:
-            while True:
-                with lock:
-                    if next(remaining, None) is None:
-                        return
-                try:
-                    reply = server.client.call_tool(conn, tool, arguments)
-                except (OSError, ServerGone) as exc:
-                    with lock:
-                        errors.append(str(exc))
-                    return
-                with lock:
-                    latencies.append(reply.elapsed)
-                    if reply.is_error:
-                        errors.append(reply.error_text())
-        finally:
-            conn.close()
-
-    started = time.perf_counter()
-    threads = [threading.Thread(target=worker, daemon=True) for _ in range(in_flight)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    return CallStats(latencies, time.perf_counter() - started, len(errors), errors[0] if errors else "")
-
-
 TARGET_HTTP_VS_STDIO = 1.3   # hcmcp --http spawn->initialize within 1.3x of its stdio (issue 11)
 
 
@@ -195,6 +109,7 @@ def latency_tables(specs: list[ServerSpec], calls: int) -> list[Table]:
     workloads: dict[str, dict] = {}
     paths: dict[str, str] = {}
     floors: dict[str, list[float]] = {}
+    cpu: dict[tuple[str, str], list[float]] = {}    # (server key or "direct", tool) -> client CPU per call
     answers: dict[str, str] = {}
     try:
         with simulator("demo") as sim:
@@ -203,9 +118,9 @@ def latency_tables(specs: list[ServerSpec], calls: int) -> list[Table]:
             paths = {"list_checks": "/api/v3/checks/", "get_check": f"/api/v3/checks/{check}"}
             with DirectClient(sim.url, sim.rw_key) as direct:
                 for spec in specs:
-                    floor_samples(direct, paths, calls, floors)   # before and after every server: drift shows in both
-                    measure(spec, server_env(sim.url, sim.rw_key), workloads, calls, table, p50s, rates)
-                floor_samples(direct, paths, calls, floors)
+                    floor_samples(direct, paths, calls, floors, cpu)   # before and after every server: drift shows in both
+                    measure(spec, server_env(sim.url, sim.rw_key), workloads, calls, table, p50s, rates, cpu)
+                floor_samples(direct, paths, calls, floors, cpu)
             answers = record(sim.url, sim.rw_key, list(paths.values()))
     except (SimulatorFailed, OSError) as exc:
         table.add("simulator", "", failed(str(exc)), "", "", "")
@@ -213,9 +128,40 @@ def latency_tables(specs: list[ServerSpec], calls: int) -> list[Table]:
     overhead_notes(table, list(workloads), p50s, floors)
     table.note(f"{WARM_UP_CALLS} warm-up calls per tool are not counted. The client is stdlib "
                "http.client, the same for every server, and shares the 2 cores with it.")
-    if not answers:
-        return [table]
-    return [table, fixed_upstream_table(specs, calls, workloads, paths, answers)]
+    tables = [table, client_cpu_table(specs, list(workloads), p50s, floors, cpu)]
+    if answers:
+        tables.append(fixed_upstream_table(specs, calls, workloads, paths, answers))
+    return tables
+
+
+def client_cpu_table(specs: list[ServerSpec], tools: list[str], p50s: dict[tuple[str, str], float],
+                     floors: dict[str, list[float]], cpu: dict[tuple[str, str], list[float]]) -> Table:
+    """The measuring client's own CPU per call, from the sequential calls above and the direct GETs."""
+    table = Table("For comparison: the measuring client's own CPU per sequential call over HTTP (thread CPU, "
+                  "median), and each server's overhead without what the client spends beyond a plain GET",
+                  ["tool", "client of", "client CPU/call", "beyond the direct GET", "overhead p50",
+                   "overhead − client's extra", "× hcmcp"])
+    for tool in tools:
+        direct = cpu.get(("direct", tool))
+        if not direct or not floors.get(tool):
+            continue
+        direct_cpu = percentile(direct, 50)
+        floor = percentile(floors[tool], 50)
+        table.add(tool, "the direct GET (the floor)", us(direct_cpu), "", "", "", "")
+        net: dict[str, float] = {}
+        for spec in specs:
+            if (spec.key, tool) not in p50s or not cpu.get((spec.key, tool)):
+                continue
+            extra = percentile(cpu[spec.key, tool], 50) - direct_cpu
+            overhead = p50s[spec.key, tool] - floor
+            net[spec.key] = overhead - extra
+            table.add(tool, spec.label, us(percentile(cpu[spec.key, tool], 50)), us(extra), us(overhead),
+                      us(net[spec.key]), positive_ratio(net[spec.key], net["hcmcp"]) if "hcmcp" in net else "—")
+    table.note("Not the target's measurement (that is the overhead above, as issue 11 defines it). Calls are "
+               "sequential, so the client's CPU is on each call's path: what it spends beyond the direct GET "
+               "(encoding the JSON-RPC request, the MCP headers, decoding the reply's JSON, reading an event "
+               "stream) is in every server's overhead above. The last two columns take it out.")
+    return table
 
 
 def fixed_upstream_table(specs: list[ServerSpec], calls: int, workloads: dict[str, dict], paths: dict[str, str],
@@ -258,14 +204,18 @@ def fixed_upstream_table(specs: list[ServerSpec], calls: int, workloads: dict[st
     return table
 
 
-def floor_samples(direct: DirectClient, paths: dict[str, str], calls: int, floors: dict[str, list[float]]) -> None:
+def floor_samples(direct: DirectClient, paths: dict[str, str], calls: int, floors: dict[str, list[float]],
+                  cpu: dict[tuple[str, str], list[float]] | None = None) -> None:
     """The same upstream GETs straight to the upstream (stdlib http.client, keep-alive), the tools'
     paths alternating: on these 2 vCPUs a run of GETs switches between ~65 µs (client and upstream
     woken on one CPU) and ~150 µs (on two) after a hundred or so, so one tool's block after the
     other's would give the two tools different floors."""
     for _ in range(calls // 2):
         for tool, path in paths.items():
+            started = time.thread_time()
             floors.setdefault(tool, []).append(direct.get(path)[1])
+            if cpu is not None:
+                cpu.setdefault(("direct", tool), []).append(time.thread_time() - started)
 
 
 def overhead_notes(table: Table, tools: list[str], p50s: dict[tuple[str, str], float],
@@ -289,29 +239,9 @@ def overhead_notes(table: Table, tools: list[str], p50s: dict[tuple[str, str], f
                        f"{positive_ratio(theirs, ours)}{verdict}")
 
 
-@contextmanager
-def serving(spec: ServerSpec, env: dict[str, str]) -> Iterator[HttpServerProcess]:
-    """The server up with its session open (initialize answered; that first connection closed)."""
-    with HttpServerProcess(spec, env) as server:
-        server.first_session()[0].close()
-        yield server
-
-
-def sequential_calls(server: HttpServerProcess, tool: str, arguments: dict[str, Any], calls: int) -> CallStats:
-    """WARM_UP_CALLS uncounted calls on a connection of their own (the session's first connection would
-    sit idle past uvicorn's 5 s keep-alive, under the peers, while calls run on others), then ``calls``
-    sequential ones on another."""
-    conn = server.client.connect()
-    try:
-        for _ in range(WARM_UP_CALLS):
-            server.client.call_tool(conn, tool, arguments)
-    finally:
-        conn.close()
-    return calls_over_http(server, tool, arguments, calls, 1)
-
-
 def measure(spec: ServerSpec, env: dict[str, str], workloads: dict[str, dict], calls: int, table: Table,
-            p50s: dict[tuple[str, str], float], rates: dict[tuple[str, str], float]) -> None:
+            p50s: dict[tuple[str, str], float], rates: dict[tuple[str, str], float],
+            cpu: dict[tuple[str, str], list[float]]) -> None:
     if spec.argv is None:
         table.add(spec.label, "", not_run(spec.unavailable), "", "", "")
         return
@@ -322,6 +252,7 @@ def measure(spec: ServerSpec, env: dict[str, str], workloads: dict[str, dict], c
                 parallel = calls_over_http(server, tool, arguments, calls, IN_FLIGHT)
                 errors = sequential.errors + parallel.errors
                 p50s[spec.key, tool] = percentile(sequential.latencies, 50)
+                cpu[spec.key, tool] = sequential.client_cpu
                 rates[spec.key, tool] = parallel.per_second
                 problem = sequential.first_error or parallel.first_error
                 table.add(spec.label, tool, ms(p50s[spec.key, tool]),

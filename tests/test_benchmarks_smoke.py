@@ -32,7 +32,8 @@ CASES = {
     "scaling": (TINY + ["--sizes", "30"], ["list_checks against projects"]),
     "http": (TINY + ["--servers", "hcmcp,mcpserver", "--calls", "5"],
              ["Start-up over Streamable HTTP", "Tool calls over Streamable HTTP",
-              "For comparison: per-call overhead over HTTP against a fixed upstream"]),
+              "For comparison: per-call overhead over HTTP against a fixed upstream",
+              "For comparison: the measuring client's own CPU"]),
     "profile": (["--quick", "--no-install"], ["Python function calls per tool call"]),
     "stages": (["--quick", "--no-install"], ["Stages of a get_check over stdio", "Stages of a list_checks over http"]),
 }
@@ -119,6 +120,19 @@ def test_http_compares_the_overhead_against_a_fixed_upstream_for_each_server() -
                                                   for label in ("hcmcp", "MCPServer (mcp 2.3.0)")}, rows
     for row in rows:
         assert all(re.fullmatch(r"-?\d+ µs", cell) for cell in row[2:5]), row
+
+
+def test_http_measures_the_clients_own_cpu_per_call_for_the_floor_and_each_server() -> None:
+    result = run_benchmark("http")
+    rows = table_rows(result.stdout, "For comparison: the measuring client's own CPU")
+    assert {(row[0], row[1]) for row in rows} == {(tool, who) for tool in ("list_checks", "get_check")
+                                                  for who in ("the direct GET (the floor)", "hcmcp",
+                                                              "MCPServer (mcp 2.3.0)")}, rows
+    for row in rows:
+        assert re.fullmatch(r"\d+ µs", row[2]), row                 # thread CPU is never negative
+        if row[1] != "the direct GET (the floor)":
+            assert all(re.fullmatch(r"-?\d+ µs", cell) for cell in row[3:6]), row
+            assert re.fullmatch(r"\d+(\.\d+)?×|— \(.*\)", row[6]), row   # a ratio, or why there is none
 
 
 def test_scaling_has_a_row_per_variant_and_size() -> None:
