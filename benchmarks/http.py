@@ -7,8 +7,9 @@ every 2 ms until the server listens) and spawn -> `tools/list`. Then, against on
 simulator: list_checks and get_check, p50/p99 of N (default 1000) sequential calls on one keep-alive
 connection, and calls/s with 8 threads in flight, each on its own connection, all in
 one session. Each server answers in the form it prefers (JSON or an SSE stream); the
-client reads either. For comparison, the same sequential calls against a fixed upstream
-(the simulator's answers replayed by benchmarks/fixed_upstream.py).
+client reads either. For comparison, the client's own CPU per sequential call (and each
+overhead without what it spends beyond a plain GET), and the same sequential calls against a
+fixed upstream (the simulator's answers replayed by benchmarks/fixed_upstream.py).
 
 Last, throughput under load: a closed-loop load generator (_http_load.py: asyncio, 16
 keep-alive connections, raw HTTP/1.1) drives tools/list and list_checks in both eras
