@@ -149,15 +149,13 @@ def client_cpu_table(specs: list[ServerSpec], tools: list[str], p50s: dict[tuple
         direct_cpu = percentile(direct, 50)
         floor = percentile(floors[tool], 50)
         table.add(tool, "the direct GET (the floor)", us(direct_cpu), "", "", "", "")
-        net: dict[str, float] = {}
-        for spec in specs:
-            if (spec.key, tool) not in p50s or not cpu.get((spec.key, tool)):
-                continue
-            extra = percentile(cpu[spec.key, tool], 50) - direct_cpu
-            overhead = p50s[spec.key, tool] - floor
-            net[spec.key] = overhead - extra
-            table.add(tool, spec.label, us(percentile(cpu[spec.key, tool], 50)), us(extra), us(overhead),
-                      us(net[spec.key]), positive_ratio(net[spec.key], net["hcmcp"]) if "hcmcp" in net else "—")
+        rows = [(spec, percentile(cpu[spec.key, tool], 50), p50s[spec.key, tool] - floor)
+                for spec in specs if (spec.key, tool) in p50s and cpu.get((spec.key, tool))]
+        ours = next((overhead - (mine - direct_cpu) for spec, mine, overhead in rows if spec.key == "hcmcp"), None)
+        for spec, mine, overhead in rows:
+            net = overhead - (mine - direct_cpu)
+            table.add(tool, spec.label, us(mine), us(mine - direct_cpu), us(overhead), us(net),
+                      positive_ratio(net, ours) if ours is not None else "—")
     table.note("Not the target's measurement (that is the overhead above, as issue 11 defines it). Calls are "
                "sequential, so the client's CPU is on each call's path: what it spends beyond the direct GET "
                "(encoding the JSON-RPC request, the MCP headers, decoding the reply's JSON, reading an event "
