@@ -17,12 +17,15 @@ class _LazyLogger:
     def __getattr__(self, attribute: str):
         if self._logger is None:
             import logging
+
             if configure_logging_on_first_use and not logging.getLogger().handlers:
-                logging.basicConfig(level=logging.WARNING, format="hcmcp: %(levelname)s %(name)s: %(message)s")
+                logging.basicConfig(
+                    level=logging.WARNING, format="hcmcp: %(levelname)s %(name)s: %(message)s"
+                )
             self._logger = logging.getLogger(self._name)
         value = getattr(self._logger, attribute)
         if callable(value):
-            setattr(self, attribute, value)   # kept: the next call finds it without this lookup
+            setattr(self, attribute, value)  # kept: the next call finds it without this lookup
         return value
 
 

@@ -12,7 +12,9 @@ from contextlib import asynccontextmanager
 
 from . import __version__
 
-TYPE_CHECKING = False   # not typing.TYPE_CHECKING: importing typing costs start-up time (fast_start.py)
+TYPE_CHECKING = (
+    False  # not typing.TYPE_CHECKING: importing typing costs start-up time (fast_start.py)
+)
 if TYPE_CHECKING:
     from typing import Any
 
@@ -26,9 +28,13 @@ Configuration comes from the environment (HEALTHCHECKS_API_KEY, HEALTHCHECKS_URL
 --demo serves a built-in simulated Healthchecks instance: no account, no network.
 """
 
-WAITING = ("hcmcp is an MCP server: it is waiting for an MCP client on stdin/stdout.\n"
-           "To try a tool by hand instead: hcmcp call list_checks '{}' --demo\n")
-ELICITATION_OFF_LINE = "healthchecks-mcp: ELICITATION=false — guarded tools fall back to the two-call token"
+WAITING = (
+    "hcmcp is an MCP server: it is waiting for an MCP client on stdin/stdout.\n"
+    "To try a tool by hand instead: hcmcp call list_checks '{}' --demo\n"
+)
+ELICITATION_OFF_LINE = (
+    "healthchecks-mcp: ELICITATION=false — guarded tools fall back to the two-call token"
+)
 
 INSTRUCTIONS = (
     "Tools for a Healthchecks.io (or self-hosted Healthchecks) project: list and inspect checks, pings, "
@@ -44,7 +50,13 @@ def _fail(message: str, code: int = 1) -> None:
 
 
 def _parse(argv: list[str]) -> dict[str, Any]:
-    opts: dict[str, Any] = {"command": "serve", "demo": False, "http": None, "stateless": False, "args": []}
+    opts: dict[str, Any] = {
+        "command": "serve",
+        "demo": False,
+        "http": None,
+        "stateless": False,
+        "args": [],
+    }
     rest = list(argv)
     if rest and rest[0] in ("tools", "call"):
         opts["command"] = rest.pop(0)
@@ -79,6 +91,7 @@ def _parse(argv: list[str]) -> dict[str, Any]:
 
 def _config():
     from .config import ConfigError, load
+
     try:
         return load(os.environ)
     except ConfigError as error:
@@ -91,21 +104,32 @@ def build_server(config, api):
     from .protocol.seal import Seal
     from .protocol.server import McpServer, ServerIdentity
     from .tools import catalog
+
     read, write = catalog.all_tools(api)
     try:
         tools = catalog.select(read, write, config)
     except ConfigError as error:
         _fail(str(error))
-    identity = ServerIdentity(name="hcmcp", version=__version__, title="Healthchecks",
-                              description="MCP server for Healthchecks.io and self-hosted Healthchecks",
-                              instructions=INSTRUCTIONS)
-    return McpServer(identity, tools, elicitation_enabled=config.elicitation,
-                     elicitation_timeout=config.elicitation_timeout, seal=Seal(config.state_key))
+    identity = ServerIdentity(
+        name="hcmcp",
+        version=__version__,
+        title="Healthchecks",
+        description="MCP server for Healthchecks.io and self-hosted Healthchecks",
+        instructions=INSTRUCTIONS,
+    )
+    return McpServer(
+        identity,
+        tools,
+        elicitation_enabled=config.elicitation,
+        elicitation_timeout=config.elicitation_timeout,
+        seal=Seal(config.state_key),
+    )
 
 
 def _demo_simulator():
     """The --demo instance, seeded (not yet served: that needs the event loop)."""
     from .healthchecks.simulator import Simulator
+
     sim = Simulator()
     sim.seed_demo()
     return sim
@@ -120,6 +144,7 @@ async def _built_server(opts: dict[str, Any], config, sim=None):
         yield build_server(config, _api(config))
         return
     from .healthchecks.simulator import serve
+
     sim = sim or _demo_simulator()
     async with serve(sim):
         yield build_server(config, _api(config, sim.site_root, sim.RW_KEY))
@@ -127,19 +152,29 @@ async def _built_server(opts: dict[str, Any], config, sim=None):
 
 def _api(config, site_root: str | None = None, api_key: str | None = None):
     from .healthchecks.api import HealthchecksApi
+
     # The demo instance is in-process on loopback: no proxy, no TLS settings apply to it.
-    network = {} if site_root else {"proxy": config.proxy, "ca_file": config.ca_file,
-                                    "insecure_tls": config.insecure_tls}
-    return HealthchecksApi(site_root or config.site_root, api_key if api_key is not None else config.api_key,
-                           timeout=config.request_timeout, byte_ceiling=config.max_response_bytes, **network)
+    network = (
+        {}
+        if site_root
+        else {"proxy": config.proxy, "ca_file": config.ca_file, "insecure_tls": config.insecure_tls}
+    )
+    return HealthchecksApi(
+        site_root or config.site_root,
+        api_key if api_key is not None else config.api_key,
+        timeout=config.request_timeout,
+        byte_ceiling=config.max_response_bytes,
+        **network,
+    )
 
 
 async def _serve(opts: dict[str, Any], config) -> None:
     if opts["http"]:
         from .protocol.http_serving import bind_refusal
+
         refusal = bind_refusal(opts["http"], getattr(config, "http_token", None))
         if refusal is not None:
-            raise SystemExit(refusal)   # before the --demo simulator starts: one line, no traceback
+            raise SystemExit(refusal)  # before the --demo simulator starts: one line, no traceback
     async with _built_server(opts, config) as server:
         await _transport(opts, config, server)
 
@@ -147,9 +182,11 @@ async def _serve(opts: dict[str, Any], config) -> None:
 async def _transport(opts: dict[str, Any], config, server) -> None:
     if opts["http"]:
         from .protocol.http_serving import serve_http
+
         await serve_http(server, opts["http"], config=config, stateless=opts["stateless"])
     else:
         from .protocol.stdio import serve_stdio
+
         await serve_stdio(server)
 
 
@@ -158,8 +195,11 @@ def _serve_stdio_now(opts: dict[str, Any], config) -> None:
     which happen meanwhile in a background thread; then the full server takes over. Never returns."""
     from .config import ConfigError
     from .fast_start import Handshake, serve
+
     try:
-        handshake = Handshake.load(config)   # None when handshake.json is stale: the full path serves
+        handshake = Handshake.load(
+            config
+        )  # None when handshake.json is stale: the full path serves
     except ConfigError as error:
         _fail(str(error))
     if opts["demo"]:
@@ -168,12 +208,15 @@ def _serve_stdio_now(opts: dict[str, Any], config) -> None:
         def go_on(sim, reader, session) -> None:
             _run_demo_stdio(opts, config, sim, reader, session)
     else:
+
         def build():
             return build_server(config, _api(config))
 
         def go_on(server, reader, session) -> None:
             from .protocol.stdio import run_stdio
+
             run_stdio(server, reader, session)
+
     if handshake is None:
         go_on(build(), None, None)
     serve(handshake, _warming(build, config), go_on)
@@ -181,11 +224,14 @@ def _serve_stdio_now(opts: dict[str, Any], config) -> None:
 
 def _warming(build, config):
     """``build``, followed by the imports the first tools/call needs (event loop, HTTP client)."""
+
     def run():
         built = build()
         import anyio._backends._asyncio  # noqa: F401
         from .http import client  # noqa: F401   (ssl and the TLS settings load with the first https connection)
+
         return built
+
     return run
 
 
@@ -194,11 +240,14 @@ def _serve_http_now(opts: dict[str, Any], config) -> None:
     (fast_http.py), which happen meanwhile in a background thread; then the full server takes over
     the listening socket, the connections and the sessions. Never returns once the fast path has
     bound; returns at once when it steps aside (the full path then serves from the start)."""
-    knob = os.environ.get("HCMCP_FAST_HTTP")   # test-only: "0" the full path alone; "hold" see FastHttp.serve
+    knob = os.environ.get(
+        "HCMCP_FAST_HTTP"
+    )  # test-only: "0" the full path alone; "hold" see FastHttp.serve
     if knob == "0":
         return
     from .config import ConfigError
     from .fast_http import FastHttp
+
     try:
         fast = FastHttp.prepare(opts["http"], config, opts["stateless"])
     except ConfigError as error:
@@ -208,34 +257,44 @@ def _serve_http_now(opts: dict[str, Any], config) -> None:
     if opts["demo"]:
         build = _demo_simulator
     else:
+
         def build():
             return build_server(config, _api(config))
+
     warm = _warming(build, config)
 
     def warm_http():
         built = warm()
         from .protocol import streamable_http  # noqa: F401   (h11, msgspec, the HTTP server)
+
         return built
 
     def go_on(built, handover) -> None:
         import anyio
 
         from .protocol.stdio import exit_now
+
         try:
             _run_serving(anyio.run, _serve_adopted, opts, config, built, handover)
         except KeyboardInterrupt:
             pass
         exit_now(0)
+
     fast.serve(warm_http, go_on, eager=knob != "hold")
 
 
 async def _serve_adopted(opts: dict[str, Any], config, built, handover) -> None:
     from .protocol.http_serving import serve_http
+
     if opts["demo"]:
         async with _built_server(opts, config, built) as server:
-            await serve_http(server, opts["http"], config=config, stateless=opts["stateless"], adopted=handover)
+            await serve_http(
+                server, opts["http"], config=config, stateless=opts["stateless"], adopted=handover
+            )
     else:
-        await serve_http(built, opts["http"], config=config, stateless=opts["stateless"], adopted=handover)
+        await serve_http(
+            built, opts["http"], config=config, stateless=opts["stateless"], adopted=handover
+        )
 
 
 def _run_demo_stdio(opts: dict[str, Any], config, sim, reader, session) -> None:
@@ -246,6 +305,7 @@ def _run_demo_stdio(opts: dict[str, Any], config, sim, reader, session) -> None:
     async def serve_demo() -> None:
         async with _built_server(opts, config, sim) as server:
             await serve_stdio(server, reader, 1, session)
+
     try:
         anyio.run(serve_demo)
     except KeyboardInterrupt:
@@ -261,6 +321,7 @@ async def _tools(opts: dict[str, Any], config) -> None:
                 marks.append("essential")
             marks.append("read-only" if tool.annotations.read_only else "writes")
             sys.stdout.write(f"{tool.name:20s} {tool.title}  [{', '.join(marks)}]\n")
+
     async with _built_server(opts, config) as server:
         await show(server)
 
@@ -269,13 +330,17 @@ async def _call(opts: dict[str, Any], config) -> int:
     if not opts["args"]:
         _fail("call needs a tool name: hcmcp call TOOL '{\"arg\": ...}'", 2)
     import msgspec
+
     name, raw = opts["args"][0], (opts["args"][1] if len(opts["args"]) > 1 else "{}")
     try:
         # msgspec, as the protocol decodes a client's message: an integer beyond 64 bits stays an
         # integer (orjson made it a float, and the tool said "Expected int, got float").
         arguments = msgspec.json.decode(raw)
     except (msgspec.DecodeError, RecursionError) as error:
-        _fail(f"the arguments are not valid JSON ({error}); pass one JSON object, e.g. '{{\"check\": \"...\"}}'", 2)
+        _fail(
+            f'the arguments are not valid JSON ({error}); pass one JSON object, e.g. \'{{"check": "..."}}\'',
+            2,
+        )
     async with _built_server(opts, config) as server:
         return await call_once(server, name, arguments)
 
@@ -292,12 +357,17 @@ async def call_once(server, name: str, arguments: Any) -> int:
     from .protocol.jsonrpc import Message
     from .protocol.revisions import LATEST_LEGACY
     from .protocol.server import Session
+
     interactive = sys.stdin.isatty() and sys.stderr.isatty()
-    session = Session(revision=LATEST_LEGACY, initialized=True,
-                      client_capabilities={"elicitation": {"form": {}}} if interactive else {})
+    session = Session(
+        revision=LATEST_LEGACY,
+        initialized=True,
+        client_capabilities={"elicitation": {"form": {}}} if interactive else {},
+    )
 
     async def ask_at_terminal(request: dict[str, Any]) -> None:
         import anyio
+
         params = request.get("params", {})
         sys.stderr.write("\n" + str(params.get("message", "")) + "\n")
         content: dict[str, Any] = {}
@@ -309,10 +379,16 @@ async def call_once(server, name: str, arguments: Any) -> int:
                 sys.stderr.flush()
                 reply = await anyio.to_thread.run_sync(sys.stdin.readline)
                 content[field] = reply.strip().lower() == "yes"
-        answer = {"action": "accept", "content": content} if all(content.values()) and content else {"action": "decline"}
+        answer = (
+            {"action": "accept", "content": content}
+            if all(content.values()) and content
+            else {"action": "decline"}
+        )
         await server.handle(Message(jsonrpc="2.0", id=request["id"], result=answer), session)
 
-    message = Message(jsonrpc="2.0", id=1, method="tools/call", params={"name": name, "arguments": arguments})
+    message = Message(
+        jsonrpc="2.0", id=1, method="tools/call", params={"name": name, "arguments": arguments}
+    )
     # The terminal can always be reached; whether a dialog is shown follows from the capabilities.
     response = await server.handle(message, session, ask_at_terminal)
     if response is None or "error" in response:
@@ -329,30 +405,42 @@ def main(argv: list[str] | None = None) -> None:
     opts = _parse(sys.argv[1:] if argv is None else argv)
     config = _config()
     import hcmcp
-    hcmcp.configure_logging_on_first_use = True   # stderr, never stdout
+
+    hcmcp.configure_logging_on_first_use = True  # stderr, never stdout
     if not config.elicitation:
         sys.stderr.write(ELICITATION_OFF_LINE + "\n")
-    for line in () if opts["demo"] else config.startup_notes:   # plain http, unverified TLS, a proxy variable
-        sys.stderr.write(line + "\n")                           # (the demo instance is none of these)
-    if not opts["demo"]:   # --demo never uses the configured key
+    for line in (
+        () if opts["demo"] else config.startup_notes
+    ):  # plain http, unverified TLS, a proxy variable
+        sys.stderr.write(line + "\n")  # (the demo instance is none of these)
+    if not opts["demo"]:  # --demo never uses the configured key
         from .config import api_key_warning
+
         warning = api_key_warning(config.api_key)
         if warning:
             sys.stderr.write(warning + "\n")
     if opts["command"] == "serve" and not opts["http"]:
-        import _signal   # not signal: that imports enum, milliseconds before the first reply
+        import _signal  # not signal: that imports enum, milliseconds before the first reply
         from .fast_start import exit_now
-        _signal.signal(_signal.SIGTERM, lambda *_: exit_now(0))   # from the first moment, not after imports
+
+        _signal.signal(
+            _signal.SIGTERM, lambda *_: exit_now(0)
+        )  # from the first moment, not after imports
         if sys.stdin.isatty():
             sys.stderr.write(WAITING)
         _serve_stdio_now(opts, config)
     if opts["command"] == "serve" and opts["http"]:
         import _signal
         from .fast_start import exit_now
-        for number in (_signal.SIGTERM, _signal.SIGINT):   # until serve_http's own handlers take over
+
+        for number in (
+            _signal.SIGTERM,
+            _signal.SIGINT,
+        ):  # until serve_http's own handlers take over
             _signal.signal(number, lambda *_: exit_now(0))
         _serve_http_now(opts, config)
     import anyio
+
     if opts["command"] == "tools":
         anyio.run(_tools, opts, config)
         return
@@ -361,8 +449,10 @@ def main(argv: list[str] | None = None) -> None:
     if not opts["http"] and sys.stdin.isatty():
         sys.stderr.write(WAITING)
     from .protocol.stdio import exit_now
+
     if opts["command"] == "serve" and not opts["http"]:
-        import signal   # --demo over stdio: SIGTERM while the simulator starts is an exit 0 too
+        import signal  # --demo over stdio: SIGTERM while the simulator starts is an exit 0 too
+
         signal.signal(signal.SIGTERM, lambda *_: exit_now(0))
     try:
         _run_serving(anyio.run, _serve, opts, config)
@@ -375,6 +465,7 @@ def _run_serving(run, *args) -> None:
     """run(*args), with a refusal to start as one line on stderr and exit 1, never a traceback:
     a SystemExit or a failed bind, also when a task group (the --demo simulator's) wrapped it."""
     from .http.server import ListenFailed
+
     try:
         run(*args)
     except (SystemExit, ListenFailed, BaseExceptionGroup) as error:
@@ -387,6 +478,7 @@ def _run_serving(run, *args) -> None:
                 sys.stderr.write(text + "\n")
         sys.stderr.flush()
         from .protocol.stdio import exit_now
+
         exit_now(1)
 
 

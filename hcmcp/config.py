@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-TYPE_CHECKING = False   # not typing.TYPE_CHECKING: importing typing costs start-up time (fast_start.py)
+TYPE_CHECKING = (
+    False  # not typing.TYPE_CHECKING: importing typing costs start-up time (fast_start.py)
+)
 if TYPE_CHECKING:
     from typing import Any
 
@@ -25,7 +27,7 @@ class Config:
     time to the first reply (see hcmcp/fast_start.py)."""
 
     api_key: str | None
-    site_root: str                      # scheme://host[:port][/prefix], no trailing slash, no /api/vN
+    site_root: str  # scheme://host[:port][/prefix], no trailing slash, no /api/vN
     read_only: bool
     allow_tools: tuple[str, ...] | None
     deny_tools: tuple[str, ...] | None
@@ -37,31 +39,41 @@ class Config:
     http_token: str | None
     http_allowed_origins: tuple[str, ...]
     # How the instance is reached (see config_network.py): the proxy, TLS trust, start-up notes.
-    proxy: Any = None                            # hcmcp.http.proxy.ProxyRoute, or None for direct
-    ca_file: str | None = None                   # HEALTHCHECKS_CA_FILE
-    insecure_tls: bool = False                   # HEALTHCHECKS_INSECURE_TLS
-    startup_notes: tuple[str, ...] = ()          # one stderr line each, printed at start
+    proxy: Any = None  # hcmcp.http.proxy.ProxyRoute, or None for direct
+    ca_file: str | None = None  # HEALTHCHECKS_CA_FILE
+    insecure_tls: bool = False  # HEALTHCHECKS_INSECURE_TLS
+    startup_notes: tuple[str, ...] = ()  # one stderr line each, printed at start
 
     def __init__(self, **values: object) -> None:
         fields = self.__annotations__
         unknown = set(values) - set(fields)
         missing = {name for name in fields if name not in values and not hasattr(type(self), name)}
         if unknown or missing:
-            raise TypeError(f"Config: unknown fields {sorted(unknown)}, missing fields {sorted(missing)}")
-        for name in fields:   # a field with a class-level default may be left out, as with a dataclass
-            object.__setattr__(self, name, values[name] if name in values else getattr(type(self), name))
+            raise TypeError(
+                f"Config: unknown fields {sorted(unknown)}, missing fields {sorted(missing)}"
+            )
+        for (
+            name
+        ) in fields:  # a field with a class-level default may be left out, as with a dataclass
+            object.__setattr__(
+                self, name, values[name] if name in values else getattr(type(self), name)
+            )
 
     def __setattr__(self, name: str, value: object) -> None:
         raise AttributeError(f"Config is frozen: cannot set {name}")
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is Config and all(getattr(self, f) == getattr(other, f) for f in self.__annotations__)
+        return type(other) is Config and all(
+            getattr(self, f) == getattr(other, f) for f in self.__annotations__
+        )
 
-    __hash__ = None   # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]
 
-    def __repr__(self) -> str:   # never show the key or the tokens, not even in a traceback
-        return (f"Config(site_root={self.site_root!r}, api_key={'set' if self.api_key else 'unset'}, "
-                f"read_only={self.read_only}, elicitation={self.elicitation})")
+    def __repr__(self) -> str:  # never show the key or the tokens, not even in a traceback
+        return (
+            f"Config(site_root={self.site_root!r}, api_key={'set' if self.api_key else 'unset'}, "
+            f"read_only={self.read_only}, elicitation={self.elicitation})"
+        )
 
 
 def parse_bool(name: str, raw: str | None, default: bool) -> bool:
@@ -71,8 +83,10 @@ def parse_bool(name: str, raw: str | None, default: bool) -> bool:
         return True
     if raw == "false":
         return False
-    raise ConfigError(f"{name}={raw!r} is not a valid value: use exactly true or false "
-                      f"(the default is {'true' if default else 'false'})")
+    raise ConfigError(
+        f"{name}={raw!r} is not a valid value: use exactly true or false "
+        f"(the default is {'true' if default else 'false'})"
+    )
 
 
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
@@ -84,12 +98,19 @@ def _split_url(url: str) -> tuple[str, str, str] | None:
     anything else goes to the regex itself, so the two can never disagree."""
     if not (url.isascii() and url.isprintable()):
         import re
+
         match = re.fullmatch(r"(?i)([a-z][a-z0-9+.-]*)://([^/?#]*)([^?#]*)", url)
         return (match.group(1), match.group(2), match.group(3)) if match else None
     colon = url.find(":")
-    scheme, rest = url[:colon], url[colon + 3:]
-    if (colon < 1 or url[colon:colon + 3] != "://" or not scheme[0].isalpha()
-            or not _SCHEME_CHARS.issuperset(scheme) or "?" in rest or "#" in rest):
+    scheme, rest = url[:colon], url[colon + 3 :]
+    if (
+        colon < 1
+        or url[colon : colon + 3] != "://"
+        or not scheme[0].isalpha()
+        or not _SCHEME_CHARS.issuperset(scheme)
+        or "?" in rest
+        or "#" in rest
+    ):
         return None
     slash = rest.find("/")
     return (scheme, rest, "") if slash < 0 else (scheme, rest[:slash], rest[slash:])
@@ -99,9 +120,10 @@ def _strip_api_suffix(path: str) -> str:
     """``re.sub(r"/api/v\\d+/?$", "", path)`` for a path without a trailing slash."""
     if not (path.isascii() and path.isprintable()):
         import re
+
         return re.sub(r"/api/v\d+/?$", "", path)
     at = path.rfind("/api/v")
-    version = path[at + 6:]
+    version = path[at + 6 :]
     return path[:at] if at >= 0 and version and version.isdigit() else path
 
 
@@ -111,16 +133,24 @@ def parse_site_root(raw: str | None) -> str:
     url = raw.strip()
     parts = _split_url(url)
     if parts is None:
-        raise ConfigError(f"HEALTHCHECKS_URL is not a URL: give the site root, e.g. {DEFAULT_URL} "
-                          "or http://127.0.0.1:8000 (no query string or fragment)")
+        raise ConfigError(
+            f"HEALTHCHECKS_URL is not a URL: give the site root, e.g. {DEFAULT_URL} "
+            "or http://127.0.0.1:8000 (no query string or fragment)"
+        )
     scheme, authority, path = parts[0].lower(), parts[1], parts[2]
     if scheme not in ("http", "https"):
-        raise ConfigError(f"HEALTHCHECKS_URL uses the scheme {scheme!r}: only http and https are supported")
+        raise ConfigError(
+            f"HEALTHCHECKS_URL uses the scheme {scheme!r}: only http and https are supported"
+        )
     if "@" in authority:
-        raise ConfigError("HEALTHCHECKS_URL contains credentials (user:password@); remove them — "
-                          "the API key goes in HEALTHCHECKS_API_KEY")
+        raise ConfigError(
+            "HEALTHCHECKS_URL contains credentials (user:password@); remove them — "
+            "the API key goes in HEALTHCHECKS_API_KEY"
+        )
     if not authority or authority.startswith(":"):
-        raise ConfigError("HEALTHCHECKS_URL has no host name: give the site root, e.g. " + DEFAULT_URL)
+        raise ConfigError(
+            "HEALTHCHECKS_URL has no host name: give the site root, e.g. " + DEFAULT_URL
+        )
     path = _strip_api_suffix(path.rstrip("/")).rstrip("/")
     return f"{scheme}://{authority.lower()}{path}"
 
@@ -130,7 +160,9 @@ def parse_list(name: str, raw: str | None) -> tuple[str, ...] | None:
         return None
     items = tuple(item.strip() for item in raw.split(",") if item.strip())
     if not items:
-        raise ConfigError(f"{name} is set but names no tool; unset it, or list tool names separated by commas")
+        raise ConfigError(
+            f"{name} is set but names no tool; unset it, or list tool names separated by commas"
+        )
     return items
 
 
@@ -142,7 +174,9 @@ def parse_seconds(name: str, raw: str | None, default: float) -> float:
     except ValueError:
         value = -1.0
     if not (0 < value <= 3600):
-        raise ConfigError(f"{name}={raw!r} is not a valid number of seconds: use a number above 0 and at most 3600")
+        raise ConfigError(
+            f"{name}={raw!r} is not a valid number of seconds: use a number above 0 and at most 3600"
+        )
     return value
 
 
@@ -151,7 +185,9 @@ def parse_bytes(name: str, raw: str | None, default: int) -> int:
         return default
     low, high = 64 * 1024, 1024 * 1024 * 1024
     if not raw.strip().isdigit() or not (low <= int(raw) <= high):
-        raise ConfigError(f"{name}={raw!r} is not a valid size: give a whole number of bytes from {low} to {high}")
+        raise ConfigError(
+            f"{name}={raw!r} is not a valid size: give a whole number of bytes from {low} to {high}"
+        )
     return int(raw)
 
 
@@ -174,19 +210,24 @@ def api_key_warning(key: str | None) -> str | None:
         problems.append("it is wrapped in quotes; remove them")
     odd = sum(1 for char in key if not ("!" <= char <= "~"))
     if odd:
-        problems.append(f"{odd} of its characters {'is' if odd == 1 else 'are'} not printable ASCII "
-                        "(a space, a control character or a non-ASCII letter)")
+        problems.append(
+            f"{odd} of its characters {'is' if odd == 1 else 'are'} not printable ASCII "
+            "(a space, a control character or a non-ASCII letter)"
+        )
     if not problems:
         return None
-    return (f"hcmcp: warning: HEALTHCHECKS_API_KEY does not look like a Healthchecks API key: {'; '.join(problems)}. "
-            f"A key is {API_KEY_LENGTH} printable characters, e.g. hcw_ + 28 (read-write) or hcr_ + 28 (read-only); "
-            "copy it again from Project Settings > API Access. Healthchecks will refuse this one with 401.")
+    return (
+        f"hcmcp: warning: HEALTHCHECKS_API_KEY does not look like a Healthchecks API key: {'; '.join(problems)}. "
+        f"A key is {API_KEY_LENGTH} printable characters, e.g. hcw_ + 28 (read-write) or hcr_ + 28 (read-only); "
+        "copy it again from Project Settings > API Access. Healthchecks will refuse this one with 401."
+    )
 
 
 def load(env: Mapping[str, str]) -> Config:
     state_key = None
     if env.get("HEALTHCHECKS_STATE_KEY") is not None:
         from .protocol.seal import parse_state_key
+
         try:
             state_key = parse_state_key(env["HEALTHCHECKS_STATE_KEY"])
         except ValueError as exc:
@@ -194,11 +235,19 @@ def load(env: Mapping[str, str]) -> Config:
     api_key = env.get("HEALTHCHECKS_API_KEY", "").strip() or None
     token = env.get("HEALTHCHECKS_HTTP_TOKEN")
     if token is not None and len(token.strip()) < 16:
-        raise ConfigError("HEALTHCHECKS_HTTP_TOKEN must be at least 16 characters; generate one with: "
-                          "python -c \"import secrets; print(secrets.token_urlsafe(32))\"")
-    origins = parse_list("HEALTHCHECKS_HTTP_ALLOWED_ORIGINS", env.get("HEALTHCHECKS_HTTP_ALLOWED_ORIGINS")) or ()
+        raise ConfigError(
+            "HEALTHCHECKS_HTTP_TOKEN must be at least 16 characters; generate one with: "
+            'python -c "import secrets; print(secrets.token_urlsafe(32))"'
+        )
+    origins = (
+        parse_list(
+            "HEALTHCHECKS_HTTP_ALLOWED_ORIGINS", env.get("HEALTHCHECKS_HTTP_ALLOWED_ORIGINS")
+        )
+        or ()
+    )
     site_root = parse_site_root(env.get("HEALTHCHECKS_URL"))
     from .config_network import network_settings
+
     network = network_settings(env, site_root)
     return Config(
         api_key=api_key,
@@ -207,12 +256,18 @@ def load(env: Mapping[str, str]) -> Config:
         allow_tools=parse_list("HEALTHCHECKS_ALLOW_TOOLS", env.get("HEALTHCHECKS_ALLOW_TOOLS")),
         deny_tools=parse_list("HEALTHCHECKS_DENY_TOOLS", env.get("HEALTHCHECKS_DENY_TOOLS")),
         elicitation=parse_bool("ELICITATION", env.get("ELICITATION"), True),
-        elicitation_timeout=parse_seconds("HEALTHCHECKS_ELICITATION_TIMEOUT",
-                                          env.get("HEALTHCHECKS_ELICITATION_TIMEOUT"), 120.0),
+        elicitation_timeout=parse_seconds(
+            "HEALTHCHECKS_ELICITATION_TIMEOUT", env.get("HEALTHCHECKS_ELICITATION_TIMEOUT"), 120.0
+        ),
         state_key=state_key,
-        request_timeout=parse_seconds("HEALTHCHECKS_TIMEOUT", env.get("HEALTHCHECKS_TIMEOUT"), 15.0),
-        max_response_bytes=parse_bytes("HEALTHCHECKS_MAX_RESPONSE_BYTES", env.get("HEALTHCHECKS_MAX_RESPONSE_BYTES"),
-                                       5 * 1024 * 1024),
+        request_timeout=parse_seconds(
+            "HEALTHCHECKS_TIMEOUT", env.get("HEALTHCHECKS_TIMEOUT"), 15.0
+        ),
+        max_response_bytes=parse_bytes(
+            "HEALTHCHECKS_MAX_RESPONSE_BYTES",
+            env.get("HEALTHCHECKS_MAX_RESPONSE_BYTES"),
+            5 * 1024 * 1024,
+        ),
         http_token=token.strip() if token is not None else None,
         http_allowed_origins=tuple(o.rstrip("/") for o in origins),
         **network,

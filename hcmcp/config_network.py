@@ -10,32 +10,44 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-TYPE_CHECKING = False   # neither typing nor re before the first reply: they cost start-up time (fast_start.py)
+TYPE_CHECKING = (
+    False  # neither typing nor re before the first reply: they cost start-up time (fast_start.py)
+)
 if TYPE_CHECKING:
     from typing import Any
 
-PLAIN_HTTP_LINE = ("hcmcp: HEALTHCHECKS_URL is {url}, plain http to a host that is not loopback: the API key "
-                   "would cross the network in clear text. Use https:// unless this network is trusted.")
-INSECURE_TLS_LINE = ("hcmcp: HEALTHCHECKS_INSECURE_TLS=true — the instance's TLS certificate is not verified: "
-                     "whoever sits on the path can impersonate it and read the API key.")
-IGNORED_PROXY_LINE = ("hcmcp: {name} is ignored, as curl ignores it (a CGI server can fill it from a request "
-                      "header); for a proxy to an http:// instance set http_proxy, in lower case.")
+PLAIN_HTTP_LINE = (
+    "hcmcp: HEALTHCHECKS_URL is {url}, plain http to a host that is not loopback: the API key "
+    "would cross the network in clear text. Use https:// unless this network is trusted."
+)
+INSECURE_TLS_LINE = (
+    "hcmcp: HEALTHCHECKS_INSECURE_TLS=true — the instance's TLS certificate is not verified: "
+    "whoever sits on the path can impersonate it and read the API key."
+)
+IGNORED_PROXY_LINE = (
+    "hcmcp: {name} is ignored, as curl ignores it (a CGI server can fill it from a request "
+    "header); for a proxy to an http:// instance set http_proxy, in lower case."
+)
+
 
 def _loopback_v4(host: str) -> bool:
     """127.d.d.d with 1 to 3 digits each, as the regex 127(?:[.][0-9]{1,3}){3} but without re for
     ASCII (importing re costs start-up time); other text goes to re, whose digit class is Unicode's."""
     if not host.isascii():
         import re
+
         return bool(re.fullmatch(r"127(?:\.\d{1,3}){3}", host))
     parts = host.split(".")
-    return (len(parts) == 4 and parts[0] == "127"
-            and all(1 <= len(part) <= 3 and part.isdigit() for part in parts[1:]))
+    return (
+        len(parts) == 4
+        and parts[0] == "127"
+        and all(1 <= len(part) <= 3 and part.isdigit() for part in parts[1:])
+    )
 
 
 def is_loopback(host: str) -> bool:
     host = host.lower().strip("[]").rstrip(".")
-    return (host == "localhost" or host.endswith(".localhost") or host == "::1"
-            or _loopback_v4(host))
+    return host == "localhost" or host.endswith(".localhost") or host == "::1" or _loopback_v4(host)
 
 
 class _Parts:
@@ -64,9 +76,17 @@ def _split(site_root: str):
     """urlsplit(site_root), by hand for printable ASCII without brackets (importing urllib.parse
     brings re and ipaddress: start-up time); anything else goes to urlsplit itself."""
     scheme, sep, rest = site_root.partition("://")
-    if (not sep or not (site_root.isascii() and site_root.isprintable()) or "[" in site_root or "]" in site_root
-            or any(c in rest for c in "?#") or not scheme.isalpha() or scheme.lower() != scheme):
+    if (
+        not sep
+        or not (site_root.isascii() and site_root.isprintable())
+        or "[" in site_root
+        or "]" in site_root
+        or any(c in rest for c in "?#")
+        or not scheme.isalpha()
+        or scheme.lower() != scheme
+    ):
         from urllib.parse import urlsplit
+
         return urlsplit(site_root)
     return _Parts(scheme, rest.partition("/")[0])
 
@@ -80,7 +100,9 @@ def network_settings(env: Mapping[str, str], site_root: str) -> dict[str, Any]:
     try:
         port = parts.port or (443 if scheme == "https" else 80)
     except ValueError:
-        raise ConfigError("HEALTHCHECKS_URL has a port that is not a number between 0 and 65535") from None
+        raise ConfigError(
+            "HEALTHCHECKS_URL has a port that is not a number between 0 and 65535"
+        ) from None
     notes: list[str] = []
 
     insecure = parse_bool("HEALTHCHECKS_INSECURE_TLS", env.get("HEALTHCHECKS_INSECURE_TLS"), False)
@@ -90,9 +112,12 @@ def network_settings(env: Mapping[str, str], site_root: str) -> dict[str, Any]:
     if ca_file is not None:
         ca_file = ca_file.strip()
         if not ca_file:
-            raise ConfigError("HEALTHCHECKS_CA_FILE is set but empty; unset it, or give the path of a PEM file "
-                              "holding the instance's CA certificate(s)")
+            raise ConfigError(
+                "HEALTHCHECKS_CA_FILE is set but empty; unset it, or give the path of a PEM file "
+                "holding the instance's CA certificate(s)"
+            )
         from .http.tls import check_ca_file
+
         problem = check_ca_file("HEALTHCHECKS_CA_FILE", ca_file)
         if problem:
             raise ConfigError(problem)
@@ -102,15 +127,32 @@ def network_settings(env: Mapping[str, str], site_root: str) -> dict[str, Any]:
         notes.append(PLAIN_HTTP_LINE.format(url=site_root))
 
     proxy = None
-    if any(name in env for name in ("http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
-                                    "HTTP_PROXY")):
+    if any(
+        name in env
+        for name in (
+            "http_proxy",
+            "https_proxy",
+            "HTTPS_PROXY",
+            "all_proxy",
+            "ALL_PROXY",
+            "HTTP_PROXY",
+        )
+    ):
         from .http import proxy as proxies
+
         try:
             proxy = proxies.route_for(env, scheme, host, port)
         except proxies.ProxySettingError as error:
             raise ConfigError(str(error)) from None
-        notes += [IGNORED_PROXY_LINE.format(name=name) for name in proxies.ignored_variables(env, scheme)]
-    return {"proxy": proxy, "ca_file": ca_file, "insecure_tls": insecure, "startup_notes": tuple(notes)}
+        notes += [
+            IGNORED_PROXY_LINE.format(name=name) for name in proxies.ignored_variables(env, scheme)
+        ]
+    return {
+        "proxy": proxy,
+        "ca_file": ca_file,
+        "insecure_tls": insecure,
+        "startup_notes": tuple(notes),
+    }
 
 
 def _check_openssl_paths(env: Mapping[str, str]) -> None:
@@ -119,10 +161,14 @@ def _check_openssl_paths(env: Mapping[str, str]) -> None:
 
     cert_file = env.get("SSL_CERT_FILE")
     if cert_file and not os.path.isfile(cert_file):
-        raise ConfigError(f"SSL_CERT_FILE={cert_file!r}: no such file. It replaces the system's trusted "
-                          "certificates, so every https connection would fail; fix the path or unset it "
-                          "(HEALTHCHECKS_CA_FILE adds a CA for the instance without replacing anything)")
+        raise ConfigError(
+            f"SSL_CERT_FILE={cert_file!r}: no such file. It replaces the system's trusted "
+            "certificates, so every https connection would fail; fix the path or unset it "
+            "(HEALTHCHECKS_CA_FILE adds a CA for the instance without replacing anything)"
+        )
     cert_dir = env.get("SSL_CERT_DIR")
     if cert_dir and not any(os.path.isdir(part) for part in cert_dir.split(os.pathsep) if part):
-        raise ConfigError(f"SSL_CERT_DIR={cert_dir!r}: no such directory. It replaces the system's trusted "
-                          "certificate directory; fix the path or unset it")
+        raise ConfigError(
+            f"SSL_CERT_DIR={cert_dir!r}: no such directory. It replaces the system's trusted "
+            "certificate directory; fix the path or unset it"
+        )

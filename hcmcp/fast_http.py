@@ -33,30 +33,41 @@ from __future__ import annotations
 import os
 import sys
 
-from .fast_start import HTTP_SOURCES, Handshake, Warmer, _close_wakeup_pipe, _wakeup_pipe, source_checksum
+from .fast_start import (
+    HTTP_SOURCES,
+    Handshake,
+    Warmer,
+    _close_wakeup_pipe,
+    _wakeup_pipe,
+    source_checksum,
+)
 from .protocol.http_media import accepts_json_and_sse, is_json_content_type
 
-WARM_UP_AFTER = 0.2          # seconds without a first initialize before the full server is built anyway
+WARM_UP_AFTER = 0.2  # seconds without a first initialize before the full server is built anyway
 _REQUEST_LINE = b"POST /mcp HTTP/1.1"
-_HEAD_LIMIT = 8 * 1024       # well inside the full path's max_request_line and max_header_bytes
-_BODY_LIMIT = 64 * 1024      # an initialize is ~200 bytes; larger bodies are the full path's business
-_READ_LIMIT = 16 * 1024 + 64 * 1024   # the full path's read-ahead: max_header_bytes + one receive
-_MAX_CONNECTIONS = 64        # the full path's cap is 256; more clients than this in the first moment: hand over
+_HEAD_LIMIT = 8 * 1024  # well inside the full path's max_request_line and max_header_bytes
+_BODY_LIMIT = 64 * 1024  # an initialize is ~200 bytes; larger bodies are the full path's business
+_READ_LIMIT = 16 * 1024 + 64 * 1024  # the full path's read-ahead: max_header_bytes + one receive
+_MAX_CONNECTIONS = (
+    64  # the full path's cap is 256; more clients than this in the first moment: hand over
+)
 _MAX_SESSIONS = 64
 _TOKEN_CHARS = b"!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _VALUE_CHARS = bytes(range(0x21, 0x7F)) + b" \t"
-_LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")   # http_guard.LOOPBACK_NAMES
+_LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")  # http_guard.LOOPBACK_NAMES
 _B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 # Headers whose presence changes what h11 or the transport does with a request.
 _HAND_OVER_HEADERS = (b"transfer-encoding", b"expect", b"upgrade", b"origin")
-_WRITE_LIMIT = 64 * 1024     # answers per connection in this phase: what a fresh loopback socket takes unread
-_WRITE_TIMEOUT = 30.0        # ServerLimits.write_timeout: a client that does not read is closed
+_WRITE_LIMIT = (
+    64 * 1024
+)  # answers per connection in this phase: what a fresh loopback socket takes unread
+_WRITE_TIMEOUT = 30.0  # ServerLimits.write_timeout: a client that does not read is closed
 
 
 def session_id() -> str:
     """As ``secrets.token_urlsafe(32)`` (http_sessions.SessionTable.open): 32 random bytes in
     unpadded URL-safe base64, 43 characters; without importing secrets, base64 or binascii."""
-    number = int.from_bytes(os.urandom(32), "big") << 2   # 256 bits + 2 zero bits = 43 sextets
+    number = int.from_bytes(os.urandom(32), "big") << 2  # 256 bits + 2 zero bits = 43 sextets
     return "".join(_B64URL[(number >> (6 * (42 - index))) & 63] for index in range(43))
 
 
@@ -70,8 +81,14 @@ def bind_address(bind: str) -> tuple[bool, str, int] | None:
     if host in ("::1", "::"):
         return True, host, int(port)
     parts = host.split(".")
-    if len(parts) == 4 and all(part.isascii() and part.isdigit() and len(part) <= 3 and int(part) <= 255
-                               and (part == "0" or part[0] != "0") for part in parts):
+    if len(parts) == 4 and all(
+        part.isascii()
+        and part.isdigit()
+        and len(part) <= 3
+        and int(part) <= 255
+        and (part == "0" or part[0] != "0")
+        for part in parts
+    ):
         return False, host, int(port)
     return None
 
@@ -82,9 +99,12 @@ def _is_loopback(ipv6: bool, host: str) -> bool:
 
 class FastSession:
     """A 2025-era session this module opened: what the full path's Session will hold."""
+
     __slots__ = ("id", "revision", "client_capabilities", "client_info", "initialized")
 
-    def __init__(self, session_id: str, revision: str, client_capabilities: dict, client_info: dict) -> None:
+    def __init__(
+        self, session_id: str, revision: str, client_capabilities: dict, client_info: dict
+    ) -> None:
         self.id, self.revision = session_id, revision
         self.client_capabilities, self.client_info = client_capabilities, client_info
         self.initialized = False
@@ -94,8 +114,12 @@ class HandOver:
     """What the full path takes over: the listening socket, the accepted connections as
     (fd, bytes read and not answered, whether one of its requests was answered), the sessions."""
 
-    def __init__(self, listener_fd: int, connections: list[tuple[int, bytes, bool]],
-                 sessions: list[FastSession]) -> None:
+    def __init__(
+        self,
+        listener_fd: int,
+        connections: list[tuple[int, bytes, bool]],
+        sessions: list[FastSession],
+    ) -> None:
         self.listener_fd = listener_fd
         self.connections = connections
         self.sessions = sessions
@@ -112,8 +136,15 @@ class _Client:
 
 
 class FastHttp:
-    def __init__(self, handshake: Handshake | None, ipv6: bool, host: str, port: int, token: str | None,
-                 stateless: bool) -> None:
+    def __init__(
+        self,
+        handshake: Handshake | None,
+        ipv6: bool,
+        host: str,
+        port: int,
+        token: str | None,
+        stateless: bool,
+    ) -> None:
         self.handshake = handshake
         self.ipv6, self.host, self.port = ipv6, host, port
         self.stateless = stateless
@@ -121,7 +152,8 @@ class FastHttp:
         self.host_names = _LOOPBACK_NAMES + ((bound,) if bound not in _LOOPBACK_NAMES else ())
         self.token_digest = None
         if token:
-            import _sha256   # hashlib would import _hashlib (OpenSSL): the guard's digest, same bytes
+            import _sha256  # hashlib would import _hashlib (OpenSSL): the guard's digest, same bytes
+
             self.token_digest = _sha256.sha256(token.encode()).digest()
         self.sessions: dict[str, FastSession] = {}
         self.sock = None
@@ -141,14 +173,14 @@ class FastHttp:
         ipv6, host, port = address
         token = config.http_token
         if not _is_loopback(ipv6, host) and not token:
-            return None   # the full path refuses it, in its own words
+            return None  # the full path refuses it, in its own words
         fast = cls(None, ipv6, host, port, token, stateless)
         if not fast._listen():
             return None
         try:
             handshake = Handshake.load(config)
         except BaseException:
-            fast.sock.close()   # (the full path would not have bound: it refuses the selection first)
+            fast.sock.close()  # (the full path would not have bound: it refuses the selection first)
             raise
         if handshake is not None and handshake.http_source == source_checksum(HTTP_SOURCES):
             fast.handshake = handshake
@@ -161,6 +193,7 @@ class FastHttp:
     def _listen(self) -> bool:
         """Bind and listen as anyio.create_tcp_listener does; False (nothing bound) on any error."""
         import _socket
+
         family = _socket.AF_INET6 if self.ipv6 else _socket.AF_INET
         sock = _socket.socket(family, _socket.SOCK_STREAM)
         try:
@@ -173,7 +206,7 @@ class FastHttp:
             self.port = sock.getsockname()[1]
         except OSError:
             sock.close()
-            return False   # the full path binds again and reports its own error
+            return False  # the full path binds again and reports its own error
         self.sock = sock
         return True
 
@@ -186,6 +219,7 @@ class FastHttp:
         answers what."""
         import select
         import time
+
         wakeup = _wakeup_pipe()
         done_read, done_write = os.pipe()
 
@@ -204,10 +238,13 @@ class FastHttp:
             poller.register(wakeup[0], select.POLLIN)
         clients: dict[int, _Client] = {}
         warm_at = time.monotonic() + WARM_UP_AFTER if eager else float("inf")
-        hand_over = self.handshake is None   # stale: the full path serves every request
+        hand_over = self.handshake is None  # stale: the full path serves every request
         while not hand_over:
-            timeout = (None if warmer._thread is not None or not eager
-                       else max(0, int((warm_at - time.monotonic()) * 1000) + 1))
+            timeout = (
+                None
+                if warmer._thread is not None or not eager
+                else max(0, int((warm_at - time.monotonic()) * 1000) + 1)
+            )
             events = poller.poll(timeout)
             if warmer._thread is None and (not events or time.monotonic() >= warm_at):
                 warmer.start()
@@ -218,7 +255,9 @@ class FastHttp:
                     hand_over = True
                 elif wakeup is not None and fd == wakeup[0]:
                     try:
-                        os.read(fd, 512)   # a SIGTERM/SIGINT handler (exit 0) runs on the next bytecode
+                        os.read(
+                            fd, 512
+                        )  # a SIGTERM/SIGINT handler (exit 0) runs on the next bytecode
                     except BlockingIOError:
                         pass
                 elif fd in clients:
@@ -229,30 +268,36 @@ class FastHttp:
                     elif outcome is False:
                         hand_over = True
                     elif warmer._thread is None and eager:
-                        warmer.start()   # an initialize was answered: build the full server meanwhile
+                        warmer.start()  # an initialize was answered: build the full server meanwhile
         built = warmer.result()
         _close_wakeup_pipe(wakeup)
         os.close(done_read)
         os.close(done_write)
-        connections = [(client.sock.detach(), bytes(client.buffer), client.answered) for client in clients.values()]
-        continue_with(built, HandOver(self.sock.detach(), connections, list(self.sessions.values())))
+        connections = [
+            (client.sock.detach(), bytes(client.buffer), client.answered)
+            for client in clients.values()
+        ]
+        continue_with(
+            built, HandOver(self.sock.detach(), connections, list(self.sessions.values()))
+        )
 
     def _accept(self, poller, clients: dict[int, _Client]) -> bool:
         """Accept what is waiting; False when the full path must take over (too many, an error)."""
         import _socket
         import select
+
         while True:
             try:
                 fd, _ = self.sock._accept()
             except BlockingIOError:
                 return True
             except OSError:
-                return False   # out of descriptors and the like: the full path backs off and logs
+                return False  # out of descriptors and the like: the full path backs off and logs
             family = _socket.AF_INET6 if self.ipv6 else _socket.AF_INET
             sock = _socket.socket(family, _socket.SOCK_STREAM, 0, fd)
-            sock.settimeout(_WRITE_TIMEOUT)   # recv only after poll() said so; sendall bounded
+            sock.settimeout(_WRITE_TIMEOUT)  # recv only after poll() said so; sendall bounded
             try:
-                sock.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)   # as anyio's accept
+                sock.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)  # as anyio's accept
             except OSError:
                 pass
             clients[fd] = _Client(sock)
@@ -266,26 +311,26 @@ class FastHttp:
         try:
             data = client.sock.recv(min(1 << 16, _READ_LIMIT - len(client.buffer)))
         except OSError:
-            return None           # a reset: nothing can be answered there any more
+            return None  # a reset: nothing can be answered there any more
         if not data:
-            return None if not client.buffer else False   # EOF mid-request: the full path's verdict
+            return None if not client.buffer else False  # EOF mid-request: the full path's verdict
         client.buffer += data
         if len(client.buffer) >= _READ_LIMIT:
             return False
         verdict = self._examine(client.buffer)
         if verdict is True or verdict is False:
-            return verdict    # True: the rest of the request is still to come
+            return verdict  # True: the rest of the request is still to come
         consumed, reply = verdict
         if client.written + len(reply) > _WRITE_LIMIT:
             return False
         del client.buffer[:consumed]
         try:
             client.sock.sendall(reply)
-        except OSError:           # gone, or not reading for _WRITE_TIMEOUT: closed, as the full path does
+        except OSError:  # gone, or not reading for _WRITE_TIMEOUT: closed, as the full path does
             return None
         client.written += len(reply)
         client.answered = True
-        return not client.buffer      # a pipelined next request: the full path's
+        return not client.buffer  # a pipelined next request: the full path's
 
     # -- one request ---------------------------------------------------------------------------
 
@@ -294,7 +339,7 @@ class FastHttp:
         end = buffer.find(b"\r\n\r\n")
         head = bytes(buffer[:end] if end >= 0 else buffer)
         if head.count(b"\n") != head.count(b"\r\n"):
-            return False                                # a bare LF: the full path's 400
+            return False  # a bare LF: the full path's 400
         if end < 0:
             return len(buffer) <= _HEAD_LIMIT
         if end > _HEAD_LIMIT:
@@ -306,11 +351,16 @@ class FastHttp:
         for line in lines[1:]:
             name, colon, value = line.partition(b":")
             value = value.strip(b" \t")
-            if not colon or not name or name.translate(None, _TOKEN_CHARS) or value.translate(None, _VALUE_CHARS):
+            if (
+                not colon
+                or not name
+                or name.translate(None, _TOKEN_CHARS)
+                or value.translate(None, _VALUE_CHARS)
+            ):
                 return False
             key = name.lower()
             if key in headers:
-                return False                            # repeated: the guard's or h11's business
+                return False  # repeated: the guard's or h11's business
             headers[key] = value
         if not self._ordinary(headers):
             return False
@@ -318,12 +368,12 @@ class FastHttp:
         if b"mcp-session-id" in headers:
             session = self.sessions.get(headers[b"mcp-session-id"].decode("latin-1"))
             if session is None or self.stateless:
-                return False                            # ended, unknown, or another server's: 404 there
+                return False  # ended, unknown, or another server's: 404 there
         length = headers[b"content-length"]
         total = end + 4 + int(length)
         if len(buffer) < total:
             return True
-        body = bytes(buffer[end + 4:total])
+        body = bytes(buffer[end + 4 : total])
         answer = self._initialize(body) if session is None else self._in_session(session, body)
         return False if answer is None else (total, answer)
 
@@ -333,12 +383,18 @@ class FastHttp:
             if name in headers:
                 return False
         connection = headers.get(b"connection")
-        if connection is not None and any(token.strip(b" \t").lower() != b"keep-alive"
-                                          for token in connection.split(b",")):
-            return False                                # close, upgrade: h11 manages the connection
+        if connection is not None and any(
+            token.strip(b" \t").lower() != b"keep-alive" for token in connection.split(b",")
+        ):
+            return False  # close, upgrade: h11 manages the connection
         length = headers.get(b"content-length")
-        if (length is None or not length.isdigit() or length[:1] == b"0" or len(length) > 6
-                or int(length) > _BODY_LIMIT):
+        if (
+            length is None
+            or not length.isdigit()
+            or length[:1] == b"0"
+            or len(length) > 6
+            or int(length) > _BODY_LIMIT
+        ):
             return False
         if not self._host_allowed(headers.get(b"host")):
             return False
@@ -364,14 +420,17 @@ class FastHttp:
             if text == name:
                 return True
             if text.startswith(name + ":"):
-                port = text[len(name) + 1:]
-                return 1 <= len(port) <= 5 and port.isascii() and port.isdigit() and int(port) <= 65535
+                port = text[len(name) + 1 :]
+                return (
+                    1 <= len(port) <= 5 and port.isascii() and port.isdigit() and int(port) <= 65535
+                )
         return False
 
     def _token_matches(self, value: bytes | None) -> bool:
         """The guard's bearer check (http_guard.ListenerGuard._check_token), in the same order."""
         import _operator
         import _sha256
+
         scheme, _, credential = (value or b"").decode("latin-1").strip().partition(" ")
         given = _sha256.sha256(credential.strip().encode("utf-8", "surrogateescape")).digest()
         return _operator._compare_digest(given, self.token_digest) and scheme.lower() == "bearer"
@@ -382,13 +441,17 @@ class FastHttp:
         handshake.revision, handshake.initialized = session.revision, session.initialized
         reply = handshake.answer(body)
         if reply is None and handshake.initialized and not session.initialized:
-            session.initialized = True                  # the one notification the Handshake takes
+            session.initialized = True  # the one notification the Handshake takes
             return b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n"
         if type(reply) is not bytes:
             return None
         payload = reply[:-1]
-        return (b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
-                + str(len(payload)).encode() + b"\r\n\r\n" + payload)
+        return (
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
+            + str(len(payload)).encode()
+            + b"\r\n\r\n"
+            + payload
+        )
 
     def _initialize(self, body: bytes) -> bytes | None:
         """The whole response to an initialize the Handshake answers; None for anything else."""
@@ -398,13 +461,15 @@ class FastHttp:
         reply = handshake.answer(body)
         revision = handshake.revision
         if type(reply) is not bytes or revision is None:
-            return None                                 # not an initialize, or one it would not answer
-        payload = reply[:-1]                            # the stdio line without its newline
+            return None  # not an initialize, or one it would not answer
+        payload = reply[:-1]  # the stdio line without its newline
         head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
         if not self.stateless:
             if len(self.sessions) >= _MAX_SESSIONS:
                 return None
             sid = session_id()
-            self.sessions[sid] = FastSession(sid, revision, handshake.client_capabilities, handshake.client_info)
+            self.sessions[sid] = FastSession(
+                sid, revision, handshake.client_capabilities, handshake.client_info
+            )
             head += b"mcp-session-id: " + sid.encode() + b"\r\n"
         return head + b"content-length: " + str(len(payload)).encode() + b"\r\n\r\n" + payload

@@ -31,22 +31,63 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DATA_FILE = os.path.join(HERE, "handshake.json")
 # The files whose code decides the handshake's bytes (and the tool selection); the checksum
 # covers them all. Paths relative to this package.
-SOURCES = ("__init__.py", "__main__.py", "config.py", "tools/selection.py", "tools/catalog.py",
-           "tools/read.py", "tools/read_project.py", "tools/write.py", "tools/confirm.py", "tools/shaping.py", "tools/present.py",
-           "healthchecks/models.py", "healthchecks/api.py", "healthchecks/judging.py", "healthchecks/errors.py", "healthchecks/versions.py", "protocol/tool.py", "protocol/server.py",
-           "protocol/revisions.py", "protocol/jsonrpc.py", "protocol/stdio.py", "protocol/seal.py",
-           "protocol/asking.py", "protocol/features.py", "protocol/prompts.py", "protocol/resources.py",
-           "protocol/logs.py", "protocol/completion.py", "protocol/tasks.py", "protocol/content.py",
-           "protocol/subscriptions.py", "protocol/progress.py", "protocol/client_requests.py")
+SOURCES = (
+    "__init__.py",
+    "__main__.py",
+    "config.py",
+    "tools/selection.py",
+    "tools/catalog.py",
+    "tools/read.py",
+    "tools/read_project.py",
+    "tools/write.py",
+    "tools/confirm.py",
+    "tools/shaping.py",
+    "tools/present.py",
+    "healthchecks/models.py",
+    "healthchecks/api.py",
+    "healthchecks/judging.py",
+    "healthchecks/errors.py",
+    "healthchecks/versions.py",
+    "protocol/tool.py",
+    "protocol/server.py",
+    "protocol/revisions.py",
+    "protocol/jsonrpc.py",
+    "protocol/stdio.py",
+    "protocol/seal.py",
+    "protocol/asking.py",
+    "protocol/features.py",
+    "protocol/prompts.py",
+    "protocol/resources.py",
+    "protocol/logs.py",
+    "protocol/completion.py",
+    "protocol/tasks.py",
+    "protocol/content.py",
+    "protocol/subscriptions.py",
+    "protocol/progress.py",
+    "protocol/client_requests.py",
+)
 # The full path's files that decide the HTTP answers fast_http.py writes (status line, headers,
 # the guard's verdicts): their own checksum, so that an HTTP change never slows the stdio start.
-HTTP_SOURCES = ("protocol/streamable_http.py", "protocol/http_serving.py", "protocol/http_guard.py",
-                "protocol/http_sessions.py", "protocol/http_media.py", "http/server.py", "http/connection.py",
-                "http/framing.py", "http/messages.py", "http/request_head.py", "http/request_reader.py",
-                "http/response_head.py", "http/socket_stream.py")
+HTTP_SOURCES = (
+    "protocol/streamable_http.py",
+    "protocol/http_serving.py",
+    "protocol/http_guard.py",
+    "protocol/http_sessions.py",
+    "protocol/http_media.py",
+    "http/server.py",
+    "http/connection.py",
+    "http/framing.py",
+    "http/messages.py",
+    "http/request_head.py",
+    "http/request_reader.py",
+    "http/response_head.py",
+    "http/socket_stream.py",
+)
 META_VERSION = "io.modelcontextprotocol/protocolVersion"
-_HAND_OVER_BYTES = 1 << 20   # a line longer than this is the full path's business (its ceiling, its error)
-_INT64 = 2 ** 63
+_HAND_OVER_BYTES = (
+    1 << 20
+)  # a line longer than this is the full path's business (its ceiling, its error)
+_INT64 = 2**63
 
 
 class _Unusual(Exception):
@@ -54,13 +95,13 @@ class _Unusual(Exception):
 
 
 def _no_constant(name: str):
-    raise _Unusual(name)          # NaN, Infinity: msgspec refuses them
+    raise _Unusual(name)  # NaN, Infinity: msgspec refuses them
 
 
 def _finite_float(text: str) -> float:
     value = float(text)
     if value in (float("inf"), float("-inf")):
-        raise _Unusual(text)       # 1e400: msgspec refuses it
+        raise _Unusual(text)  # 1e400: msgspec refuses it
     return value
 
 
@@ -76,6 +117,7 @@ class _ScannerContext:
 
 def _scanner():
     import _json
+
     return _json.make_scanner(_ScannerContext())
 
 
@@ -85,7 +127,7 @@ _WHITESPACE = " \t\n\r"
 def parse(scan, line: bytes, surrogates_allowed: bool = False):
     """One JSON value from a whole line, or raises (anything: the caller hands the line over)."""
     if not surrogates_allowed and (b"\\ud" in line or b"\\uD" in line):
-        raise _Unusual("surrogate escape")   # msgspec refuses lone surrogates; pairs are rare here
+        raise _Unusual("surrogate escape")  # msgspec refuses lone surrogates; pairs are rare here
     text = line.decode("utf-8")
     start = 0
     while start < len(text) and text[start] in _WHITESPACE:
@@ -99,7 +141,7 @@ def parse(scan, line: bytes, surrogates_allowed: bool = False):
 def _read_source(name: str) -> bytes:
     loader = globals().get("__loader__")
     path = os.path.join(HERE, name)
-    if loader is not None and hasattr(loader, "get_data"):   # a file, or a member of a .pyz
+    if loader is not None and hasattr(loader, "get_data"):  # a file, or a member of a .pyz
         return loader.get_data(path)
     with open(path, "rb") as file:
         return file.read()
@@ -107,6 +149,7 @@ def _read_source(name: str) -> bytes:
 
 def source_checksum(names: tuple[str, ...] = SOURCES) -> str:
     import zlib
+
     checksum = 0
     for name in names:
         checksum = zlib.crc32(_read_source(name), checksum)
@@ -117,7 +160,13 @@ def _encode_id(value) -> bytes | None:
     """The id as orjson writes it, or None when this module should not try."""
     if type(value) is int:
         return str(value).encode() if -_INT64 <= value < _INT64 else None
-    if type(value) is str and value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
+    if (
+        type(value) is str
+        and value.isascii()
+        and value.isprintable()
+        and '"' not in value
+        and "\\" not in value
+    ):
         return b'"' + value.encode() + b'"'
     return None
 
@@ -127,6 +176,7 @@ class Handshake:
 
     def __init__(self, data: dict, config, scan) -> None:
         from .tools.selection import select
+
         self.scan = scan
 
         class Entry:
@@ -135,11 +185,11 @@ class Handshake:
 
         read = [Entry(raw) for raw in data["tools"] if not raw["writes"]]
         write = [Entry(raw) for raw in data["tools"] if raw["writes"]]
-        chosen = select(read, write, config)   # raises ConfigError exactly as the full path would
+        chosen = select(read, write, config)  # raises ConfigError exactly as the full path would
         self.latest = data["latest"]
         self.initialize = {rev: text.encode() for rev, text in data["initialize"].items()}
         self.ping = data["ping"].encode()
-        self.http_source = data.get("http_source")   # fast_http.py compares it with HTTP_SOURCES
+        self.http_source = data.get("http_source")  # fast_http.py compares it with HTTP_SOURCES
         self.tools_list = {}
         for revision, shape in data["tool_shapes"].items():
             entries = b",".join(entry.raw["descriptors"][shape].encode() for entry in chosen)
@@ -159,19 +209,24 @@ class Handshake:
             data = parse(scan, _read_source("handshake.json"), surrogates_allowed=True)
             if data.get("source") != source_checksum():
                 return None
-        except Exception:   # noqa: BLE001 -- whatever is wrong with the file, the full path serves
+        except Exception:  # noqa: BLE001 -- whatever is wrong with the file, the full path serves
             return None
         return cls(data, config, scan)
 
     def answer(self, line: bytes) -> bytes | None | bool:
         """The reply line to write; None for a line that needs no reply; False: hand over."""
         if not line.strip():
-            return None            # the full path skips blank lines too
+            return None  # the full path skips blank lines too
         try:
             message = parse(self.scan, line)
-        except Exception:   # noqa: BLE001 -- malformed or unusual: the full path answers it
+        except Exception:  # noqa: BLE001 -- malformed or unusual: the full path answers it
             return False
-        if type(message) is not dict or message.get("jsonrpc") != "2.0" or "result" in message or "error" in message:
+        if (
+            type(message) is not dict
+            or message.get("jsonrpc") != "2.0"
+            or "result" in message
+            or "error" in message
+        ):
             return False
         method = message.get("method")
         params = message.get("params")
@@ -183,7 +238,7 @@ class Handshake:
             return False
         meta = params.get("_meta")
         if isinstance(meta, dict) and META_VERSION in meta:
-            return False           # a 2026-era request
+            return False  # a 2026-era request
         if "id" not in message:
             if method == "notifications/initialized":
                 self.initialized = True
@@ -197,7 +252,11 @@ class Handshake:
             if self.revision is not None or type(capabilities) is not dict:
                 return False
             requested = params.get("protocolVersion")
-            self.revision = requested if type(requested) is str and requested in self.initialize else self.latest
+            self.revision = (
+                requested
+                if type(requested) is str and requested in self.initialize
+                else self.latest
+            )
             self.client_capabilities = capabilities
             info = params.get("clientInfo")
             self.client_info = info if isinstance(info, dict) else {}
@@ -216,7 +275,7 @@ class Handshake:
 def write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def exit_now(code: int = 0) -> None:
@@ -239,6 +298,7 @@ class Warmer:
 
     def start(self) -> None:
         import threading
+
         # Hand the interpreter back to the main thread quickly while we import: it has replies to write.
         self._interval = sys.getswitchinterval()
         sys.setswitchinterval(0.0005)
@@ -248,7 +308,7 @@ class Warmer:
     def _run(self) -> None:
         try:
             self._value = self._build()
-        except BaseException as error:   # noqa: BLE001 -- re-raised on the main thread
+        except BaseException as error:  # noqa: BLE001 -- re-raised on the main thread
             self._error = error
 
     def result(self):
@@ -263,13 +323,14 @@ class Warmer:
 
 def _wakeup_pipe() -> tuple[int, int] | None:
     """(read, write) ends of a pipe that signal.set_wakeup_fd writes to; None off the main thread."""
-    import _signal   # not signal: that imports enum (milliseconds of start-up)
+    import _signal  # not signal: that imports enum (milliseconds of start-up)
+
     wakeup_read, wakeup_write = os.pipe()
     os.set_blocking(wakeup_read, False)
     os.set_blocking(wakeup_write, False)
     try:
         _signal.set_wakeup_fd(wakeup_write, warn_on_full_buffer=False)
-    except ValueError:   # not the main thread (an in-process test): no handler could run here anyway
+    except ValueError:  # not the main thread (an in-process test): no handler could run here anyway
         os.close(wakeup_read)
         os.close(wakeup_write)
         return None
@@ -279,7 +340,8 @@ def _wakeup_pipe() -> tuple[int, int] | None:
 def _close_wakeup_pipe(pipe: tuple[int, int] | None) -> None:
     if pipe is not None:
         import _signal
-        _signal.set_wakeup_fd(-1)   # the full path sets its own (run_stdio, or the event loop)
+
+        _signal.set_wakeup_fd(-1)  # the full path sets its own (run_stdio, or the event loop)
         os.close(pipe[0])
         os.close(pipe[1])
 
@@ -293,6 +355,7 @@ def _wait_for_input(fd: int, wakeup_fd: int) -> None:
     poll() returns and the SIGTERM handler (exit 0) runs on the next bytecode.
     """
     import select
+
     poller = select.poll()
     poller.register(fd, select.POLLIN | select.POLLHUP | select.POLLERR)
     poller.register(wakeup_fd, select.POLLIN)
@@ -307,7 +370,9 @@ def _wait_for_input(fd: int, wakeup_fd: int) -> None:
             return
 
 
-def serve(handshake: Handshake, build, continue_with, stdin_fd: int = 0, stdout_fd: int = 1) -> None:
+def serve(
+    handshake: Handshake, build, continue_with, stdin_fd: int = 0, stdout_fd: int = 1
+) -> None:
     """Answer the handshake from ``handshake`` until a line it does not know; then call
     ``continue_with(built, reader, session)`` with what ``build()`` returned, a stdio LineReader
     holding everything not yet answered (that line first) and the Session so far. Never returns
@@ -322,7 +387,7 @@ def serve(handshake: Handshake, build, continue_with, stdin_fd: int = 0, stdout_
             if eof or len(buffer) > _HAND_OVER_BYTES:
                 if not buffer:
                     exit_now(0)
-                break                      # a last line without newline, or a very long one
+                break  # a last line without newline, or a very long one
             if wakeup is not None:
                 _wait_for_input(stdin_fd, wakeup[0])
             data = os.read(stdin_fd, 1 << 16)
@@ -335,7 +400,7 @@ def serve(handshake: Handshake, build, continue_with, stdin_fd: int = 0, stdout_
         reply = handshake.answer(line)
         if reply is False:
             break
-        del buffer[:end + 1]
+        del buffer[: end + 1]
         if reply is not None:
             write_all(stdout_fd, reply)
             if warmer._thread is None and handshake.revision is not None:
@@ -344,11 +409,16 @@ def serve(handshake: Handshake, build, continue_with, stdin_fd: int = 0, stdout_
     built = warmer.result()
     from .protocol.server import Session
     from .protocol.stdio import LineReader
+
     reader = LineReader(stdin_fd)
     reader.buffer = buffer
     reader.eof = eof
-    session = Session(revision=handshake.revision, client_capabilities=handshake.client_capabilities,
-                      client_info=handshake.client_info, initialized=handshake.initialized)
+    session = Session(
+        revision=handshake.revision,
+        client_capabilities=handshake.client_capabilities,
+        client_info=handshake.client_info,
+        initialized=handshake.initialized,
+    )
     continue_with(built, reader, session)
 
 
@@ -363,6 +433,7 @@ def generate() -> dict:
     from .protocol.revisions import LATEST_LEGACY, LEGACY_REVISIONS, shape_tool
     from .protocol.server import Session
     from .tools.catalog import all_tools
+
     api = HealthchecksApi("https://healthchecks.io", None)
     server = build_server(load({}), api)
     tools = list(server.tools.values())
@@ -370,8 +441,12 @@ def generate() -> dict:
     initialize = {}
     for revision in LEGACY_REVISIONS:
         session = Session()
-        message = Message(jsonrpc="2.0", id=1, method="initialize",
-                          params={"protocolVersion": revision, "capabilities": {}})
+        message = Message(
+            jsonrpc="2.0",
+            id=1,
+            method="initialize",
+            params={"protocolVersion": revision, "capabilities": {}},
+        )
         answered, response = server.answer_now(message, session)
         assert answered and "result" in response, response
         initialize[revision] = orjson.dumps(response["result"]).decode()
@@ -379,20 +454,36 @@ def generate() -> dict:
     shapes: dict[str, str] = {}
     tool_shapes = {}
     for revision in LEGACY_REVISIONS:
-        texts = tuple(orjson.dumps(shape_tool(tool.descriptor(), revision)).decode() for tool in tools)
+        texts = tuple(
+            orjson.dumps(shape_tool(tool.descriptor(), revision)).decode() for tool in tools
+        )
         shape = next((name for name, known in shapes.items() if known == texts), revision)
         shapes[shape] = texts
         tool_shapes[revision] = shape
     entries = []
     for index, tool in enumerate(tools):
-        entries.append({"name": tool.name, "tags": sorted(tool.tags), "writes": tool.name not in read_names,
-                        "descriptors": {shape: texts[index] for shape, texts in shapes.items()}})
-    return {"source": source_checksum(), "http_source": source_checksum(HTTP_SOURCES), "latest": LATEST_LEGACY, "initialize": initialize,
-            "ping": orjson.dumps(response["result"]).decode(), "tool_shapes": tool_shapes, "tools": entries}
+        entries.append(
+            {
+                "name": tool.name,
+                "tags": sorted(tool.tags),
+                "writes": tool.name not in read_names,
+                "descriptors": {shape: texts[index] for shape, texts in shapes.items()},
+            }
+        )
+    return {
+        "source": source_checksum(),
+        "http_source": source_checksum(HTTP_SOURCES),
+        "latest": LATEST_LEGACY,
+        "initialize": initialize,
+        "ping": orjson.dumps(response["result"]).decode(),
+        "tool_shapes": tool_shapes,
+        "tools": entries,
+    }
 
 
 if __name__ == "__main__":
     import orjson
+
     with open(DATA_FILE, "wb") as out:
         out.write(orjson.dumps(generate(), option=orjson.OPT_INDENT_2) + b"\n")
     print(f"wrote {DATA_FILE}")

@@ -17,19 +17,48 @@ from urllib.parse import urlsplit
 import msgspec
 
 # The errors live in errors.py; re-exported here, where callers import them from.
-from .errors import (ApiError, BadRequest, Conflict, Forbidden, InvalidIdentifier,  # noqa: F401
-                     MethodNotAllowed, MissingApiKey, NotFound, NotJson, Redirected, ResponseTooLarge,
-                     Unauthorized, Unavailable, UnexpectedStatus, Unreachable)
+from .errors import (
+    ApiError,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    InvalidIdentifier,  # noqa: F401
+    MethodNotAllowed,
+    MissingApiKey,
+    NotFound,
+    NotJson,
+    Redirected,
+    ResponseTooLarge,
+    Unauthorized,
+    Unavailable,
+    UnexpectedStatus,
+    Unreachable,
+)
+
 # Non-2xx answers are judged in judging.py (a mixin of HealthchecksApi); KEY_SETUP re-exported.
 from .judging import KEY_SETUP, Judging  # noqa: F401
-from .models import (Badge, Check, Flip, Integration, KeyKind, Listing, Ping, PingBody,
-                     StatusAnswer, badges_of, check_from_json, check_of, checks_from_json, entries_of)
+from .models import (
+    Badge,
+    Check,
+    Flip,
+    Integration,
+    KeyKind,
+    Listing,
+    Ping,
+    PingBody,
+    StatusAnswer,
+    badges_of,
+    check_from_json,
+    check_of,
+    checks_from_json,
+    entries_of,
+)
 
 if TYPE_CHECKING:
     from ..http.client import HttpClient, HttpResponse
 
-PING_BODY_CEILING = 64 * 1024        # tools.md: ping bodies are truncated at 64 KB
-STATUS_CEILING = 4 * 1024            # tools.md: anything but "OK" is shown up to 4 kB
+PING_BODY_CEILING = 64 * 1024  # tools.md: ping bodies are truncated at 64 KB
+STATUS_CEILING = 4 * 1024  # tools.md: anything but "OK" is shown up to 4 kB
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _UNIQUE_KEY = re.compile(r"[0-9a-f]{40}")
@@ -51,29 +80,40 @@ def normalise_check_id(value: str) -> str | None:
 
 # -- the API ----------------------------------------------------------------------------------
 
+
 class HealthchecksApi(Judging):
-    def __init__(self, site_root: str, api_key: str | None, *, client: HttpClient | None = None,
-                 api_version: int | None = None, timeout: float = 15.0, byte_ceiling: int = 5 * 1024 * 1024,
-                 proxy: Any = None, ca_file: str | None = None, insecure_tls: bool = False) -> None:
+    def __init__(
+        self,
+        site_root: str,
+        api_key: str | None,
+        *,
+        client: HttpClient | None = None,
+        api_version: int | None = None,
+        timeout: float = 15.0,
+        byte_ceiling: int = 5 * 1024 * 1024,
+        proxy: Any = None,
+        ca_file: str | None = None,
+        insecure_tls: bool = False,
+    ) -> None:
         """``api_version`` None: detected on first use (see ``versions``). ``proxy``: a
         ``hcmcp.http.proxy.ProxyRoute`` or None; ``ca_file`` / ``insecure_tls``: trust for
         the instance's TLS (``hcmcp.http.tls``)."""
         parts = urlsplit(site_root.rstrip("/"))
         self.site_root = site_root.rstrip("/")
         self._origin = f"{parts.scheme}://{parts.netloc}"
-        self._root_path = parts.path.rstrip("/")      # a sub-path such as /hc is kept
+        self._root_path = parts.path.rstrip("/")  # a sub-path such as /hc is kept
         self._key = api_key or None
         self._client = client
         self._timeout = timeout
         self.byte_ceiling = byte_ceiling
-        self.api_version = api_version    # 3, 2 or 1 once known; None until the instance has said
-        self.no_api_found = False         # the last detection saw 404 for every version
+        self.api_version = api_version  # 3, 2 or 1 once known; None until the instance has said
+        self.no_api_found = False  # the last detection saw 404 for every version
         self._proxy = proxy
         self._tls = (ca_file, insecure_tls)
         # What we learned about the key; None until an answer settles it.
         self._key_read_write: bool | None = None
 
-    def __repr__(self) -> str:   # never the key
+    def __repr__(self) -> str:  # never the key
         return f"HealthchecksApi({self.site_root!r}, key={'set' if self._key else 'unset'})"
 
     @property
@@ -92,20 +132,25 @@ class HealthchecksApi(Judging):
         None when the instance did not let it be told (unreachable, or not Healthchecks)."""
         if self.api_version is None:
             from .versions import detect
+
             self.api_version = await detect(self)
         return self.api_version
 
     # -- read endpoints ---------------------------------------------------------------------
 
-    async def list_checks(self, tags: list[str] | None = None, slug: str | None = None) -> Listing[Check]:
+    async def list_checks(
+        self, tags: list[str] | None = None, slug: str | None = None
+    ) -> Listing[Check]:
         query = [("tag", tag) for tag in tags or ()]
         if slug:
             query.append(("slug", slug))
         what = "the list of checks"
         response = await self._send("GET", "checks/", query=query, what=what)
-        listing = checks_from_json(response.body)      # one typed pass when the answer is as expected
+        listing = checks_from_json(response.body)  # one typed pass when the answer is as expected
         if listing is None:
-            listing = entries_of(self._document(response, "checks/", what, expect_list="checks"), "checks", Check)
+            listing = entries_of(
+                self._document(response, "checks/", what, expect_list="checks"), "checks", Check
+            )
         if self.api_version == 1:
             listing.items = [self._as_v3(check) for check in listing.items]
         self._learn_from_checks(listing.items)
@@ -114,9 +159,14 @@ class HealthchecksApi(Judging):
     async def get_check(self, ident: str) -> Check:
         ident = self._check_id(ident)
         what = f"check {ident}"
-        response = await self._send("GET", f"checks/{ident}", what=what,
-                                    not_found=_not_found_check(ident), forbidden=_other_project(ident))
-        check = check_from_json(response.body)          # one typed pass when the answer is as expected
+        response = await self._send(
+            "GET",
+            f"checks/{ident}",
+            what=what,
+            not_found=_not_found_check(ident),
+            forbidden=_other_project(ident),
+        )
+        check = check_from_json(response.body)  # one typed pass when the answer is as expected
         if check is None:
             check = self._one_check(self._document(response, f"checks/{ident}", what), what)
         else:
@@ -126,54 +176,102 @@ class HealthchecksApi(Judging):
 
     async def list_pings(self, uuid: str) -> Listing[Ping]:
         uuid = self._uuid(uuid)
-        document = await self._json("GET", f"checks/{uuid}/pings/", what=f"the pings of check {uuid}",
-                                    rw_only=True, expect_list="pings",
-                                    not_found=f"There is no check {uuid} in this project (404).",
-                                    forbidden=_other_project(uuid))
+        document = await self._json(
+            "GET",
+            f"checks/{uuid}/pings/",
+            what=f"the pings of check {uuid}",
+            rw_only=True,
+            expect_list="pings",
+            not_found=f"There is no check {uuid} in this project (404).",
+            forbidden=_other_project(uuid),
+        )
         return entries_of(document, "pings", Ping)
 
     async def get_ping_body(self, uuid: str, n: int) -> PingBody:
         uuid = self._uuid(uuid)
         response = await self._send(
-            "GET", f"checks/{uuid}/pings/{int(n)}/body", what=f"the body of ping #{n} of check {uuid}",
-            rw_only=True, byte_ceiling=PING_BODY_CEILING, truncate_at_ceiling=True,
-            not_found=(f"Healthchecks has no body for ping #{n} of check {uuid} (404). That answer means one "
-                       f"of four things: there is no such check, the check has no ping #{n}, that ping "
-                       f"carried no body, or the ping is older than the instance keeps (its ping log "
-                       f"limit: 100 on a free plan, 1000 on a paid one)."),
+            "GET",
+            f"checks/{uuid}/pings/{int(n)}/body",
+            what=f"the body of ping #{n} of check {uuid}",
+            rw_only=True,
+            byte_ceiling=PING_BODY_CEILING,
+            truncate_at_ceiling=True,
+            not_found=(
+                f"Healthchecks has no body for ping #{n} of check {uuid} (404). That answer means one "
+                f"of four things: there is no such check, the check has no ping #{n}, that ping "
+                f"carried no body, or the ping is older than the instance keeps (its ping log "
+                f"limit: 100 on a free plan, 1000 on a paid one)."
+            ),
             not_found_advice="Call list_pings to see which pings exist and which have a body_url.",
             forbidden=_other_project(uuid),
-            unavailable_advice=("A 503 here means the instance's object storage for ping bodies is briefly "
-                                "unavailable; retrying in a minute is worth it."))
+            unavailable_advice=(
+                "A 503 here means the instance's object storage for ping bodies is briefly "
+                "unavailable; retrying in a minute is worth it."
+            ),
+        )
         return PingBody(response.body, bool(response.truncated))
 
-    async def list_flips(self, ident: str, seconds: int | None = None, start: int | None = None,
-                         end: int | None = None) -> Listing[Flip]:
+    async def list_flips(
+        self,
+        ident: str,
+        seconds: int | None = None,
+        start: int | None = None,
+        end: int | None = None,
+    ) -> Listing[Flip]:
         ident = self._check_id(ident)
-        query = [(name, str(int(value))) for name, value in
-                 (("seconds", seconds), ("start", start), ("end", end)) if value is not None]
+        query = [
+            (name, str(int(value)))
+            for name, value in (("seconds", seconds), ("start", start), ("end", end))
+            if value is not None
+        ]
         document = await self._json(
-            "GET", f"checks/{ident}/flips/", query=query, what=f"the flips of check {ident}",
-            expect_list="flips", not_found=_not_found_check(ident), forbidden=_other_project(ident),
-            bad_request=("The instance refused the seconds/start/end parameters (400). seconds must be an "
-                         "integer 0…31536000, start and end integers 0…10000000000."))
+            "GET",
+            f"checks/{ident}/flips/",
+            query=query,
+            what=f"the flips of check {ident}",
+            expect_list="flips",
+            not_found=_not_found_check(ident),
+            forbidden=_other_project(ident),
+            bad_request=(
+                "The instance refused the seconds/start/end parameters (400). seconds must be an "
+                "integer 0…31536000, start and end integers 0…10000000000."
+            ),
+        )
         return entries_of(document, "flips", Flip)
 
     async def list_integrations(self) -> Listing[Integration]:
-        document = await self._json("GET", "channels/", what="the project's integrations", rw_only=True,
-                                    expect_list="channels")
+        document = await self._json(
+            "GET",
+            "channels/",
+            what="the project's integrations",
+            rw_only=True,
+            expect_list="channels",
+        )
         return entries_of(document, "channels", Integration)
 
     async def list_badges(self) -> Listing[Badge]:
-        document = await self._json("GET", "badges/", what="the project's badges", expect_object="badges")
+        document = await self._json(
+            "GET", "badges/", what="the project's badges", expect_object="badges"
+        )
         return badges_of(document)
 
     async def get_status(self) -> StatusAnswer:
         """status/ needs no key, so none is sent: an SSO portal answering there must not see it."""
-        response = await self._send("GET", "status/", what="the status endpoint", needs_key=False,
-                                    byte_ceiling=STATUS_CEILING, truncate_at_ceiling=True, raise_for_status=False)
-        return StatusAnswer(response.status, response.body.decode("utf-8", "replace"),
-                            response.media_type, bool(response.truncated))
+        response = await self._send(
+            "GET",
+            "status/",
+            what="the status endpoint",
+            needs_key=False,
+            byte_ceiling=STATUS_CEILING,
+            truncate_at_ceiling=True,
+            raise_for_status=False,
+        )
+        return StatusAnswer(
+            response.status,
+            response.body.decode("utf-8", "replace"),
+            response.media_type,
+            bool(response.truncated),
+        )
 
     async def key_kind(self) -> KeyKind:
         """The two harmless GETs of healthchecks-api.md §1 "Telling RO from RW"."""
@@ -184,38 +282,60 @@ class HealthchecksApi(Judging):
         found = [c for c in checks.items if c.identifier]
         shape = ""
         if found:
-            shape = (" Its check objects carry uuid (the read-write shape)." if isinstance(found[0].uuid, str)
-                     else " Its check objects carry unique_key (the read-only shape).")
+            shape = (
+                " Its check objects carry uuid (the read-write shape)."
+                if isinstance(found[0].uuid, str)
+                else " Its check objects carry unique_key (the read-only shape)."
+            )
         try:
             await self.list_integrations()
         except Unauthorized as error:
             if error.read_only_key:
-                return KeyKind(True, False, "GET checks/ accepted the key and GET channels/, which needs a "
-                                            "read-write key, refused it: the key is read-only." + shape)
+                return KeyKind(
+                    True,
+                    False,
+                    "GET checks/ accepted the key and GET channels/, which needs a "
+                    "read-write key, refused it: the key is read-only." + shape,
+                )
             raise
         self._key_read_write = True
-        return KeyKind(True, True, "GET checks/ and GET channels/ (which needs a read-write key) both "
-                                   "accepted the key: it is read-write." + shape)
+        return KeyKind(
+            True,
+            True,
+            "GET checks/ and GET channels/ (which needs a read-write key) both "
+            "accepted the key: it is read-write." + shape,
+        )
 
     # -- write endpoints --------------------------------------------------------------------
 
     async def create_check(self, fields: dict[str, Any]) -> tuple[Check, bool]:
         """(the check, created?) — created is False when ``unique`` matched an existing check (200)."""
         response = await self._send(
-            "POST", "checks/", what="a new check", rw_only=True, body=msgspec.json.encode(fields),
-            forbidden=("Healthchecks refused to create the check (403): the account has no checks left "
-                       "(its plan's check limit is reached)."),
-            forbidden_advice="Delete checks you no longer need, or raise the plan's limit.")
+            "POST",
+            "checks/",
+            what="a new check",
+            rw_only=True,
+            body=msgspec.json.encode(fields),
+            forbidden=(
+                "Healthchecks refused to create the check (403): the account has no checks left "
+                "(its plan's check limit is reached)."
+            ),
+            forbidden_advice="Delete checks you no longer need, or raise the plan's limit.",
+        )
         check = self._one_check(self._decode(response, "the new check"), "the new check")
         return check, response.status == 201
 
     async def update_check(self, uuid: str, fields: dict[str, Any]) -> Check:
         uuid = self._uuid(uuid)
-        response = await self._send("POST", f"checks/{uuid}", what=f"check {uuid}", rw_only=True,
-                                    body=msgspec.json.encode(fields),
-                                    not_found=f"There is no check {uuid} in this project (404); it may "
-                                              f"have been deleted.",
-                                    forbidden=_other_project(uuid))
+        response = await self._send(
+            "POST",
+            f"checks/{uuid}",
+            what=f"check {uuid}",
+            rw_only=True,
+            body=msgspec.json.encode(fields),
+            not_found=f"There is no check {uuid} in this project (404); it may have been deleted.",
+            forbidden=_other_project(uuid),
+        )
         return self._one_check(self._decode(response, f"check {uuid}"), f"check {uuid}")
 
     async def pause_check(self, uuid: str) -> Check:
@@ -227,19 +347,32 @@ class HealthchecksApi(Judging):
     async def delete_check(self, uuid: str) -> Check:
         """The deleted check as it was just before (its channels are always "" by then)."""
         uuid = self._uuid(uuid)
-        response = await self._send("DELETE", f"checks/{uuid}", what=f"check {uuid}", rw_only=True,
-                                    not_found=f"There is no check {uuid} in this project (404): it does "
-                                              f"not exist or was already deleted.",
-                                    forbidden=_other_project(uuid))
-        return self._one_check(self._decode(response, f"deleted check {uuid}"), f"deleted check {uuid}")
+        response = await self._send(
+            "DELETE",
+            f"checks/{uuid}",
+            what=f"check {uuid}",
+            rw_only=True,
+            not_found=f"There is no check {uuid} in this project (404): it does "
+            f"not exist or was already deleted.",
+            forbidden=_other_project(uuid),
+        )
+        return self._one_check(
+            self._decode(response, f"deleted check {uuid}"), f"deleted check {uuid}"
+        )
 
     async def _state_change(self, uuid: str, action: str) -> Check:
         uuid = self._uuid(uuid)
         response = await self._send(
-            "POST", f"checks/{uuid}/{action}", what=f"check {uuid}", rw_only=True, body=b"",
-            not_found=f"There is no check {uuid} in this project (404).", forbidden=_other_project(uuid),
+            "POST",
+            f"checks/{uuid}/{action}",
+            what=f"check {uuid}",
+            rw_only=True,
+            body=b"",
+            not_found=f"There is no check {uuid} in this project (404).",
+            forbidden=_other_project(uuid),
             conflict=f"Check {uuid} was not paused, so there was nothing to resume (409).",
-            conflict_advice="get_check shows its status; only a paused check can be resumed.")
+            conflict_advice="get_check shows its status; only a paused check can be resumed.",
+        )
         return self._one_check(self._decode(response, f"check {uuid}"), f"check {uuid}")
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -247,15 +380,22 @@ class HealthchecksApi(Judging):
     def _uuid(self, value: str) -> str:
         uuid = normalise_uuid(value)
         if uuid is None:
-            raise InvalidIdentifier(None, f"{_quote(value)} is not a check UUID; this endpoint takes only a "
-                                          "UUID such as 5a2d…-….", advice="list_checks shows each check's uuid.")
+            raise InvalidIdentifier(
+                None,
+                f"{_quote(value)} is not a check UUID; this endpoint takes only a "
+                "UUID such as 5a2d…-….",
+                advice="list_checks shows each check's uuid.",
+            )
         return uuid
 
     def _check_id(self, value: str) -> str:
         ident = normalise_check_id(value)
         if ident is None:
-            raise InvalidIdentifier(None, f"{_quote(value)} is neither a check UUID nor a 40-character "
-                                          "unique_key.", advice="list_checks shows each check's identifier.")
+            raise InvalidIdentifier(
+                None,
+                f"{_quote(value)} is neither a check UUID nor a 40-character unique_key.",
+                advice="list_checks shows each check's identifier.",
+            )
         return ident
 
     def _learn_from_checks(self, checks: list[Check]) -> None:
@@ -269,15 +409,25 @@ class HealthchecksApi(Judging):
 
     def _http(self) -> HttpClient:
         if self._client is None:
-            from ..http.client import HttpClient   # lazily: tools/list must not import the HTTP stack
+            from ..http.client import (
+                HttpClient,
+            )  # lazily: tools/list must not import the HTTP stack
+
             context = None
             ca_file, insecure = self._tls
             if self._origin.startswith("https:") and (ca_file or insecure):
                 from ..http.tls import TlsSettings
+
                 context = TlsSettings(ca_file, insecure).context()
-            self._client = HttpClient(self._origin, overall_timeout=self._timeout, byte_ceiling=self.byte_ceiling,
-                                      max_idle=16, origin_setting="HEALTHCHECKS_URL", proxy=self._proxy,
-                                      ssl_context=context)
+            self._client = HttpClient(
+                self._origin,
+                overall_timeout=self._timeout,
+                byte_ceiling=self.byte_ceiling,
+                max_idle=16,
+                origin_setting="HEALTHCHECKS_URL",
+                proxy=self._proxy,
+                ssl_context=context,
+            )
         return self._client
 
     async def aclose(self) -> None:
@@ -285,13 +435,26 @@ class HealthchecksApi(Judging):
         if closer is not None:
             await closer()
 
-    async def _json(self, method: str, rel: str, *, expect_list: str | None = None,
-                    expect_object: str | None = None, **options: Any) -> Any:
+    async def _json(
+        self,
+        method: str,
+        rel: str,
+        *,
+        expect_list: str | None = None,
+        expect_object: str | None = None,
+        **options: Any,
+    ) -> Any:
         response = await self._send(method, rel, **options)
         return self._document(response, rel, options["what"], expect_list, expect_object)
 
-    def _document(self, response: HttpResponse, rel: str, what: str, expect_list: str | None = None,
-                  expect_object: str | None = None) -> Any:
+    def _document(
+        self,
+        response: HttpResponse,
+        rel: str,
+        what: str,
+        expect_list: str | None = None,
+        expect_object: str | None = None,
+    ) -> Any:
         """The answer's JSON, with the list or object under ``expect_list``/``expect_object``."""
         document = self._decode(response, what)
         key = expect_list or expect_object
@@ -299,9 +462,12 @@ class HealthchecksApi(Judging):
             inner = document.get(key) if isinstance(document, dict) else None
             wanted = list if expect_list else dict
             if not isinstance(inner, wanted):
-                raise NotJson(response.status, f"The instance answered {rel} with JSON that is not the "
-                                               f"expected {{\"{key}\": …}} document.",
-                              advice=self._not_healthchecks_advice())
+                raise NotJson(
+                    response.status,
+                    f"The instance answered {rel} with JSON that is not the "
+                    f'expected {{"{key}": …}} document.',
+                    advice=self._not_healthchecks_advice(),
+                )
         return document
 
     def _decode(self, response: HttpResponse, what: str) -> Any:
@@ -309,87 +475,162 @@ class HealthchecksApi(Judging):
             return msgspec.json.decode(response.body)
         except msgspec.DecodeError:
             media = response.media_type or "no content type"
-            raise NotJson(response.status, f"The instance answered the request for {what} with "
-                                           f"{len(response.body)} bytes of {media}, not JSON.",
-                          advice=self._not_healthchecks_advice()) from None
+            raise NotJson(
+                response.status,
+                f"The instance answered the request for {what} with "
+                f"{len(response.body)} bytes of {media}, not JSON.",
+                advice=self._not_healthchecks_advice(),
+            ) from None
 
     def _one_check(self, document: Any, what: str) -> Check:
         try:
             check = check_of(document)
         except msgspec.ValidationError as error:
-            raise NotJson(200, f"The instance answered the request for {what} with JSON that is not a "
-                               f"check object ({error}).", advice=self._not_healthchecks_advice()) from None
+            raise NotJson(
+                200,
+                f"The instance answered the request for {what} with JSON that is not a "
+                f"check object ({error}).",
+                advice=self._not_healthchecks_advice(),
+            ) from None
         return self._as_v3(check)
 
     def _as_v3(self, check: Check) -> Check:
         """A check of an API v1 instance in v3's shape (versions.as_v3); any other as it is."""
         if self.api_version == 1:
             from .versions import as_v3
+
             return as_v3(check)
         return check
 
     def _not_healthchecks_advice(self) -> str:
-        return (f"HEALTHCHECKS_URL ({self.site_root}) may point at something other than a Healthchecks "
-                "instance — a login portal or a proxy. get_status shows what answers there.")
+        return (
+            f"HEALTHCHECKS_URL ({self.site_root}) may point at something other than a Healthchecks "
+            "instance — a login portal or a proxy. get_status shows what answers there."
+        )
 
-    async def _send(self, method: str, rel: str, *, what: str, query: list[tuple[str, str]] | None = None,
-                    body: bytes | None = None, needs_key: bool = True, rw_only: bool = False,
-                    byte_ceiling: int | None = None, truncate_at_ceiling: bool = False,
-                    raise_for_status: bool = True, not_found: str | None = None,
-                    not_found_advice: str = "", forbidden: str | None = None, forbidden_advice: str = "",
-                    conflict: str | None = None, conflict_advice: str = "", bad_request: str | None = None,
-                    unavailable_advice: str = "") -> HttpResponse:
+    async def _send(
+        self,
+        method: str,
+        rel: str,
+        *,
+        what: str,
+        query: list[tuple[str, str]] | None = None,
+        body: bytes | None = None,
+        needs_key: bool = True,
+        rw_only: bool = False,
+        byte_ceiling: int | None = None,
+        truncate_at_ceiling: bool = False,
+        raise_for_status: bool = True,
+        not_found: str | None = None,
+        not_found_advice: str = "",
+        forbidden: str | None = None,
+        forbidden_advice: str = "",
+        conflict: str | None = None,
+        conflict_advice: str = "",
+        bad_request: str | None = None,
+        unavailable_advice: str = "",
+    ) -> HttpResponse:
         if needs_key and self._key is None:
-            raise MissingApiKey(None, "No Healthchecks API key is configured, so nothing was sent.",
-                                advice=KEY_SETUP)
-        exchange = dict(query=query or [], body=body, needs_key=needs_key, byte_ceiling=byte_ceiling,
-                        truncate_at_ceiling=truncate_at_ceiling)
+            raise MissingApiKey(
+                None,
+                "No Healthchecks API key is configured, so nothing was sent.",
+                advice=KEY_SETUP,
+            )
+        exchange = dict(
+            query=query or [],
+            body=body,
+            needs_key=needs_key,
+            byte_ceiling=byte_ceiling,
+            truncate_at_ceiling=truncate_at_ceiling,
+        )
         response = await self._exchange(method, rel, what, **exchange)
         if self.api_version is None:
             from .versions import settle
-            response = await settle(self, response, lambda: self._exchange(method, rel, what, **exchange))
-        if 200 <= response.status < 300:      # the answer asked for: nothing to judge
+
+            response = await settle(
+                self, response, lambda: self._exchange(method, rel, what, **exchange)
+            )
+        if 200 <= response.status < 300:  # the answer asked for: nothing to judge
             if rw_only:
                 self._key_read_write = True
             return response
-        return await self._judge(response, method, what, raise_for_status=raise_for_status, rw_only=rw_only,
-                                 not_found=not_found, not_found_advice=not_found_advice, forbidden=forbidden,
-                                 forbidden_advice=forbidden_advice, conflict=conflict,
-                                 conflict_advice=conflict_advice, bad_request=bad_request,
-                                 unavailable_advice=unavailable_advice)
+        return await self._judge(
+            response,
+            method,
+            what,
+            raise_for_status=raise_for_status,
+            rw_only=rw_only,
+            not_found=not_found,
+            not_found_advice=not_found_advice,
+            forbidden=forbidden,
+            forbidden_advice=forbidden_advice,
+            conflict=conflict,
+            conflict_advice=conflict_advice,
+            bad_request=bad_request,
+            unavailable_advice=unavailable_advice,
+        )
 
-    async def _exchange(self, method: str, rel: str, what: str, *, query: list[tuple[str, str]],
-                        body: bytes | None, needs_key: bool = True, byte_ceiling: int | None = None,
-                        truncate_at_ceiling: bool = False, version: int | None = None) -> HttpResponse:
+    async def _exchange(
+        self,
+        method: str,
+        rel: str,
+        what: str,
+        *,
+        query: list[tuple[str, str]],
+        body: bytes | None,
+        needs_key: bool = True,
+        byte_ceiling: int | None = None,
+        truncate_at_ceiling: bool = False,
+        version: int | None = None,
+    ) -> HttpResponse:
         """One request at API ``version`` (default: the known one, else 3); transport failures typed."""
         from ..http import client as http
+
         headers = [("accept", "application/json")]
         if needs_key:
-            headers.append(("x-api-key", self._key))   # the only place the key ever goes
+            headers.append(("x-api-key", self._key))  # the only place the key ever goes
         if body is not None:
             headers.append(("content-type", "application/json"))
         path = self._prefix(version) + rel
         try:
-            return await self._http().request(method, path, query=query, headers=headers, body=body,
-                                              byte_ceiling=byte_ceiling, truncate_at_ceiling=truncate_at_ceiling)
+            return await self._http().request(
+                method,
+                path,
+                query=query,
+                headers=headers,
+                body=body,
+                byte_ceiling=byte_ceiling,
+                truncate_at_ceiling=truncate_at_ceiling,
+            )
         except http.BodyTooLarge as error:
-            raise ResponseTooLarge(None, f"The instance's answer for {what} is larger than "
-                                         f"{error.ceiling} bytes; it was refused rather than returned half-parsed.",
-                                   advice="Narrow the request if the tool allows it, or raise "
-                                          "HEALTHCHECKS_MAX_RESPONSE_BYTES.") from None
+            raise ResponseTooLarge(
+                None,
+                f"The instance's answer for {what} is larger than "
+                f"{error.ceiling} bytes; it was refused rather than returned half-parsed.",
+                advice="Narrow the request if the tool allows it, or raise "
+                "HEALTHCHECKS_MAX_RESPONSE_BYTES.",
+            ) from None
         except http.Timeout as error:
             # The client's texts are written to be shown and never carry a header value.
-            raise Unreachable(None, f"The request for {what} timed out: {self._scrub(str(error))}",
-                              advice="get_status tests the instance without a key. Retry, or raise "
-                                     "HEALTHCHECKS_TIMEOUT if the instance is just slow.") from None
+            raise Unreachable(
+                None,
+                f"The request for {what} timed out: {self._scrub(str(error))}",
+                advice="get_status tests the instance without a key. Retry, or raise "
+                "HEALTHCHECKS_TIMEOUT if the instance is just slow.",
+            ) from None
         except http.ConnectFailed as error:
-            raise Unreachable(None, self._scrub(str(error)),
-                              advice=f"HEALTHCHECKS_URL is {self.site_root}; check it and that the instance "
-                                     "is up. get_status tests this without a key.") from None
+            raise Unreachable(
+                None,
+                self._scrub(str(error)),
+                advice=f"HEALTHCHECKS_URL is {self.site_root}; check it and that the instance "
+                "is up. get_status tests this without a key.",
+            ) from None
         except http.HttpError as error:
-            raise Unreachable(None, f"The exchange with {self.site_root} for {what} failed: "
-                                    f"{self._scrub(str(error))}",
-                              advice="get_status tests the instance without a key.") from None
+            raise Unreachable(
+                None,
+                f"The exchange with {self.site_root} for {what} failed: {self._scrub(str(error))}",
+                advice="get_status tests the instance without a key.",
+            ) from None
 
 
 def _quote(value: str) -> str:
@@ -403,5 +644,7 @@ def _not_found_check(ident: str) -> str:
 
 
 def _other_project(ident: str) -> str:
-    return (f"Check {ident} exists but belongs to another project (403); this API key reaches only its own "
-            "project's checks.")
+    return (
+        f"Check {ident} exists but belongs to another project (403); this API key reaches only its own "
+        "project's checks."
+    )

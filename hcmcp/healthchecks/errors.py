@@ -20,8 +20,9 @@ class ApiError(Exception):
     kind = "api_error"
     retryable = False
 
-    def __init__(self, status: int | None, message: str, *, advice: str = "",
-                 upstream: str | None = None) -> None:
+    def __init__(
+        self, status: int | None, message: str, *, advice: str = "", upstream: str | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
@@ -43,7 +44,9 @@ class InvalidIdentifier(ApiError):
 class Unauthorized(ApiError):
     kind = "unauthorized"
 
-    def __init__(self, status: int | None, message: str, *, read_only_key: bool = False, **kw: Any) -> None:
+    def __init__(
+        self, status: int | None, message: str, *, read_only_key: bool = False, **kw: Any
+    ) -> None:
         super().__init__(status, message, **kw)
         self.read_only_key = read_only_key
 
@@ -76,7 +79,9 @@ class Unavailable(ApiError):
 class Redirected(ApiError):
     kind = "redirected"
 
-    def __init__(self, status: int | None, message: str, *, location: str | None = None, **kw: Any) -> None:
+    def __init__(
+        self, status: int | None, message: str, *, location: str | None = None, **kw: Any
+    ) -> None:
         super().__init__(status, message, **kw)
         self.location = location
 

@@ -13,18 +13,30 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from .errors import (ApiError, BadRequest, Conflict, Forbidden, MethodNotAllowed, NotFound, Redirected, Unauthorized,
-                     Unavailable, UnexpectedStatus)
+from .errors import (
+    ApiError,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    MethodNotAllowed,
+    NotFound,
+    Redirected,
+    Unauthorized,
+    Unavailable,
+    UnexpectedStatus,
+)
 
 if TYPE_CHECKING:
     from ..http.client import HttpResponse
 
-UPSTREAM_TEXT_LIMIT = 2000           # security.md: upstream error bodies cut to 2000 characters
+UPSTREAM_TEXT_LIMIT = 2000  # security.md: upstream error bodies cut to 2000 characters
 
-KEY_SETUP = ("Set HEALTHCHECKS_API_KEY to an API key of the project to manage. Keys are created in the "
-             "Healthchecks web UI under Project Settings › API Access: a read-only key is enough to list "
-             "and inspect checks; a read-write key is needed for pings, ping bodies, integrations and "
-             "every change.")
+KEY_SETUP = (
+    "Set HEALTHCHECKS_API_KEY to an API key of the project to manage. Keys are created in the "
+    "Healthchecks web UI under Project Settings › API Access: a read-only key is enough to list "
+    "and inspect checks; a read-write key is needed for pings, ping bodies, integrations and "
+    "every change."
+)
 
 
 class Judging:
@@ -35,81 +47,145 @@ class Judging:
     _key_read_write: bool | None
 
     if TYPE_CHECKING:
+
         async def _send(self, method: str, rel: str, *, what: str) -> HttpResponse: ...
 
-    async def _judge(self, response: HttpResponse, method: str, what: str, *, raise_for_status: bool,
-                     rw_only: bool, not_found: str | None, not_found_advice: str, forbidden: str | None,
-                     forbidden_advice: str, conflict: str | None, conflict_advice: str,
-                     bad_request: str | None, unavailable_advice: str) -> HttpResponse:
+    async def _judge(
+        self,
+        response: HttpResponse,
+        method: str,
+        what: str,
+        *,
+        raise_for_status: bool,
+        rw_only: bool,
+        not_found: str | None,
+        not_found_advice: str,
+        forbidden: str | None,
+        forbidden_advice: str,
+        conflict: str | None,
+        conflict_advice: str,
+        bad_request: str | None,
+        unavailable_advice: str,
+    ) -> HttpResponse:
         """A response that is not a 2xx (_send returns those): the typed error its status means, or the
         response itself when ``raise_for_status`` is off (a redirect is an error all the same)."""
         status = response.status
         if 300 <= status < 400:
             location = self._scrub(response.header("location") or "")[:300]
-            raise Redirected(status, f"The instance answered {status} with a redirect to "
-                                     f"{location or '(no Location)'} instead of the API's answer for {what}. "
-                                     "Redirects are not followed: a followed POST would silently turn into "
-                                     "a GET.",
-                             location=location or None,
-                             advice=f"Usually HEALTHCHECKS_URL ({self.site_root}) is wrong — http instead of "
-                                    "https, a path the site redirects, or a site root that is not the "
-                                    "Healthchecks one; it must be the site root, without /api/v3/.")
+            raise Redirected(
+                status,
+                f"The instance answered {status} with a redirect to "
+                f"{location or '(no Location)'} instead of the API's answer for {what}. "
+                "Redirects are not followed: a followed POST would silently turn into "
+                "a GET.",
+                location=location or None,
+                advice=f"Usually HEALTHCHECKS_URL ({self.site_root}) is wrong — http instead of "
+                "https, a path the site redirects, or a site root that is not the "
+                "Healthchecks one; it must be the site root, without /api/v3/.",
+            )
         if not raise_for_status:
             return response
         upstream = self._upstream_text(response)
         if status == 401:
             raise await self._unauthorized(response, upstream, what, rw_only)
         if status == 403:
-            raise Forbidden(status, forbidden or f"Healthchecks refused access to {what} (403).",
-                            advice=forbidden_advice, upstream=upstream)
+            raise Forbidden(
+                status,
+                forbidden or f"Healthchecks refused access to {what} (403).",
+                advice=forbidden_advice,
+                upstream=upstream,
+            )
         if status == 404:
-            raise NotFound(status, not_found or f"Healthchecks has no {what} (404).",
-                           advice=not_found_advice, upstream=upstream)
+            raise NotFound(
+                status,
+                not_found or f"Healthchecks has no {what} (404).",
+                advice=not_found_advice,
+                upstream=upstream,
+            )
         if status == 409:
-            raise Conflict(status, conflict or f"Healthchecks refused the change to {what} (409).",
-                           advice=conflict_advice, upstream=upstream)
+            raise Conflict(
+                status,
+                conflict or f"Healthchecks refused the change to {what} (409).",
+                advice=conflict_advice,
+                upstream=upstream,
+            )
         if status == 400:
-            raise BadRequest(status, bad_request or f"Healthchecks refused the request for {what} (400).",
-                             advice="Correct the value the instance names and call again.", upstream=upstream)
+            raise BadRequest(
+                status,
+                bad_request or f"Healthchecks refused the request for {what} (400).",
+                advice="Correct the value the instance names and call again.",
+                upstream=upstream,
+            )
         if status == 405:
-            raise MethodNotAllowed(status, f"Healthchecks does not allow {method} for {what} (405).",
-                                   advice=f"HEALTHCHECKS_URL ({self.site_root}) may point at the wrong site, "
-                                          "or the instance is older than API v3.", upstream=upstream)
+            raise MethodNotAllowed(
+                status,
+                f"Healthchecks does not allow {method} for {what} (405).",
+                advice=f"HEALTHCHECKS_URL ({self.site_root}) may point at the wrong site, "
+                "or the instance is older than API v3.",
+                upstream=upstream,
+            )
         if status == 429 or status >= 500:
             retry_after = response.header("retry-after")
-            wait = f" after {retry_after} seconds" if retry_after and retry_after.isdigit() else " in a minute"
+            wait = (
+                f" after {retry_after} seconds"
+                if retry_after and retry_after.isdigit()
+                else " in a minute"
+            )
             reason = "is rate-limiting requests" if status == 429 else "had a server-side failure"
-            raise Unavailable(status, f"The instance {reason} ({status}) while serving {what}.",
-                              advice=unavailable_advice or f"This is worth retrying{wait}.", upstream=upstream)
-        raise UnexpectedStatus(status, f"The instance answered {status} to the request for {what}.",
-                               advice="HEALTHCHECKS_URL may point at something other than Healthchecks; "
-                                      "get_status shows what answers there.", upstream=upstream)
+            raise Unavailable(
+                status,
+                f"The instance {reason} ({status}) while serving {what}.",
+                advice=unavailable_advice or f"This is worth retrying{wait}.",
+                upstream=upstream,
+            )
+        raise UnexpectedStatus(
+            status,
+            f"The instance answered {status} to the request for {what}.",
+            advice="HEALTHCHECKS_URL may point at something other than Healthchecks; "
+            "get_status shows what answers there.",
+            upstream=upstream,
+        )
 
-    async def _unauthorized(self, response: HttpResponse, upstream: str | None, what: str,
-                            rw_only: bool) -> Unauthorized:
+    async def _unauthorized(
+        self, response: HttpResponse, upstream: str | None, what: str, rw_only: bool
+    ) -> Unauthorized:
         reason = (upstream or "").strip().lower()
         if reason == "missing api key":
-            return Unauthorized(401, "Healthchecks says \"missing api key\" (401): it got no key of the length "
-                                     "it expects (exactly 32 characters).",
-                                advice="Check HEALTHCHECKS_API_KEY for a truncated or padded value. " + KEY_SETUP)
+            return Unauthorized(
+                401,
+                'Healthchecks says "missing api key" (401): it got no key of the length '
+                "it expects (exactly 32 characters).",
+                advice="Check HEALTHCHECKS_API_KEY for a truncated or padded value. " + KEY_SETUP,
+            )
         if rw_only and reason == "wrong api key" and await self._key_is_read_only():
             self._key_read_write = False
-            return Unauthorized(401, f"The API key is read-only, and Healthchecks serves {what} only to a "
-                                     "read-write key. (It answers a read-only key with the same 401 \"wrong api "
-                                     "key\" as an unknown one; the key itself is valid.)", read_only_key=True,
-                                advice="Use a read-write key of this project (Project Settings › API Access) "
-                                       "if this is needed; everything else keeps working with this one.")
+            return Unauthorized(
+                401,
+                f"The API key is read-only, and Healthchecks serves {what} only to a "
+                'read-write key. (It answers a read-only key with the same 401 "wrong api '
+                'key" as an unknown one; the key itself is valid.)',
+                read_only_key=True,
+                advice="Use a read-write key of this project (Project Settings › API Access) "
+                "if this is needed; everything else keeps working with this one.",
+            )
         if reason == "wrong api key":
-            return Unauthorized(401, "Healthchecks does not accept the API key (401 \"wrong api key\"): it "
-                                     "matches no project on this instance.",
-                                advice=f"Check that HEALTHCHECKS_API_KEY belongs to the instance at "
-                                       f"{self.site_root} and was not revoked. " + KEY_SETUP)
+            return Unauthorized(
+                401,
+                'Healthchecks does not accept the API key (401 "wrong api key"): it '
+                "matches no project on this instance.",
+                advice=f"Check that HEALTHCHECKS_API_KEY belongs to the instance at "
+                f"{self.site_root} and was not revoked. " + KEY_SETUP,
+            )
         # Not Healthchecks' own wording: likely a proxy or SSO gate in front of it.
-        return Unauthorized(401, f"The request for {what} was refused with 401, but not in Healthchecks' words; "
-                                 "something in front of the instance (a proxy or a login gate) may be asking for "
-                                 "credentials of its own.",
-                            advice=f"Check HEALTHCHECKS_URL ({self.site_root}) and HEALTHCHECKS_API_KEY; "
-                                   "get_status shows what answers there.", upstream=upstream)
+        return Unauthorized(
+            401,
+            f"The request for {what} was refused with 401, but not in Healthchecks' words; "
+            "something in front of the instance (a proxy or a login gate) may be asking for "
+            "credentials of its own.",
+            advice=f"Check HEALTHCHECKS_URL ({self.site_root}) and HEALTHCHECKS_API_KEY; "
+            "get_status shows what answers there.",
+            upstream=upstream,
+        )
 
     async def _key_is_read_only(self) -> bool:
         """After a RW-only endpoint said "wrong api key": is the key valid all the same?"""
@@ -127,7 +203,7 @@ class Judging:
             return None
         text = response.body.decode("utf-8", "replace")
         if _looks_like_html(text):
-            return None   # a proxy's or Django's error page: dropped, never pasted into a context
+            return None  # a proxy's or Django's error page: dropped, never pasted into a context
         try:
             document = msgspec.json.decode(response.body)
         except msgspec.DecodeError:
@@ -136,7 +212,10 @@ class Judging:
             text = document["error"]
         text = self._scrub(text).strip()
         if len(text) > UPSTREAM_TEXT_LIMIT:
-            text = text[:UPSTREAM_TEXT_LIMIT] + f"… [cut: {len(text) - UPSTREAM_TEXT_LIMIT} more characters]"
+            text = (
+                text[:UPSTREAM_TEXT_LIMIT]
+                + f"… [cut: {len(text) - UPSTREAM_TEXT_LIMIT} more characters]"
+            )
         return text or None
 
     def _scrub(self, text: str) -> str:
@@ -150,28 +229,37 @@ class Judging:
         return text
 
 
-
 @functools.lru_cache(maxsize=4)
 def _key_forms(key: str) -> tuple[str, ...]:
     """The key, its URL encodings (as quote() does, and every byte as %XX in either case) and its
     base64 (standard and URL-safe, at each of the three alignments inside a longer encoding)."""
     import base64
     import urllib.parse
+
     raw = key.encode("utf-8", "surrogateescape")
-    forms = {key, urllib.parse.quote(key, safe=""), urllib.parse.quote_plus(key),
-             "".join(f"%{b:02X}" for b in raw), "".join(f"%{b:02x}" for b in raw)}
+    forms = {
+        key,
+        urllib.parse.quote(key, safe=""),
+        urllib.parse.quote_plus(key),
+        "".join(f"%{b:02X}" for b in raw),
+        "".join(f"%{b:02x}" for b in raw),
+    }
     for pad in range(3):
         for encode in (base64.b64encode, base64.urlsafe_b64encode):
             encoded = encode(b"\0" * pad + raw).decode()
-            forms.add(encoded[4:-4] if pad else encoded.rstrip("="))   # the characters that depend on the key alone
+            forms.add(
+                encoded[4:-4] if pad else encoded.rstrip("=")
+            )  # the characters that depend on the key alone
             if not pad:
                 forms.add(encoded)
     # Longest first, so that a longer form is not left half-replaced by a shorter one inside it.
     return tuple(sorted((form for form in forms if len(form) >= 8), key=len, reverse=True))
 
 
-_HTML = re.compile(r"^\s*(<!doctype\s+html|<html|<head|<body|<\?xml)|<(html|body|head|title|div|p|h1)[\s>]",
-                   re.IGNORECASE)
+_HTML = re.compile(
+    r"^\s*(<!doctype\s+html|<html|<head|<body|<\?xml)|<(html|body|head|title|div|p|h1)[\s>]",
+    re.IGNORECASE,
+)
 
 
 def _looks_like_html(text: str) -> bool:

@@ -21,7 +21,7 @@ class Check(msgspec.Struct, kw_only=True):
 
     name: str = ""
     slug: str = ""
-    tags: str = ""                       # space-separated, as stored
+    tags: str = ""  # space-separated, as stored
     desc: str = ""
     grace: int | UnsetType = UNSET
     n_pings: int | UnsetType = UNSET
@@ -31,9 +31,9 @@ class Check(msgspec.Struct, kw_only=True):
     next_ping: str | None = None
     manual_resume: bool = False
     methods: str = ""
-    subject: str = ""                    # deprecated mirrors of success_kw / failure_kw
+    subject: str = ""  # deprecated mirrors of success_kw / failure_kw
     subject_fail: str = ""
-    start_kw: str = ""                   # comma-separated
+    start_kw: str = ""  # comma-separated
     success_kw: str = ""
     failure_kw: str = ""
     filter_subject: bool = False
@@ -48,7 +48,7 @@ class Check(msgspec.Struct, kw_only=True):
     update_url: str | UnsetType = UNSET
     pause_url: str | UnsetType = UNSET
     resume_url: str | UnsetType = UNSET
-    channels: str | UnsetType = UNSET    # comma-separated integration UUIDs, "" when none
+    channels: str | UnsetType = UNSET  # comma-separated integration UUIDs, "" when none
     # read-only key only
     unique_key: str | UnsetType = UNSET
     # by kind: simple checks have timeout; cron / OnCalendar checks have schedule and tz
@@ -88,7 +88,7 @@ class Ping(msgspec.Struct, kw_only=True):
 
 class Flip(msgspec.Struct, kw_only=True):
     timestamp: str
-    up: int          # 1 only when the new status is up; pause and resume flips are 0 too
+    up: int  # 1 only when the new status is up; pause and resume flips are 0 too
 
 
 class Integration(msgspec.Struct, kw_only=True):
@@ -114,25 +114,25 @@ class Listing(Generic[T]):
     """What a collection endpoint returned: the readable entries, and how many were not."""
 
     items: list[T]
-    malformed: int = 0     # entries that were not objects, or objects of the wrong shape
+    malformed: int = 0  # entries that were not objects, or objects of the wrong shape
 
 
 @dataclass
 class Badge:
-    tag: str               # "*" stands for the whole project
+    tag: str  # "*" stands for the whole project
     urls: BadgeUrls
 
 
 @dataclass
 class PingBody:
-    data: bytes            # verbatim, possibly not UTF-8, at most the ceiling
-    truncated: bool        # True when the body went on past the ceiling
+    data: bytes  # verbatim, possibly not UTF-8, at most the ceiling
+    truncated: bool  # True when the body went on past the ceiling
 
 
 @dataclass
 class StatusAnswer:
     http_status: int
-    text: str              # decoded with errors="replace", at most the ceiling
+    text: str  # decoded with errors="replace", at most the ceiling
     media_type: str | None
     truncated: bool
 
@@ -142,8 +142,8 @@ class KeyKind:
     """What the two harmless GETs of key_kind() found out."""
 
     accepted: bool
-    read_write: bool | None          # None when the key was not accepted
-    detail: str                      # a sentence on how this was decided
+    read_write: bool | None  # None when the key was not accepted
+    detail: str  # a sentence on how this was decided
 
 
 class _CheckList(msgspec.Struct):
@@ -161,7 +161,7 @@ def checks_from_json(body: bytes) -> Listing[Check] | None:
     converting each entry cost twice the time for the same result.)"""
     try:
         checks = _CHECK_LIST.decode(body).checks
-    except msgspec.DecodeError:              # ValidationError is one too
+    except msgspec.DecodeError:  # ValidationError is one too
         return None
     if not all(check.identifier for check in checks):
         return None
@@ -192,7 +192,7 @@ def entries_of(document: Any, key: str, entry_type: type[T]) -> Listing[T]:
             malformed += 1
             continue
         if isinstance(item, Check) and not item.identifier:
-            malformed += 1          # every field of a Check has a default: {} would pass as one
+            malformed += 1  # every field of a Check has a default: {} would pass as one
             continue
         items.append(item)
     return Listing(items, malformed)
@@ -220,6 +220,7 @@ def check_of(document: Any) -> Check:
     if not check.identifier:
         # Every field has a default, so any object converts: {"checks": ...} or {} would pass
         # as a check with no name and no identity. A real one always carries uuid or unique_key.
-        raise msgspec.ValidationError("expected a check object, which carries a uuid or a unique_key; "
-                                      "this one has neither")
+        raise msgspec.ValidationError(
+            "expected a check object, which carries a uuid or a unique_key; this one has neither"
+        )
     return check

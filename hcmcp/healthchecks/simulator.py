@@ -35,14 +35,39 @@ from urllib.parse import unquote, urlencode
 
 # Re-exported: callers import these names from here, as before the split.
 from hcmcp.healthchecks.simulator_schedules import (  # noqa: F401
-    LEGACY_TIMEZONES, ScheduleError, _timezones, guess_kind, next_run, parse_schedule,
-    schedule_is_valid)
+    LEGACY_TIMEZONES,
+    ScheduleError,
+    _timezones,
+    guess_kind,
+    next_run,
+    parse_schedule,
+    schedule_is_valid,
+)
+
 # The data (projects, checks, pings, flips, time formatting) lives in simulator_model; re-exported.
 from hcmcp.healthchecks.simulator_model import (  # noqa: F401
-    UTC, Channel, Check, Flip, Ping, Project, _match_keywords, _utc, iso_micro, iso_seconds, slugify)
+    UTC,
+    Channel,
+    Check,
+    Flip,
+    Ping,
+    Project,
+    _match_keywords,
+    _utc,
+    iso_micro,
+    iso_seconds,
+    slugify,
+)
 from hcmcp.healthchecks.simulator_api import ManagementApi
 from hcmcp.healthchecks.simulator_http import (  # noqa: F401  (NOT_FOUND_PAGE: re-exported)
-    NOT_FOUND_PAGE, _cors, _Http404, _Refusal, _error, _json, _response)
+    NOT_FOUND_PAGE,
+    _cors,
+    _Http404,
+    _Refusal,
+    _error,
+    _json,
+    _response,
+)
 from hcmcp.healthchecks.simulator_public import PING_BODY_LIMIT, PingsAndBadges
 from hcmcp.http.server import Request, Response, StreamingResponse
 
@@ -51,11 +76,12 @@ from hcmcp.http.server import Request, Response, StreamingResponse
 # ---------------------------------------------------------------------------------------
 
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
-_SHA1 = r"[A-z0-9]{40}"     # sic: the server's own sloppy pattern
+_SHA1 = r"[A-z0-9]{40}"  # sic: the server's own sloppy pattern
 _API = re.compile(r"/api/v([123])/(.*)", re.S)
 # (pattern after /api/vN/, handler, methods for the CORS wrapper; None = no wrapper)
 _ROUTES: list[tuple[re.Pattern[str], str, str | None]] = [
-    (re.compile(p, re.S), h, m) for p, h, m in [
+    (re.compile(p, re.S), h, m)
+    for p, h, m in [
         (r"checks/", "_checks_collection", "OPTIONS, GET, POST"),
         (rf"checks/(?P<code>{_UUID})", "_single", "OPTIONS, DELETE, GET, POST"),
         (rf"checks/(?P<key>{_SHA1})", "_get_by_key", "OPTIONS, GET"),
@@ -72,7 +98,9 @@ _ROUTES: list[tuple[re.Pattern[str], str, str | None]] = [
     ]
 ]
 _PING = re.compile(rf"/ping/(?P<code>{_UUID})(?:/(?P<action>fail|start|log|[0-9]+)?)?", re.S)
-_TAG_BADGE = re.compile(r"/badge/(?P<key>[-\w]+)/(?P<sig>[-\w]+)/(?P<tag>[\w%~.-]+)\.(?P<fmt>[-\w]+)")
+_TAG_BADGE = re.compile(
+    r"/badge/(?P<key>[-\w]+)/(?P<sig>[-\w]+)/(?P<tag>[\w%~.-]+)\.(?P<fmt>[-\w]+)"
+)
 _ALL_BADGE = re.compile(r"/badge/(?P<key>[-\w]+)/(?P<sig>[-\w]+)\.(?P<fmt>[-\w]+)")
 _CHECK_BADGE = re.compile(rf"/b/(?P<states>[0-9]+)/(?P<key>{_UUID})\.(?P<fmt>[-\w]+)")
 
@@ -86,8 +114,9 @@ class Simulator(ManagementApi, PingsAndBadges):
     OTHER_RO_KEY = "hcr_sim_project_b_read_only_key0"
     WRONG_KEY = "hcw_sim_this_key_matches_nothing"
 
-    def __init__(self, *, site_root: str = "http://127.0.0.1:8765",
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, *, site_root: str = "http://127.0.0.1:8765", clock: Callable[[], float] = time.time
+    ) -> None:
         self.site_root = site_root.rstrip("/")
         self.clock = clock
         self.flood_bytes = 0
@@ -95,31 +124,35 @@ class Simulator(ManagementApi, PingsAndBadges):
         # Healthchecks 2.0 (no /api/v3/), {1} one older than v2; the others answer 404 everywhere.
         self.api_versions: frozenset[int] = frozenset({1, 2, 3})
         self.requests: list[tuple[str, str]] = []
-        self._secret = uuid.uuid4().bytes       # signs badge URLs: stable per instance
+        self._secret = uuid.uuid4().bytes  # signs badge URLs: stable per instance
         self.project_a = Project("Project A", self.RW_KEY, self.RO_KEY, "alice-badge-key")
-        self.project_b = Project("Project B", self.OTHER_RW_KEY, self.OTHER_RO_KEY,
-                                 "bob-badge-key")
+        self.project_b = Project("Project B", self.OTHER_RW_KEY, self.OTHER_RO_KEY, "bob-badge-key")
         self._projects = [self.project_a, self.project_b]
-        self._checks: dict[str, Check] = {}     # every project's checks, by uuid
+        self._checks: dict[str, Check] = {}  # every project's checks, by uuid
 
     # ---- seeding and test helpers ------------------------------------------------------
 
     def seed_recordings(self) -> None:
         """The data the recordings were made against (fixed uuids, keys, limits)."""
         from hcmcp.healthchecks import simulator_seed
+
         simulator_seed.seed_recordings(self)
 
     def seed_demo(self) -> None:
         """A realistic project for ``--demo``: mixed statuses, kinds, bodies, integrations."""
         from hcmcp.healthchecks import simulator_seed
+
         simulator_seed.seed_demo(self)
 
     def seed_bulk(self, n_checks: int) -> None:
         """``n_checks`` synthetic checks in project A, for scaling benchmarks."""
         from hcmcp.healthchecks import simulator_seed
+
         simulator_seed.seed_bulk(self, n_checks)
 
-    def add_channel(self, project: Project, name: str, kind: str, code: str | None = None) -> Channel:
+    def add_channel(
+        self, project: Project, name: str, kind: str, code: str | None = None
+    ) -> Channel:
         channel = Channel(code or str(uuid.uuid4()), name, kind)
         project.channels.append(channel)
         return channel
@@ -129,8 +162,10 @@ class Simulator(ManagementApi, PingsAndBadges):
         limits); its kind, schedule and time zone must make sense, or ValueError says why."""
         check = Check(code or str(uuid.uuid4()), project, **fields)
         if not re.fullmatch(_UUID, check.code):
-            raise ValueError(f"uuid {check.code!r} is not a lowercase hyphenated UUID; the API "
-                             "could never reach it")
+            raise ValueError(
+                f"uuid {check.code!r} is not a lowercase hyphenated UUID; the API "
+                "could never reach it"
+            )
         if check.code in self._checks:
             raise ValueError(f"a check with uuid {check.code} already exists")
         if check.kind not in ("simple", "cron", "oncalendar"):
@@ -149,10 +184,20 @@ class Simulator(ManagementApi, PingsAndBadges):
         """A check by uuid, for tests that look at the stored state."""
         return self._checks[check_uuid]
 
-    def add_ping(self, check_uuid: str, kind: str = "success", body: bytes = b"", *,
-                 rid: str | None = None, method: str = "POST", ua: str = "hcmcp-test",
-                 remote_addr: str = "127.0.0.1", scheme: str = "http",
-                 exitstatus: int | None = None, at: float | None = None) -> None:
+    def add_ping(
+        self,
+        check_uuid: str,
+        kind: str = "success",
+        body: bytes = b"",
+        *,
+        rid: str | None = None,
+        method: str = "POST",
+        ua: str = "hcmcp-test",
+        remote_addr: str = "127.0.0.1",
+        scheme: str = "http",
+        exitstatus: int | None = None,
+        at: float | None = None,
+    ) -> None:
         """Deliver a ping as the ping endpoint would (same filters and state changes).
 
         ``kind`` is "success", "start", "fail", "log", or "ign" to force an ignored ping;
@@ -164,9 +209,18 @@ class Simulator(ManagementApi, PingsAndBadges):
             raise KeyError(f"no check has the uuid {check_uuid}; add it with add_check() first")
         check = self._checks[check_uuid]
         action = self._ping_action(check, kind, method, body[:PING_BODY_LIMIT], exitstatus)
-        self._record_ping(check, action, method=method, body=body[:PING_BODY_LIMIT], ua=ua,
-                          remote_addr=remote_addr, scheme=scheme, rid=rid,
-                          exitstatus=exitstatus, now=self.clock() if at is None else at)
+        self._record_ping(
+            check,
+            action,
+            method=method,
+            body=body[:PING_BODY_LIMIT],
+            ua=ua,
+            remote_addr=remote_addr,
+            scheme=scheme,
+            rid=rid,
+            exitstatus=exitstatus,
+            now=self.clock() if at is None else at,
+        )
 
     def pause(self, check: Check, now: float | None = None) -> None:
         """Pause as the API does: a flip to paused, the run forgotten; no-op when paused."""
@@ -178,7 +232,7 @@ class Simulator(ManagementApi, PingsAndBadges):
     # ---- HTTP ---------------------------------------------------------------------------
 
     async def app(self, request: Request) -> Response | StreamingResponse:
-        if len(self.requests) >= 100_000:       # a long-running process keeps the newest half
+        if len(self.requests) >= 100_000:  # a long-running process keeps the newest half
             del self.requests[:50_000]
         self.requests.append((request.method, request.path))
         try:
@@ -187,7 +241,7 @@ class Simulator(ManagementApi, PingsAndBadges):
             response = _response(404, NOT_FOUND_PAGE)
         except _Refusal as refusal:
             response = refusal.response
-        return response     # HEAD: the server sends the head alone, with this body's length
+        return response  # HEAD: the server sends the head alone, with this body's length
 
     def _match(self, path: str) -> tuple[Callable[..., Any], dict[str, str]] | None:
         """The handler for ``path`` and its arguments, or None when no route matches."""
@@ -203,8 +257,12 @@ class Simulator(ManagementApi, PingsAndBadges):
                         return target, kwargs
                     return self._with_cors, dict(target=target, methods=methods, kwargs=kwargs)
             return None
-        for pattern, handler in ((_PING, self._ping), (_TAG_BADGE, self._tag_badge),
-                                 (_ALL_BADGE, self._tag_badge), (_CHECK_BADGE, self._check_badge)):
+        for pattern, handler in (
+            (_PING, self._ping),
+            (_TAG_BADGE, self._tag_badge),
+            (_ALL_BADGE, self._tag_badge),
+            (_CHECK_BADGE, self._check_badge),
+        ):
             if route := pattern.fullmatch(path):
                 return handler, route.groupdict()
         return None
@@ -223,8 +281,9 @@ class Simulator(ManagementApi, PingsAndBadges):
         handler, kwargs = found
         return handler(request, **kwargs)
 
-    def _with_cors(self, request: Request, target: Callable[..., Any], methods: str,
-                   kwargs: dict[str, Any]) -> Response | StreamingResponse:
+    def _with_cors(
+        self, request: Request, target: Callable[..., Any], methods: str, kwargs: dict[str, Any]
+    ) -> Response | StreamingResponse:
         if request.method == "OPTIONS":
             response: Response | StreamingResponse = _response(204)
         elif request.method in methods.split(", ")[1:]:
@@ -268,16 +327,18 @@ class Simulator(ManagementApi, PingsAndBadges):
         if check is None:
             raise _Http404()
         if check.project is not project:
-            raise _Refusal(_response(403))      # it exists, in another project
+            raise _Refusal(_response(403))  # it exists, in another project
         return check
 
     def _by_unique_key(self, project: Project, key: str) -> Check:
         check = next((c for c in project.checks.values() if c.unique_key == key), None)
         if check is None:
-            raise _Refusal(_response(404))      # empty, unlike the uuid routes' HTML page
+            raise _Refusal(_response(404))  # empty, unlike the uuid routes' HTML page
         return check
 
-    def _check_json(self, check: Check, v: int, *, readonly: bool = False, status: int = 200) -> Response:
+    def _check_json(
+        self, check: Check, v: int, *, readonly: bool = False, status: int = 200
+    ) -> Response:
         return _json(status, check.to_dict(self.site_root, v, self.clock(), readonly=readonly))
 
 
@@ -285,15 +346,18 @@ class Simulator(ManagementApi, PingsAndBadges):
 # Serving
 # ---------------------------------------------------------------------------------------
 
+
 @asynccontextmanager
-async def serve(sim: Simulator, host: str = "127.0.0.1", port: int = 0, *,
-                adopt_address: bool = True) -> AsyncIterator[Any]:
+async def serve(
+    sim: Simulator, host: str = "127.0.0.1", port: int = 0, *, adopt_address: bool = True
+) -> AsyncIterator[Any]:
     """Serve ``sim`` over HTTP on loopback; yields the started ``HttpServer``.
 
     With ``adopt_address`` the simulator's URLs (``ping_url``, ``update_url``...) use the
     bound address instead of its ``site_root``.
     """
     from hcmcp.http.server import serve_in_background
+
     async with serve_in_background(sim.app, host=host, port=port) as server:
         if adopt_address:
             sim.site_root = f"http://{host}:{server.port}"
@@ -308,18 +372,20 @@ def _seed(sim: Simulator, seed: str) -> None:
     elif seed.startswith("bulk:") and seed[5:].isdigit():
         sim.seed_bulk(int(seed[5:]))
     else:
-        raise SystemExit(f"--seed {seed!r} is not one of demo, recordings, bulk:N "
-                         "(for example bulk:1000)")
+        raise SystemExit(
+            f"--seed {seed!r} is not one of demo, recordings, bulk:N (for example bulk:1000)"
+        )
 
 
 async def _serve_until_signal(sim: Simulator, port: int) -> None:
     import signal
     import anyio
+
     async with serve(sim, "127.0.0.1", port):
         print(sim.site_root)
         for name in ("RW_KEY", "RO_KEY", "OTHER_RW_KEY", "OTHER_RO_KEY", "WRONG_KEY"):
             print(f"{name}={getattr(sim, name)}")
-        print(flush=True)       # a blank line ends the banner
+        print(flush=True)  # a blank line ends the banner
         with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
             async for _ in signals:
                 break
@@ -328,13 +394,20 @@ async def _serve_until_signal(sim: Simulator, port: int) -> None:
 def main(argv: list[str] | None = None) -> int:
     import argparse
     import anyio
+
     parser = argparse.ArgumentParser(
         prog="python -m hcmcp.healthchecks.simulator",
-        description="A simulated Healthchecks instance on 127.0.0.1 (no account, no network).")
+        description="A simulated Healthchecks instance on 127.0.0.1 (no account, no network).",
+    )
     parser.add_argument("--port", type=int, default=0, help="port to listen on (default: any free)")
     parser.add_argument("--seed", default="demo", help="demo (default), recordings, or bulk:N")
-    parser.add_argument("--flood", type=int, default=0, metavar="BYTES",
-                        help="answer GET checks/ and ping bodies with this many streamed bytes")
+    parser.add_argument(
+        "--flood",
+        type=int,
+        default=0,
+        metavar="BYTES",
+        help="answer GET checks/ and ping bodies with this many streamed bytes",
+    )
     args = parser.parse_args(argv)
     sim = Simulator(site_root=f"http://127.0.0.1:{args.port}")
     _seed(sim, args.seed)

@@ -13,18 +13,28 @@ from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
 from hcmcp.healthchecks.simulator_http import (
-    JSON, _error, _Http404, _json, _last, _Refusal, _response, _seconds_param, _timestamp_param)
+    JSON,
+    _error,
+    _Http404,
+    _json,
+    _last,
+    _Refusal,
+    _response,
+    _seconds_param,
+    _timestamp_param,
+)
 from hcmcp.healthchecks.simulator_model import Check, Flip, Ping, Project, iso_micro, slugify
 from hcmcp.healthchecks.simulator_schedules import guess_kind
 from hcmcp.healthchecks.simulator_validation import validate_spec
 from hcmcp.http.server import Request, Response, StreamingResponse
 
-MAX_DURATION = 72 * 3600.0          # a start and a success further apart are not paired
+MAX_DURATION = 72 * 3600.0  # a start and a success further apart are not paired
 
 
 # ---------------------------------------------------------------------------------------
 # The create/update body: validated (simulator_validation), its channels resolved
 # ---------------------------------------------------------------------------------------
+
 
 def _validated(body: dict[str, Any]) -> dict[str, Any]:
     try:
@@ -60,12 +70,17 @@ class ManagementApi:
     flood_bytes: int
     _checks: dict[str, Check]
 
-    if TYPE_CHECKING:   # Simulator's, and simulator_public's
-        def _authorize(self, request: Request, *, read_only_ok: bool) -> tuple[Project, bool, dict]: ...
+    if TYPE_CHECKING:  # Simulator's, and simulator_public's
+
+        def _authorize(
+            self, request: Request, *, read_only_ok: bool
+        ) -> tuple[Project, bool, dict]: ...
         def _project(self, request: Request) -> Project: ...
         def _own_check(self, project: Project, code: str) -> Check: ...
         def _by_unique_key(self, project: Project, key: str) -> Check: ...
-        def _check_json(self, check: Check, v: int, *, readonly: bool = False, status: int = 200) -> Response: ...
+        def _check_json(
+            self, check: Check, v: int, *, readonly: bool = False, status: int = 200
+        ) -> Response: ...
         def pause(self, check: Check, now: float | None = None) -> None: ...
         def _badge_url(self, badge_key: str, tag: str, fmt: str, with_late: bool) -> str: ...
 
@@ -78,9 +93,11 @@ class ManagementApi:
         tags = {value for name, value in request.query if name == "tag"}
         slug = _last(request.query, "slug")
         now = self.clock()
-        checks = [c.to_dict(self.site_root, v, now, readonly=readonly)
-                  for c in project.checks.values()
-                  if (not slug or c.slug == slug) and tags.issubset(c.tags_list())]
+        checks = [
+            c.to_dict(self.site_root, v, now, readonly=readonly)
+            for c in project.checks.values()
+            if (not slug or c.slug == slug) and tags.issubset(c.tags_list())
+        ]
         return _json(200, {"checks": checks})
 
     def _create(self, request: Request, v: int) -> Response:
@@ -112,24 +129,39 @@ class ManagementApi:
     @staticmethod
     def _update(check: Check, spec: dict[str, Any], v: int) -> None:
         # Channels are resolved first, so a bad one changes nothing.
-        new_channels = None if "channels" not in spec else _resolve_channels(check.project, spec["channels"])
+        new_channels = (
+            None if "channels" not in spec else _resolve_channels(check.project, spec["channels"])
+        )
         if "name" in spec:
             check.name = spec["name"]
             if v < 3:
                 check.slug = slugify(spec["name"])
-        if spec.get("schedule"):        # schedule beats timeout
+        if spec.get("schedule"):  # schedule beats timeout
             check.kind, check.schedule = guess_kind(spec["schedule"]), spec["schedule"]
         elif spec.get("timeout"):
             check.kind, check.timeout = "simple", spec["timeout"]
-        if "subject" in spec:           # deprecated aliases of the keyword filters
+        if "subject" in spec:  # deprecated aliases of the keyword filters
             check.success_kw = spec["subject"]
             check.filter_subject = bool(check.success_kw or check.failure_kw)
         if "subject_fail" in spec:
             check.failure_kw = spec["subject_fail"]
             check.filter_subject = bool(check.success_kw or check.failure_kw)
-        for name in ("slug", "tags", "desc", "manual_resume", "methods", "tz", "start_kw",
-                     "success_kw", "failure_kw", "filter_subject", "filter_body",
-                     "filter_http_body", "filter_default_fail", "grace"):
+        for name in (
+            "slug",
+            "tags",
+            "desc",
+            "manual_resume",
+            "methods",
+            "tz",
+            "start_kw",
+            "success_kw",
+            "failure_kw",
+            "filter_subject",
+            "filter_body",
+            "filter_http_body",
+            "filter_default_fail",
+            "grace",
+        ):
             if name in spec:
                 setattr(check, name, spec[name])
         if new_channels is not None:
@@ -143,7 +175,7 @@ class ManagementApi:
         check = self._own_check(project, code)
         if request.method == "DELETE":
             del project.checks[code], self._checks[code]
-            check.channels = set()      # the links go first: the answer shows none
+            check.channels = set()  # the links go first: the answer shows none
         else:
             self._update(check, _validated(body), v)
         return self._check_json(check, v)
@@ -154,7 +186,7 @@ class ManagementApi:
 
     def _pause(self, request: Request, code: str, v: int) -> Response:
         check = self._own_check(self._project(request), code)
-        self.pause(check)       # already paused: unchanged, and no new flip
+        self.pause(check)  # already paused: unchanged, and no new flip
         return self._check_json(check, v)
 
     def _resume(self, request: Request, code: str, v: int) -> Response:
@@ -172,26 +204,40 @@ class ManagementApi:
         limit = min(project.ping_log_limit, 1000)
         pings = []
         for ping in reversed(check.pings[-limit:] if limit > 0 else []):
-            body_url = (f"{self.site_root}/api/v{v}/checks/{check.code}/pings/{ping.n}/body"
-                        if ping.body else None)
+            body_url = (
+                f"{self.site_root}/api/v{v}/checks/{check.code}/pings/{ping.n}/body"
+                if ping.body
+                else None
+            )
             entry: dict[str, Any] = {
-                "type": ping.kind or "success", "date": iso_micro(ping.created), "n": ping.n,
-                "scheme": ping.scheme, "remote_addr": ping.remote_addr, "method": ping.method,
-                "ua": ping.ua, "rid": ping.rid, "body_url": body_url,
+                "type": ping.kind or "success",
+                "date": iso_micro(ping.created),
+                "n": ping.n,
+                "scheme": ping.scheme,
+                "remote_addr": ping.remote_addr,
+                "method": ping.method,
+                "ua": ping.ua,
+                "rid": ping.rid,
+                "body_url": body_url,
             }
             if (duration := durations.get(ping.n)) is not None:
                 entry["duration"] = round(duration, 2)
             pings.append(entry)
         return _json(200, {"pings": pings})
 
-    def _ping_body(self, request: Request, code: str, n: str, v: int) -> Response | StreamingResponse:
+    def _ping_body(
+        self, request: Request, code: str, n: str, v: int
+    ) -> Response | StreamingResponse:
         project = self._project(request)
         check = self._own_check(project, code)
         if self.flood_bytes > 0:
-            return StreamingResponse(200, _flood(_FLOOD_LOG_LINES, b"", b"", self.flood_bytes),
-                                     _response(200, content_type="text/plain").headers)
+            return StreamingResponse(
+                200,
+                _flood(_FLOOD_LOG_LINES, b"", b"", self.flood_bytes),
+                _response(200, content_type="text/plain").headers,
+            )
         if int(n) <= check.n_pings - project.ping_log_limit:
-            raise _Http404()        # older than the log shows, even if still stored
+            raise _Http404()  # older than the log shows, even if still stored
         ping = next((p for p in check.pings if p.n == int(n)), None)
         if ping is None or not ping.body:
             raise _Http404()
@@ -213,9 +259,13 @@ class ManagementApi:
         except ValueError:
             return _response(400)
         now = self.clock()
-        flips = [f.to_dict() for f in reversed(check.flips)
-                 if (start is None or f.created >= start) and (end is None or f.created < end)
-                 and (not seconds or f.created >= now - seconds)]
+        flips = [
+            f.to_dict()
+            for f in reversed(check.flips)
+            if (start is None or f.created >= start)
+            and (end is None or f.created < end)
+            and (not seconds or f.created >= now - seconds)
+        ]
         return _json(200, {"flips": flips})
 
     def _channels(self, request: Request, v: int) -> Response:
@@ -224,32 +274,48 @@ class ManagementApi:
     def _badges(self, request: Request, v: int) -> Response:
         project = self._authorize(request, read_only_ok=True)[0]
         tags = sorted({t for c in project.checks.values() for t in c.tags_list()}) + ["*"]
-        variants = (("svg", "svg", False), ("svg3", "svg", True), ("json", "json", False),
-                    ("json3", "json", True), ("shields", "shields", False),
-                    ("shields3", "shields", True))
-        badges = {tag: {name: self._badge_url(project.badge_key, tag, fmt, late)
-                        for name, fmt, late in variants} for tag in tags}
+        variants = (
+            ("svg", "svg", False),
+            ("svg3", "svg", True),
+            ("json", "json", False),
+            ("json3", "json", True),
+            ("shields", "shields", False),
+            ("shields3", "shields", True),
+        )
+        badges = {
+            tag: {
+                name: self._badge_url(project.badge_key, tag, fmt, late)
+                for name, fmt, late in variants
+            }
+            for tag in tags
+        }
         return _json(200, {"badges": badges})
 
     def _status(self, request: Request, v: int) -> Response:
         return _response(200, b"OK")
 
     def _metrics(self, request: Request, v: int) -> Response:
-        return _response(403)       # no METRICS_KEY is configured, as on a default install
+        return _response(403)  # no METRICS_KEY is configured, as on a default install
 
     # ---- floods, for byte-ceiling benchmarks ------------------------------------------------
 
     def _flood_checks(self, project: Project, v: int, readonly: bool) -> StreamingResponse:
-        sample = Check("00000000-0000-4000-8000-00000000f10d", project, name="Flood",
-                       badge_key="00000000-0000-4000-8000-00000000f10d")
+        sample = Check(
+            "00000000-0000-4000-8000-00000000f10d",
+            project,
+            name="Flood",
+            badge_key="00000000-0000-4000-8000-00000000f10d",
+        )
         unit = json.dumps(sample.to_dict(self.site_root, v, 0.0, readonly=readonly)).encode()
-        headers = _response(200, content_type=JSON).headers       # CORS: added by the wrapper
-        return StreamingResponse(200, _flood(unit + b", ", b'{"checks": [', unit, self.flood_bytes),
-                                 headers)
+        headers = _response(200, content_type=JSON).headers  # CORS: added by the wrapper
+        return StreamingResponse(
+            200, _flood(unit + b", ", b'{"checks": [', unit, self.flood_bytes), headers
+        )
 
 
-_FLOOD_LOG_LINES = b"".join(b"flood line %06d: the quick brown fox jumps over the lazy dog\n" % i
-                            for i in range(1024))
+_FLOOD_LOG_LINES = b"".join(
+    b"flood line %06d: the quick brown fox jumps over the lazy dog\n" % i for i in range(1024)
+)
 
 
 async def _flood(unit: bytes, head: bytes, last: bytes, total: int) -> AsyncIterator[bytes]:

@@ -29,8 +29,13 @@ _SECURITY_HEADERS = [
 ]
 
 
-def _response(status: int, body: bytes = b"", content_type: str = HTML,
-              extra: list[tuple[str, str]] | None = None, frame_options: bool = True) -> Response:
+def _response(
+    status: int,
+    body: bytes = b"",
+    content_type: str = HTML,
+    extra: list[tuple[str, str]] | None = None,
+    frame_options: bool = True,
+) -> Response:
     headers = [("Content-Type", content_type)] + (extra or [])
     if frame_options:
         headers.append(("X-Frame-Options", "DENY"))
@@ -76,7 +81,7 @@ def _last(query: list[tuple[str, str]], name: str) -> str | None:
 def _timestamp_param(value: str | None) -> float | None:
     if value is None:
         return None
-    number = int(value)         # ValueError for "", "1.5", "abc": a 400 with no body
+    number = int(value)  # ValueError for "", "1.5", "abc": a 400 with no body
     if not 0 <= number <= 10_000_000_000:
         raise ValueError("out of bounds")
     return float(number)
@@ -85,7 +90,7 @@ def _timestamp_param(value: str | None) -> float | None:
 def _seconds_param(value: str | None) -> int | None:
     if value in (None, ""):
         return None
-    number = int(re.sub(r"\.0*\s*$", "", value))    # Django's IntegerField allows "60.0"
+    number = int(re.sub(r"\.0*\s*$", "", value))  # Django's IntegerField allows "60.0"
     if not 0 <= number <= 31536000:
         raise ValueError("out of range")
     return number

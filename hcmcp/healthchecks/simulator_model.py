@@ -24,6 +24,7 @@ UTC = timezone.utc
 # Time formatting
 # ---------------------------------------------------------------------------------------
 
+
 def _utc(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, UTC)
 
@@ -42,6 +43,7 @@ def iso_micro(ts: float) -> str:
 # The data
 # ---------------------------------------------------------------------------------------
 
+
 @dataclass(eq=False)
 class Project:
     name: str
@@ -50,7 +52,7 @@ class Project:
     badge_key: str
     check_limit: int = 500
     ping_log_limit: int = 100
-    checks: dict[str, Check] = field(default_factory=dict)        # by uuid, creation order
+    checks: dict[str, Check] = field(default_factory=dict)  # by uuid, creation order
     channels: list[Channel] = field(default_factory=list)
 
 
@@ -68,7 +70,7 @@ class Channel:
 class Ping:
     n: int
     created: float
-    kind: str | None            # None is success; "start", "fail", "ign", "log"
+    kind: str | None  # None is success; "start", "fail", "ign", "log"
     scheme: str
     remote_addr: str | None
     method: str
@@ -97,7 +99,7 @@ class Check:
     slug: str = ""
     tags: str = ""
     desc: str = ""
-    kind: str = "simple"            # "simple", "cron" or "oncalendar"
+    kind: str = "simple"  # "simple", "cron" or "oncalendar"
     timeout: int = 86400
     grace: int = 3600
     schedule: str = "* * * * *"
@@ -116,7 +118,7 @@ class Check:
     last_start: float | None = None
     last_start_rid: str | None = None
     last_duration: float | None = None
-    status: str = "new"             # the stored status; what clients see is computed
+    status: str = "new"  # the stored status; what clients see is computed
     channels: set[str] = field(default_factory=set)
     pings: list[Ping] = field(default_factory=list)
     flips: list[Flip] = field(default_factory=list)
@@ -149,25 +151,33 @@ class Check:
             return self.status
         start = self.grace_start(with_started=False)
         if start is None:
-            return "up"                 # the schedule never fires again
+            return "up"  # the schedule never fires again
         if now >= start + self.grace:
             return "down"
         return "grace" if now >= start else "up"
 
     def to_dict(self, site_root: str, v: int, now: float, *, readonly: bool = False) -> dict:
         result: dict[str, Any] = {
-            "name": self.name, "slug": self.slug, "tags": self.tags, "desc": self.desc,
-            "grace": self.grace, "n_pings": self.n_pings,
+            "name": self.name,
+            "slug": self.slug,
+            "tags": self.tags,
+            "desc": self.desc,
+            "grace": self.grace,
+            "n_pings": self.n_pings,
             "status": self.current_status(now, with_started=v == 1),
             "started": self.last_start is not None,
             "last_ping": iso_seconds(self.last_ping),
             "next_ping": iso_seconds(self.grace_start()),
-            "manual_resume": self.manual_resume, "methods": self.methods,
+            "manual_resume": self.manual_resume,
+            "methods": self.methods,
             "subject": self.success_kw if self.filter_subject else "",
             "subject_fail": self.failure_kw if self.filter_subject else "",
-            "start_kw": self.start_kw, "success_kw": self.success_kw,
-            "failure_kw": self.failure_kw, "filter_subject": self.filter_subject,
-            "filter_body": self.filter_body, "filter_http_body": self.filter_http_body,
+            "start_kw": self.start_kw,
+            "success_kw": self.success_kw,
+            "failure_kw": self.failure_kw,
+            "filter_subject": self.filter_subject,
+            "filter_body": self.filter_body,
+            "filter_http_body": self.filter_http_body,
             "filter_default_fail": self.filter_default_fail,
             "badge_url": f"{site_root}/b/2/{self.badge_key}.svg",
         }

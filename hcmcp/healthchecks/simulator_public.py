@@ -35,8 +35,9 @@ class PingsAndBadges:
     # ---- the ping state machine --------------------------------------------------------
 
     @staticmethod
-    def _ping_action(check: Check, action: str, method: str, body: bytes,
-                     exitstatus: int | None) -> str:
+    def _ping_action(
+        check: Check, action: str, method: str, body: bytes, exitstatus: int | None
+    ) -> str:
         if exitstatus is not None and exitstatus > 0:
             action = "fail"
         if check.methods == "POST" and method != "POST":
@@ -53,9 +54,20 @@ class PingsAndBadges:
                 action = "fail" if check.filter_default_fail else "ign"
         return action
 
-    def _record_ping(self, check: Check, action: str, *, method: str, body: bytes, ua: str,
-                     remote_addr: str | None, scheme: str, rid: str | None,
-                     exitstatus: int | None, now: float) -> None:
+    def _record_ping(
+        self,
+        check: Check,
+        action: str,
+        *,
+        method: str,
+        body: bytes,
+        ua: str,
+        remote_addr: str | None,
+        scheme: str,
+        rid: str | None,
+        exitstatus: int | None,
+        now: float,
+    ) -> None:
         if check.status == "paused" and check.manual_resume:
             action = "ign"
         if action == "start":
@@ -73,17 +85,31 @@ class PingsAndBadges:
                 check.flips.append(Flip(now, check.status, new_status))
                 check.status = new_status
         check.n_pings += 1
-        check.pings.append(Ping(check.n_pings, now, None if action == "success" else action,
-                                scheme, remote_addr, method, ua[:200], body, rid, exitstatus))
-        if check.n_pings % 100 == 0:    # the server prunes every 100th ping
+        check.pings.append(
+            Ping(
+                check.n_pings,
+                now,
+                None if action == "success" else action,
+                scheme,
+                remote_addr,
+                method,
+                ua[:200],
+                body,
+                rid,
+                exitstatus,
+            )
+        )
+        if check.n_pings % 100 == 0:  # the server prunes every 100th ping
             threshold = check.n_pings - check.project.ping_log_limit
             check.pings = [p for p in check.pings if p.n > threshold]
 
     # ---- the ping endpoint and the badges -------------------------------------------------
 
     def _ping(self, request: Request, code: str, action: str | None) -> Response:
-        no_cache = [("Expires", formatdate(self.clock(), usegmt=True)),
-                    ("Cache-Control", "max-age=0, no-cache, no-store, must-revalidate, private")]
+        no_cache = [
+            ("Expires", formatdate(self.clock(), usegmt=True)),
+            ("Cache-Control", "max-age=0, no-cache, no-store, must-revalidate, private"),
+        ]
         check = self._checks.get(code)
         if check is None:
             return _response(404, b"not found", extra=no_cache)
@@ -100,23 +126,36 @@ class PingsAndBadges:
             if not _ANY_UUID.fullmatch(rid):
                 return _response(400, b"invalid uuid format", extra=no_cache)
             rid = str(uuid.UUID(rid))
-        self._record_ping(check, kind, method=request.method, body=body,
-                          ua=request.header("user-agent") or "", remote_addr=remote_addr or None,
-                          scheme=request.header("x-forwarded-proto") or "http", rid=rid,
-                          exitstatus=exitstatus, now=self.clock())
+        self._record_ping(
+            check,
+            kind,
+            method=request.method,
+            body=body,
+            ua=request.header("user-agent") or "",
+            remote_addr=remote_addr or None,
+            scheme=request.header("x-forwarded-proto") or "http",
+            rid=rid,
+            exitstatus=exitstatus,
+            now=self.clock(),
+        )
         extra = [("Ping-Body-Limit", str(PING_BODY_LIMIT)), ("Access-Control-Allow-Origin", "*")]
         return _response(200, b"OK", extra=extra + no_cache)
 
-    def _badge_response(self, request: Request, fmt: str, label: str, status: str,
-                        counts: dict[str, int]) -> Response:
-        extra = [("Expires", formatdate(self.clock(), usegmt=True)),
-                 ("Cache-Control", "max-age=0, no-cache, no-store, must-revalidate, private")]
+    def _badge_response(
+        self, request: Request, fmt: str, label: str, status: str, counts: dict[str, int]
+    ) -> Response:
+        extra = [
+            ("Expires", formatdate(self.clock(), usegmt=True)),
+            ("Cache-Control", "max-age=0, no-cache, no-store, must-revalidate, private"),
+        ]
         if fmt == "json":
             response = _json(200, {"status": status, **counts})
         elif fmt == "shields":
             colors = {"up": "success", "late": "important", "down": "critical"}
-            response = _json(200, {"schemaVersion": 1, "label": label, "message": status,
-                                   "color": colors[status]})
+            response = _json(
+                200,
+                {"schemaVersion": 1, "label": label, "message": status, "color": colors[status]},
+            )
         else:
             response = _response(200, _badge_svg(label, status), "image/svg+xml")
         response.headers[1:1] = extra
@@ -133,16 +172,24 @@ class PingsAndBadges:
         counts = {"total": 1, "grace": int(status == "grace"), "down": int(status == "down")}
         return self._badge_response(request, fmt, check.name or check.code, shown, counts)
 
-    def _tag_badge(self, request: Request, key: str, sig: str, fmt: str, tag: str = "*") -> Response:
+    def _tag_badge(
+        self, request: Request, key: str, sig: str, fmt: str, tag: str = "*"
+    ) -> Response:
         tag = unquote(tag)
         project = next((p for p in self._projects if p.badge_key == key), None)
-        if (fmt not in ("svg", "json", "shields") or project is None
-                or self._badge_signature(key, tag) != sig[:8]):
+        if (
+            fmt not in ("svg", "json", "shields")
+            or project is None
+            or self._badge_signature(key, tag) != sig[:8]
+        ):
             return _cors(_response(404), "OPTIONS, GET")
         with_late = not (len(sig) == 10 and sig.endswith("-2"))
         now = self.clock()
-        statuses = [c.current_status(now) for c in project.checks.values()
-                    if tag == "*" or tag in c.tags_list()]
+        statuses = [
+            c.current_status(now)
+            for c in project.checks.values()
+            if tag == "*" or tag in c.tags_list()
+        ]
         grace, down = statuses.count("grace"), statuses.count("down")
         status = "down" if down else ("late" if grace and with_late else "up")
         counts = {"total": len(statuses), "grace": grace, "down": down}
@@ -164,9 +211,11 @@ def _badge_svg(label: str, status: str) -> bytes:
     color = {"up": "#4c1", "late": "#fe7d37", "down": "#e05d44"}[status]
     text = label.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     width = 6 * len(text) + 10
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width + 44}" height="20">'
-            f'<rect width="{width}" height="20" fill="#555"/>'
-            f'<rect x="{width}" width="44" height="20" fill="{color}"/>'
-            f'<g fill="#fff" font-family="Verdana,sans-serif" font-size="11">'
-            f'<text x="5" y="14">{text}</text><text x="{width + 5}" y="14">{status}</text>'
-            f"</g></svg>").encode()
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width + 44}" height="20">'
+        f'<rect width="{width}" height="20" fill="#555"/>'
+        f'<rect x="{width}" width="44" height="20" fill="{color}"/>'
+        f'<g fill="#fff" font-family="Verdana,sans-serif" font-size="11">'
+        f'<text x="5" y="14">{text}</text><text x="{width + 5}" y="14">{status}</text>'
+        f"</g></svg>"
+    ).encode()

@@ -24,24 +24,31 @@ from functools import lru_cache
 from zoneinfo import ZoneInfo, available_timezones
 
 UTC = timezone.utc
-_SEARCH_DAYS = 366 * 8 + 2          # how far a schedule is searched for its next run
+_SEARCH_DAYS = 366 * 8 + 2  # how far a schedule is searched for its next run
 
 
 class ScheduleError(ValueError):
     pass
 
 
-_MONTHS = {m: i for i, m in enumerate(
-    "jan feb mar apr may jun jul aug sep oct nov dec".split(), start=1)}
+_MONTHS = {
+    m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), start=1)
+}
 _CRON_DAYS = {d: i for i, d in enumerate("sun mon tue wed thu fri sat".split())}
 _CAL_DAYS = {d: i for i, d in enumerate("mon tue wed thu fri sat sun".split())}  # date.weekday()
-_CAL_DAYS.update({n: i for i, n in enumerate(
-    "monday tuesday wednesday thursday friday saturday sunday".split())})
+_CAL_DAYS.update(
+    {n: i for i, n in enumerate("monday tuesday wednesday thursday friday saturday sunday".split())}
+)
 _CAL_SHORTHANDS = {
-    "minutely": "*-*-* *:*:00", "hourly": "*-*-* *:00:00", "daily": "*-*-* 00:00:00",
-    "weekly": "Mon *-*-* 00:00:00", "monthly": "*-*-01 00:00:00",
-    "yearly": "*-01-01 00:00:00", "annually": "*-01-01 00:00:00",
-    "quarterly": "*-01,04,07,10-01 00:00:00", "semiannually": "*-01,07-01 00:00:00",
+    "minutely": "*-*-* *:*:00",
+    "hourly": "*-*-* *:00:00",
+    "daily": "*-*-* 00:00:00",
+    "weekly": "Mon *-*-* 00:00:00",
+    "monthly": "*-*-01 00:00:00",
+    "yearly": "*-01-01 00:00:00",
+    "annually": "*-01-01 00:00:00",
+    "quarterly": "*-01,04,07,10-01 00:00:00",
+    "semiannually": "*-01,07-01 00:00:00",
 }
 
 
@@ -84,24 +91,31 @@ def _values(text: str, lo: int, hi: int, names: dict[str, int] | None, range_sep
 class _Schedule:
     """A parsed schedule: which days qualify, and the times of day it fires on them."""
 
-    day_rules: tuple[Callable[[date], bool], ...]   # one per line: any may match...
+    day_rules: tuple[Callable[[date], bool], ...]  # one per line: any may match...
     times: tuple[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]], ...]  # ...then its times
-    zones: tuple[ZoneInfo | None, ...]              # a line's own time zone, if it names one
-    years: tuple[frozenset[int] | None, ...]        # a line's years, when it names some
+    zones: tuple[ZoneInfo | None, ...]  # a line's own time zone, if it names one
+    years: tuple[frozenset[int] | None, ...]  # a line's years, when it names some
 
     def next_after(self, ts: float, tz: ZoneInfo) -> float | None:
         best: float | None = None
         for rule, (hours, minutes, seconds), zone, years in zip(
-                self.day_rules, self.times, self.zones, self.years):
+            self.day_rules, self.times, self.zones, self.years
+        ):
             found = _next_fire(rule, hours, minutes, seconds, ts, zone or tz, years)
             if found is not None and (best is None or found < best):
                 best = found
         return best
 
 
-def _next_fire(day_ok: Callable[[date], bool], hours: tuple[int, ...], minutes: tuple[int, ...],
-               seconds: tuple[int, ...], ts: float, tz: ZoneInfo,
-               years: frozenset[int] | None = None) -> float | None:
+def _next_fire(
+    day_ok: Callable[[date], bool],
+    hours: tuple[int, ...],
+    minutes: tuple[int, ...],
+    seconds: tuple[int, ...],
+    ts: float,
+    tz: ZoneInfo,
+    years: frozenset[int] | None = None,
+) -> float | None:
     """The first local wall time strictly after ``ts`` that matches and exists in ``tz``."""
     start = datetime.fromtimestamp(ts, UTC).astimezone(tz).replace(tzinfo=None)
     day = start.date()
@@ -126,7 +140,7 @@ def _next_fire(day_ok: Callable[[date], bool], hours: tuple[int, ...], minutes: 
                             continue
                         aware = wall.replace(tzinfo=tz)
                         back = aware.astimezone(UTC).astimezone(tz).replace(tzinfo=None)
-                        if back == wall:    # not inside a DST gap
+                        if back == wall:  # not inside a DST gap
                             return aware.timestamp()
         day += timedelta(days=1)
     return None
@@ -164,17 +178,24 @@ def _parse_cron(text: str) -> _Schedule:
             return False
         dom_ok = d.day in days or (last_dom and d.day == _days_in_month(d))
         wd = d.isoweekday() % 7
-        dow_ok = (wd in weekdays or (wd in last_weekdays and d.day + 7 > _days_in_month(d))
-                  or (wd, (d.day - 1) // 7 + 1) in nth_weekdays)
+        dow_ok = (
+            wd in weekdays
+            or (wd in last_weekdays and d.day + 7 > _days_in_month(d))
+            or (wd, (d.day - 1) // 7 + 1) in nth_weekdays
+        )
         return (dom_ok or dow_ok) if either else (dom_ok and dow_ok)
 
-    times = (tuple(sorted(_values(hour, 0, 23, None, "-"))),
-             tuple(sorted(_values(minute, 0, 59, None, "-"))), (0,))
+    times = (
+        tuple(sorted(_values(hour, 0, 23, None, "-"))),
+        tuple(sorted(_values(minute, 0, 59, None, "-"))),
+        (0,),
+    )
     return _Schedule((day_ok,), (times,), (None,), (None,))
 
 
-def _parse_calendar_line(line: str) -> tuple[Callable[[date], bool], tuple, ZoneInfo | None,
-                                             frozenset[int] | None]:
+def _parse_calendar_line(
+    line: str,
+) -> tuple[Callable[[date], bool], tuple, ZoneInfo | None, frozenset[int] | None]:
     line = _CAL_SHORTHANDS.get(line.strip().lower(), line)
     tokens = line.split()
     zone = None
@@ -214,16 +235,21 @@ def _parse_calendar_line(line: str) -> tuple[Callable[[date], bool], tuple, Zone
 
     def day_ok(d: date) -> bool:
         day = _days_in_month(d) - d.day + 1 if from_end else d.day
-        return ((years is None or d.year in years) and d.month in months and day in days
-                and (weekdays is None or d.weekday() in weekdays))
+        return (
+            (years is None or d.year in years)
+            and d.month in months
+            and day in days
+            and (weekdays is None or d.weekday() in weekdays)
+        )
 
     time_parts = time_text.split(":")
     if len(time_parts) == 2:
         time_parts.append("00")
     if len(time_parts) != 3:
         raise ScheduleError(f"not a time: {time_text!r}")
-    hours, minutes, seconds = (tuple(sorted(_values(p, 0, hi, None, "..")))
-                               for p, hi in zip(time_parts, (23, 59, 59)))
+    hours, minutes, seconds = (
+        tuple(sorted(_values(p, 0, hi, None, ".."))) for p, hi in zip(time_parts, (23, 59, 59))
+    )
     return day_ok, (hours, minutes, seconds), zone, None if years is None else frozenset(years)
 
 
@@ -266,7 +292,7 @@ def next_run(schedule: str, tz: str, after: float) -> float | None:
     """The next scheduled run strictly after ``after`` (seconds), in ``tz``; None for never."""
     key = (schedule, tz, after)
     if key not in _next_cache:
-        if len(_next_cache) > 100_000:     # a bound, not an LRU: cheap and good enough
+        if len(_next_cache) > 100_000:  # a bound, not an LRU: cheap and good enough
             _next_cache.clear()
         _next_cache[key] = parse_schedule(schedule).next_after(after, ZoneInfo(tz))
     return _next_cache[key]
@@ -274,13 +300,19 @@ def next_run(schedule: str, tz: str, after: float) -> float | None:
 
 # Legacy IANA names the server rewrites to their current ones.
 LEGACY_TIMEZONES = {
-    "Europe/Kiev": "Europe/Kyiv", "Europe/Uzhgorod": "Europe/Kyiv",
-    "Europe/Zaporozhye": "Europe/Kyiv", "Asia/Calcutta": "Asia/Kolkata",
-    "Asia/Saigon": "Asia/Ho_Chi_Minh", "Asia/Katmandu": "Asia/Kathmandu",
-    "Asia/Rangoon": "Asia/Yangon", "Asia/Dacca": "Asia/Dhaka",
+    "Europe/Kiev": "Europe/Kyiv",
+    "Europe/Uzhgorod": "Europe/Kyiv",
+    "Europe/Zaporozhye": "Europe/Kyiv",
+    "Asia/Calcutta": "Asia/Kolkata",
+    "Asia/Saigon": "Asia/Ho_Chi_Minh",
+    "Asia/Katmandu": "Asia/Kathmandu",
+    "Asia/Rangoon": "Asia/Yangon",
+    "Asia/Dacca": "Asia/Dhaka",
     "America/Buenos_Aires": "America/Argentina/Buenos_Aires",
-    "America/Indianapolis": "America/Indiana/Indianapolis", "America/Godthab": "America/Nuuk",
-    "Atlantic/Faeroe": "Atlantic/Faroe", "Pacific/Truk": "Pacific/Chuuk",
+    "America/Indianapolis": "America/Indiana/Indianapolis",
+    "America/Godthab": "America/Nuuk",
+    "Atlantic/Faeroe": "Atlantic/Faroe",
+    "Pacific/Truk": "Pacific/Chuuk",
 }
 
 

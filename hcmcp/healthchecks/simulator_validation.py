@@ -14,7 +14,7 @@ from hcmcp.healthchecks.simulator_schedules import LEGACY_TIMEZONES, _timezones,
 
 class _Invalid(Exception):
     def __init__(self, template: str) -> None:
-        self.template = template        # "%s is too long", filled with the field name
+        self.template = template  # "%s is too long", filled with the field name
 
 
 def _string(limit: int | None = None) -> Callable[[Any], str]:
@@ -24,6 +24,7 @@ def _string(limit: int | None = None) -> Callable[[Any], str]:
         if limit is not None and len(v) > limit:
             raise _Invalid("%s is too long")
         return v
+
     return check
 
 
@@ -34,7 +35,7 @@ def _boolean(v: Any) -> bool:
 
 
 def _seconds(v: Any) -> int:
-    if not isinstance(v, int):      # bool is an int here, as in Python: true is 1 second
+    if not isinstance(v, int):  # bool is an int here, as in Python: true is 1 second
         raise _Invalid("%s is not a number")
     if v < 60:
         raise _Invalid("%s is too small")
@@ -81,12 +82,26 @@ def _unique(v: Any) -> list[str]:
 
 # In the server's field order: only the first failing field is reported.
 _SPEC_FIELDS: list[tuple[str, Callable[[Any], Any]]] = [
-    ("channels", _string()), ("desc", _string()), ("failure_kw", _string(200)),
-    ("filter_subject", _boolean), ("filter_body", _boolean), ("filter_http_body", _boolean),
-    ("filter_default_fail", _boolean), ("grace", _seconds), ("manual_resume", _boolean),
-    ("methods", _methods), ("name", _string(100)), ("schedule", _schedule), ("slug", _slug),
-    ("start_kw", _string(200)), ("subject", _string(200)), ("subject_fail", _string(200)),
-    ("success_kw", _string(200)), ("tags", _string()), ("timeout", _seconds), ("tz", _tz),
+    ("channels", _string()),
+    ("desc", _string()),
+    ("failure_kw", _string(200)),
+    ("filter_subject", _boolean),
+    ("filter_body", _boolean),
+    ("filter_http_body", _boolean),
+    ("filter_default_fail", _boolean),
+    ("grace", _seconds),
+    ("manual_resume", _boolean),
+    ("methods", _methods),
+    ("name", _string(100)),
+    ("schedule", _schedule),
+    ("slug", _slug),
+    ("start_kw", _string(200)),
+    ("subject", _string(200)),
+    ("subject_fail", _string(200)),
+    ("success_kw", _string(200)),
+    ("tags", _string()),
+    ("timeout", _seconds),
+    ("tz", _tz),
     ("unique", _unique),
 ]
 

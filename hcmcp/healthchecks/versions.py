@@ -34,12 +34,13 @@ if TYPE_CHECKING:
     from .models import Check
 
 VERSIONS = (3, 2, 1)
-PROVES_ROUTES = frozenset({400, 401, 403, 405, 409})   # answers only an API view gives
+PROVES_ROUTES = frozenset({400, 401, 403, 405, 409})  # answers only an API view gives
 STATUS_PROBE_CEILING = 4 * 1024
 
 
-async def settle(api: HealthchecksApi, response: HttpResponse,
-                 resend: Callable[[], Awaitable[HttpResponse]]) -> HttpResponse:
+async def settle(
+    api: HealthchecksApi, response: HttpResponse, resend: Callable[[], Awaitable[HttpResponse]]
+) -> HttpResponse:
     """After the first v3 request: remember what ``response`` proves; maybe send it again at v2/v1."""
     status = response.status
     if 200 <= status < 300 or status in PROVES_ROUTES:
@@ -50,10 +51,13 @@ async def settle(api: HealthchecksApi, response: HttpResponse,
     version = await detect(api)
     api.api_version = version
     if version is None and api.no_api_found:
-        raise NotFound(404, f"No Healthchecks API answers under {api.site_root}: /api/v3/, /api/v2/ and "
-                            "/api/v1/ all answer 404, even for status/, which every instance has.",
-                       advice="HEALTHCHECKS_URL must be the site root of the instance, with its sub-path if it "
-                              "has one (e.g. https://ops.example.com/hc), and without /api/v3/.")
+        raise NotFound(
+            404,
+            f"No Healthchecks API answers under {api.site_root}: /api/v3/, /api/v2/ and "
+            "/api/v1/ all answer 404, even for status/, which every instance has.",
+            advice="HEALTHCHECKS_URL must be the site root of the instance, with its sub-path if it "
+            "has one (e.g. https://ops.example.com/hc), and without /api/v3/.",
+        )
     if version is None or version == 3:
         return response
     return await resend()
@@ -76,16 +80,28 @@ async def detect(api: HealthchecksApi) -> int | None:
     for version in VERSIONS:
         status = await _probe(api, "checks/", version, needs_key=True)
         if status != 404:
-            return version if status is not None and (200 <= status < 300 or status in PROVES_ROUTES) else None
+            return (
+                version
+                if status is not None and (200 <= status < 300 or status in PROVES_ROUTES)
+                else None
+            )
     api.no_api_found = True
     return None
 
 
 async def _probe(api: HealthchecksApi, rel: str, version: int, *, needs_key: bool) -> int | None:
     try:
-        response = await api._exchange("GET", rel, f"the {rel} endpoint at API v{version}", query=[], body=None,
-                                       needs_key=needs_key, byte_ceiling=STATUS_PROBE_CEILING,
-                                       truncate_at_ceiling=True, version=version)
+        response = await api._exchange(
+            "GET",
+            rel,
+            f"the {rel} endpoint at API v{version}",
+            query=[],
+            body=None,
+            needs_key=needs_key,
+            byte_ceiling=STATUS_PROBE_CEILING,
+            truncate_at_ceiling=True,
+            version=version,
+        )
     except ApiError:
         return None
     return response.status
@@ -113,5 +129,11 @@ def as_v3(check: Check, now: float | None = None) -> Check:
         if last is not None:
             moment = datetime.now(timezone.utc).timestamp() if now is None else now
             deadline = last + check.timeout
-            status = "up" if moment < deadline else "grace" if moment < deadline + check.grace else "down"
+            status = (
+                "up"
+                if moment < deadline
+                else "grace"
+                if moment < deadline + check.grace
+                else "down"
+            )
     return msgspec.structs.replace(check, status=status, started=True)

@@ -99,8 +99,8 @@ class HttpClient(RequestWriting):
         self._idle: list[Connection] = []
         self._closed = False
         self._proxy = proxy
-        self._target_base = ""      # "http://host:port" for absolute-form targets through a proxy
-        self._via = ""              # " (through the proxy …)" for timeout texts
+        self._target_base = ""  # "http://host:port" for absolute-form targets through a proxy
+        self._via = ""  # " (through the proxy …)" for timeout texts
         if proxy is not None:
             self._via = f" (through {proxy.described})"
             if self._origin.scheme == "http":
@@ -159,6 +159,7 @@ class HttpClient(RequestWriting):
                 response = await self._send_with_one_retry(exchange, deadlines)
                 if response.status == 407 and self._target_base:
                     from .proxy import forward_failure
+
                     raise ConnectFailed(forward_failure(self._proxy, exchange.what))  # type: ignore[arg-type]
                 return response
         finally:
@@ -182,7 +183,7 @@ class HttpClient(RequestWriting):
         on a connection the server closed meanwhile fails before any answer, and is sent again on
         a new connection (_send_with_one_retry), which is what the look would have led to."""
         while self._idle:
-            conn = self._idle.pop()      # most recently used: the likeliest to be alive
+            conn = self._idle.pop()  # most recently used: the likeliest to be alive
             if method in IDEMPOTENT_METHODS or not conn.looks_dead():
                 return conn, True
             await conn.close()
@@ -192,15 +193,24 @@ class HttpClient(RequestWriting):
         origin = self._origin
         if self._proxy is not None:
             from .proxy import open_connection
-            return StreamConnection(await open_connection(
-                self._proxy, origin.scheme, origin.host, origin.port, connect_timeout=self._connect_timeout,
-                ssl_context=self._tls_context() if origin.scheme == "https" else None, hint=self._check_hint()))
+
+            return StreamConnection(
+                await open_connection(
+                    self._proxy,
+                    origin.scheme,
+                    origin.host,
+                    origin.port,
+                    connect_timeout=self._connect_timeout,
+                    ssl_context=self._tls_context() if origin.scheme == "https" else None,
+                    hint=self._check_hint(),
+                )
+            )
         tls: dict[str, object] = {}
         if origin.scheme == "https":
             tls = {
                 "tls": True,
                 "ssl_context": self._tls_context(),
-                "tls_hostname": origin.host,          # SNI and certificate name
+                "tls_hostname": origin.host,  # SNI and certificate name
                 # Many servers close without a TLS close_notify; that is an ordinary end
                 # of stream, not an attack, for responses framed by length or chunks.
                 "tls_standard_compatible": False,
@@ -231,7 +241,9 @@ class HttpClient(RequestWriting):
 
     # --------------------------------------------------------------- one exchange
 
-    async def _send_with_one_retry(self, exchange: _Exchange, deadlines: _Deadlines) -> HttpResponse:
+    async def _send_with_one_retry(
+        self, exchange: _Exchange, deadlines: _Deadlines
+    ) -> HttpResponse:
         # An idle connection first, without a coroutine of its own (the usual case, on every call).
         idle = self._idle
         if idle and exchange.method in IDEMPOTENT_METHODS:
@@ -253,14 +265,15 @@ class HttpClient(RequestWriting):
                 await conn.close()
                 raise
             if reusable and not self._closed and len(self._idle) < self._max_idle:
-                conn.cycle_done = True   # h11's next cycle starts with the next request (_exchange)
+                conn.cycle_done = True  # h11's next cycle starts with the next request (_exchange)
                 self._idle.append(conn)
             else:
                 await conn.close()
             return response
 
-    async def _exchange(self, conn: Connection, exchange: _Exchange,
-                        deadlines: _Deadlines) -> tuple[HttpResponse, bool]:
+    async def _exchange(
+        self, conn: Connection, exchange: _Exchange, deadlines: _Deadlines
+    ) -> tuple[HttpResponse, bool]:
         """Write the request, read the response. Returns it and whether conn may be reused."""
         data, state = self._request_bytes(conn, exchange)
         try:
@@ -277,7 +290,7 @@ class HttpClient(RequestWriting):
         # The read deadline, pushed back before every receive: "sent nothing for read_timeout s".
         deadlines.start_reading()
         conn.reading = deadlines
-        conn.deadline_fresh = True   # the first receive needs no push: the deadline was just set
+        conn.deadline_fresh = True  # the first receive needs no push: the deadline was just set
         try:
             head = await self._read_head(conn, exchange)
             response, complete = await self._read_body(conn, exchange, head)
@@ -285,7 +298,10 @@ class HttpClient(RequestWriting):
             conn.reading = None
             deadlines.stop_reading()
         if conn.body_owed:
-            return response, True   # an exact Content-Length body of a kept-alive answer: h11 will end DONE
+            return (
+                response,
+                True,
+            )  # an exact Content-Length body of a kept-alive answer: h11 will end DONE
         unread, stream_ended = conn.h11.trailing_data
         reusable = (
             complete
@@ -294,7 +310,7 @@ class HttpClient(RequestWriting):
             # A body delimited by the close of the stream leaves both states DONE in h11
             # too: only the ended stream says this connection is spent.
             and not stream_ended
-            and not unread                      # unasked-for bytes: the framing is in doubt
+            and not unread  # unasked-for bytes: the framing is in doubt
         )
         return response, reusable
 
@@ -317,8 +333,12 @@ class HttpClient(RequestWriting):
                 self._feed(conn, data)
             elif isinstance(event, h11.Response):
                 return event
-            elif not isinstance(event, h11.InformationalResponse):   # 100 Continue: the answer follows
-                raise ConnectionLost(self._lost_text(exchange, "closed before the response headers"))
+            elif not isinstance(
+                event, h11.InformationalResponse
+            ):  # 100 Continue: the answer follows
+                raise ConnectionLost(
+                    self._lost_text(exchange, "closed before the response headers")
+                )
             event = self._next_event(conn, exchange)
 
     async def _read_body(
@@ -327,20 +347,30 @@ class HttpClient(RequestWriting):
         """Read the body under the ceiling. Returns the response and whether it ended normally."""
         # raw_items(), not iterating head.headers: that goes through Sequence.__iter__, one
         # Python-level __getitem__ per header (h11 lowercased the names it compares; we lower ours).
-        headers = [(name.lower().decode("latin-1"), value.decode("latin-1")) for name, value in head.headers.raw_items()]
+        headers = [
+            (name.lower().decode("latin-1"), value.decode("latin-1"))
+            for name, value in head.headers.raw_items()
+        ]
         ceiling = exchange.ceiling
         announced = _content_length(headers)
         if announced is not None and announced > ceiling and not exchange.truncate:
             raise BodyTooLarge(self._too_large_text(exchange), ceiling=ceiling)
 
-        if announced and announced <= ceiling and not conn.eof_fed and _kept_alive(exchange, head, headers):
+        if (
+            announced
+            and announced <= ceiling
+            and not conn.eof_fed
+            and _kept_alive(exchange, head, headers)
+        ):
             held = h11_buffer(conn.h11)
             if held is not None and len(held) == announced:
                 # The whole body came with the head (the usual answer), and h11 holds exactly it: taken
                 # from h11's buffer now; h11 reads it (Data, EndOfMessage) once the next request on this
                 # connection has gone out (Connection.next_cycle), off the path to the caller.
                 conn.body_owed = True
-                return HttpResponse(status=head.status_code, headers=headers, body=bytearray(held), truncated=False), True
+                return HttpResponse(
+                    status=head.status_code, headers=headers, body=bytearray(held), truncated=False
+                ), True
         body = bytearray()
         truncated = False
         while True:
@@ -354,7 +384,9 @@ class HttpClient(RequestWriting):
             elif isinstance(event, h11.Data):
                 body += event.data
                 # Checked per event, so at most one read chunk beyond the ceiling is ever held.
-                if len(body) > ceiling or (announced is not None and announced > ceiling and len(body) >= ceiling):
+                if len(body) > ceiling or (
+                    announced is not None and announced > ceiling and len(body) >= ceiling
+                ):
                     if not exchange.truncate:
                         raise BodyTooLarge(self._too_large_text(exchange), ceiling=ceiling)
                     del body[ceiling:]
@@ -362,10 +394,14 @@ class HttpClient(RequestWriting):
                     break
             elif isinstance(event, h11.EndOfMessage):
                 break
-            else:                               # ConnectionClosed mid-body
-                raise ConnectionLost(self._lost_text(exchange, "closed before the body was complete"))
+            else:  # ConnectionClosed mid-body
+                raise ConnectionLost(
+                    self._lost_text(exchange, "closed before the body was complete")
+                )
         # The read buffer itself, not bytes(body): a copy would double the peak for a body near the ceiling.
-        response = HttpResponse(status=head.status_code, headers=headers, body=body, truncated=truncated)
+        response = HttpResponse(
+            status=head.status_code, headers=headers, body=body, truncated=truncated
+        )
         return response, not truncated
 
     def _next_event(self, conn: Connection, exchange: _Exchange) -> object:
@@ -374,7 +410,9 @@ class HttpClient(RequestWriting):
         except h11.RemoteProtocolError:
             if conn.eof_fed:
                 # Length or chunk framing said more was coming, then the stream ended.
-                raise ConnectionLost(self._lost_text(exchange, "closed before the response was complete")) from None
+                raise ConnectionLost(
+                    self._lost_text(exchange, "closed before the response was complete")
+                ) from None
             # h11's text may quote header bytes of the response: not repeated here.
             raise ProtocolFailure(
                 f"{self._origin.label} did not answer {exchange.what} with valid HTTP/1.1, so the "
@@ -394,7 +432,6 @@ class HttpClient(RequestWriting):
         else:
             conn.reading.start_reading()  # type: ignore[union-attr]   (only _exchange reads)
         return await conn.receive()
-
 
     def _read_timed_out(self, exchange: _Exchange) -> Timeout:
         return Timeout(
@@ -420,6 +457,7 @@ class HttpClient(RequestWriting):
             )
         if is_tls_error(exc):
             from .tls import failure_text
+
             return f"{failure_text(exc, self._origin.host, self._origin.port)} {self._check_hint()}"
         return f"Could not connect to {label}: {connect_reason(exc)}. {self._check_hint()}"
 
@@ -458,7 +496,8 @@ def _kept_alive(exchange: _Exchange, head: h11.Response, headers: list[tuple[str
     for name, value in headers:
         if name == "transfer-encoding":
             return False
-        if name == "connection" and any(token.strip(" \t").lower() == "close" for token in value.split(",")):
+        if name == "connection" and any(
+            token.strip(" \t").lower() == "close" for token in value.split(",")
+        ):
             return False
     return True
-

@@ -30,7 +30,7 @@ from anyio.abc import ByteStream, SocketAttribute
 from .socket_stream import RawSocketStream
 
 READ_CHUNK = 64 * 1024
-_ATTEMPT_DELAY = 0.25    # seconds before the next address is tried beside a slow one (anyio's value)
+_ATTEMPT_DELAY = 0.25  # seconds before the next address is tried beside a slow one (anyio's value)
 _UNKNOWN = object()
 
 
@@ -50,10 +50,12 @@ class _Base:
     def __init__(self) -> None:
         self.h11 = h11.Connection(h11.CLIENT)
         self.eof_fed = False
-        self.reading: Any = None          # the deadlines of the exchange under way (client._Deadlines)
+        self.reading: Any = None  # the deadlines of the exchange under way (client._Deadlines)
         self.deadline_fresh = False
-        self.cycle_done = False           # kept alive after a complete exchange: h11 needs its next cycle
-        self.body_owed = False            # h11 holds the last body, taken from its buffer, and has yet to read it
+        self.cycle_done = False  # kept alive after a complete exchange: h11 needs its next cycle
+        self.body_owed = (
+            False  # h11 holds the last body, taken from its buffer, and has yet to read it
+        )
 
     def next_cycle(self) -> None:
         """h11 ready for the next request: its cycle restarts here, not when the last one ended, and
@@ -61,7 +63,7 @@ class _Base:
         if self.body_owed:
             self.body_owed = False
             while self.h11.next_event().__class__ is h11.Data:
-                pass   # the body, then its EndOfMessage: a Content-Length body h11 holds whole
+                pass  # the body, then its EndOfMessage: a Content-Length body h11 holds whole
         if self.cycle_done:
             self.h11.start_next_cycle()
             self.cycle_done = False
@@ -82,7 +84,7 @@ class _Base:
         if fd is None:
             return False
         if fd < 0:
-            return True             # already closed
+            return True  # already closed
         try:
             return readable_now(fd)
         except (OSError, ValueError):
@@ -97,7 +99,9 @@ class StreamConnection(_Base):
     def __init__(self, stream: ByteStream) -> None:
         super().__init__()
         self.stream = stream
-        self._sock: object = _UNKNOWN     # the raw socket, looked up once (anyio's extra() costs ~15 us)
+        self._sock: object = (
+            _UNKNOWN  # the raw socket, looked up once (anyio's extra() costs ~15 us)
+        )
 
     async def send(self, data: bytes) -> None:
         try:
@@ -133,14 +137,14 @@ class SocketConnection(StreamConnection):
 
     def __init__(self, sock: socket.socket, loop: Any) -> None:
         super().__init__(RawSocketStream(sock, loop))
-        self._sock = sock               # known: _fd() needs no lookup
+        self._sock = sock  # known: _fd() needs no lookup
 
     @property
     def sock(self) -> socket.socket:
         return self._sock  # type: ignore[return-value]
 
     async def close(self) -> None:
-        await self.stream.aclose()      # closes the socket at once: nothing to shield
+        await self.stream.aclose()  # closes the socket at once: nothing to shield
 
 
 Connection = SocketConnection | StreamConnection
@@ -149,6 +153,7 @@ Connection = SocketConnection | StreamConnection
 def running_asyncio_loop() -> Any:
     """The asyncio loop this task runs on; None on another event loop (trio)."""
     import asyncio
+
     try:
         return asyncio.get_running_loop()
     except RuntimeError:
@@ -169,6 +174,7 @@ async def connect_plain(host: str, port: int, loop: Any) -> SocketConnection:
     won: list[socket.socket] = []
 
     async with anyio.create_task_group() as attempts:
+
         async def attempt(family: int, address: Any, settled: anyio.Event) -> None:
             sock = socket.socket(family, socket.SOCK_STREAM)
             try:
@@ -183,7 +189,7 @@ async def connect_plain(host: str, port: int, loop: Any) -> SocketConnection:
             except BaseException:
                 sock.close()
                 raise
-            if won:              # another address connected in the same loop turn
+            if won:  # another address connected in the same loop turn
                 sock.close()
                 return
             won.append(sock)
@@ -200,16 +206,19 @@ async def connect_plain(host: str, port: int, loop: Any) -> SocketConnection:
         return SocketConnection(won[0], loop)
     if not errors:
         raise OSError(f"{host} resolved to no address")
-    cause: BaseException = errors[0] if len(errors) == 1 else ExceptionGroup(
-        "multiple connection attempts failed", errors)
+    cause: BaseException = (
+        errors[0]
+        if len(errors) == 1
+        else ExceptionGroup("multiple connection attempts failed", errors)
+    )
     raise OSError("All connection attempts failed") from cause
 
 
 def readable_now(fd: int) -> bool:
     """Whether fd has something to read (data, EOF, or an error) right now, without waiting."""
-    if hasattr(select, "poll"):     # poll has no limit on fd numbers; select does
+    if hasattr(select, "poll"):  # poll has no limit on fd numbers; select does
         poller = select.poll()
-        poller.register(fd, select.POLLIN | select.POLLPRI)   # HUP and ERR are always reported
+        poller.register(fd, select.POLLIN | select.POLLPRI)  # HUP and ERR are always reported
         return bool(poller.poll(0))
     readable, _, _ = select.select([fd], [], [], 0)
     return bool(readable)
@@ -226,7 +235,11 @@ def is_tls_error(exc: BaseException) -> bool:
 def reason(exc: BaseException) -> str:
     """The OS or TLS reason of one failure, as a short phrase."""
     # anyio raises BrokenResourceError from the OS or TLS error that broke the stream.
-    cause = exc.__cause__ if isinstance(exc, anyio.BrokenResourceError) and exc.__cause__ is not None else exc
+    cause = (
+        exc.__cause__
+        if isinstance(exc, anyio.BrokenResourceError) and exc.__cause__ is not None
+        else exc
+    )
     verify = getattr(cause, "verify_message", None)
     if verify:
         return f"certificate verify failed: {verify}"
@@ -244,7 +257,7 @@ def reason(exc: BaseException) -> str:
         return os.strerror(errno)
     strerror = getattr(cause, "strerror", None)
     if isinstance(strerror, str) and strerror:
-        return strerror             # e.g. DNS: "Name or service not known"
+        return strerror  # e.g. DNS: "Name or service not known"
     return str(cause) or type(cause).__name__
 
 

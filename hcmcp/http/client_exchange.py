@@ -31,7 +31,16 @@ class Deadlines:
     on every receive as anyio allows.
     """
 
-    __slots__ = ("scope", "overall", "read_timeout", "read_by", "reading", "fired", "_loop", "_timer")
+    __slots__ = (
+        "scope",
+        "overall",
+        "read_timeout",
+        "read_by",
+        "reading",
+        "fired",
+        "_loop",
+        "_timer",
+    )
 
     def __init__(self, loop: Any, overall_timeout: float, read_timeout: float) -> None:
         self._loop = loop
@@ -39,8 +48,8 @@ class Deadlines:
         self.overall = now + overall_timeout
         self.read_timeout = read_timeout
         self.read_by = now + read_timeout
-        self.reading = False                  # the response is being read: the read deadline applies
-        self.fired: str | None = None         # "read" or "overall", once one cancelled the scope
+        self.reading = False  # the response is being read: the read deadline applies
+        self.fired: str | None = None  # "read" or "overall", once one cancelled the scope
         self._timer: Any = None
         if loop is None:
             self.scope = anyio.CancelScope(deadline=self.overall)
@@ -81,8 +90,9 @@ class Deadlines:
         elif self.reading and now >= self.read_by:
             self.fired = "read"
         else:
-            self._timer = self._loop.call_at(min(self.overall, self.read_by) if self.reading else self.overall,
-                                             self._check)
+            self._timer = self._loop.call_at(
+                min(self.overall, self.read_by) if self.reading else self.overall, self._check
+            )
             return
         self._timer = None
         self.scope.cancel()
@@ -100,8 +110,8 @@ class Exchange:
     """One request as sent on the wire, and how its response is to be read."""
 
     method: str
-    path: str                         # as given, for error texts (no query: it is not needed there)
-    target: str                       # encoded prefix + path + query
+    path: str  # as given, for error texts (no query: it is not needed there)
+    target: str  # encoded prefix + path + query
     headers: list[tuple[str, str]]
     body: bytes | None
     ceiling: int
@@ -127,7 +137,7 @@ def valid_ceiling(ceiling: int) -> int:
 def content_length(headers: list[tuple[str, str]]) -> int | None:
     for name, value in headers:
         if name == "content-length":
-            return int(value)           # h11 has checked it is digits, and consistent
+            return int(value)  # h11 has checked it is digits, and consistent
     return None
 
 

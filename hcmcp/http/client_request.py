@@ -23,12 +23,16 @@ _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # already-encoded path is not encoded twice). "?" and "#" are encoded: they would
 # otherwise end the path.
 _PATH_SAFE = "/:@!$&'()*+,;=%~"
-_NEEDS_QUOTING = re.compile(r"[^A-Za-z0-9_.\-/:@!$&'()*+,;=%~]")   # what quote() would change
+_NEEDS_QUOTING = re.compile(r"[^A-Za-z0-9_.\-/:@!$&'()*+,;=%~]")  # what quote() would change
 # Request heads are written by hand from header blocks h11 validated (see _request_bytes):
 # headers that make h11 do more than write them go through h11's send.
-_STATEFUL_HEADERS = frozenset({"connection", "expect", "transfer-encoding", "upgrade", "te", "keep-alive"})
+_STATEFUL_HEADERS = frozenset(
+    {"connection", "expect", "transfer-encoding", "upgrade", "te", "keep-alive"}
+)
 _HEAD_BLOCKS_KEPT = 64
-_STATE_REQUESTS: dict[str, h11.Request] = {}   # method -> the event that tells h11 a request went out
+_STATE_REQUESTS: dict[
+    str, h11.Request
+] = {}  # method -> the event that tells h11 a request went out
 
 
 class RequestWriting:
@@ -44,7 +48,9 @@ class RequestWriting:
     def _target(self, path: str, query: Sequence[tuple[str, str]]) -> str:
         path = self._origin.prefix + path
         # quote() of a path that needs none (the API's, nearly always) is the path itself.
-        target = self._target_base + (quote(path, safe=_PATH_SAFE) if _NEEDS_QUOTING.search(path) else path)
+        target = self._target_base + (
+            quote(path, safe=_PATH_SAFE) if _NEEDS_QUOTING.search(path) else path
+        )
         if query:
             target += "?" + "&".join(
                 f"{quote(str(key), safe='')}={quote(str(value), safe='')}" for key, value in query
@@ -60,7 +66,7 @@ class RequestWriting:
         if key is not None:
             try:
                 merged = self._merged_headers.get(key)
-            except TypeError:               # an unhashable value: merged (and refused) below
+            except TypeError:  # an unhashable value: merged (and refused) below
                 key, merged = None, None
             if merged is not None:
                 return merged
@@ -88,7 +94,9 @@ class RequestWriting:
             merged.append(("Content-Length", str(len(body or b""))))
         return merged
 
-    def _request_bytes(self, conn: Connection, exchange: _Exchange) -> tuple[bytes, h11.Request | None]:
+    def _request_bytes(
+        self, conn: Connection, exchange: _Exchange
+    ) -> tuple[bytes, h11.Request | None]:
         """The request on the wire, and the event that tells h11 it went out (None: h11 wrote it).
 
         Its head is written here, from a header block that h11 has validated once for this exact
@@ -99,14 +107,19 @@ class RequestWriting:
         if block is None:
             block = self._validated_head_block(exchange)
         target = exchange.target
-        if (block is False or exchange.method == "CONNECT" or " " in target
-                or not (target.isascii() and target.isprintable())):
+        if (
+            block is False
+            or exchange.method == "CONNECT"
+            or " " in target
+            or not (target.isascii() and target.isprintable())
+        ):
             conn.next_cycle()
             return self._request_bytes_by_h11(conn, exchange), None
         state = _STATE_REQUESTS.get(exchange.method)
         if state is None:
             state = _STATE_REQUESTS[exchange.method] = h11.Request(
-                method=exchange.method, target="/", headers=[("Host", "h"), ("Content-Length", "0")])
+                method=exchange.method, target="/", headers=[("Host", "h"), ("Content-Length", "0")]
+            )
         head = f"{exchange.method} {target} HTTP/1.1\r\n".encode("ascii") + block
         return (head + exchange.body if exchange.body else head), state
 
@@ -117,11 +130,15 @@ class RequestWriting:
             block: bytes | bool = False
         else:
             try:
-                written = h11.Connection(h11.CLIENT).send(
-                    h11.Request(method=exchange.method, target="/", headers=exchange.headers)) or b""
+                written = (
+                    h11.Connection(h11.CLIENT).send(
+                        h11.Request(method=exchange.method, target="/", headers=exchange.headers)
+                    )
+                    or b""
+                )
                 block = written.split(b"\r\n", 1)[1]
             except (h11.LocalProtocolError, UnicodeEncodeError):
-                block = False     # h11's own send raises the error, with our text
+                block = False  # h11's own send raises the error, with our text
         if len(self._head_blocks) >= _HEAD_BLOCKS_KEPT:
             self._head_blocks.clear()
         self._head_blocks[exchange.method, tuple(exchange.headers)] = block
@@ -129,9 +146,14 @@ class RequestWriting:
 
     def _request_bytes_by_h11(self, conn: Connection, exchange: _Exchange) -> bytes:
         try:
-            data = conn.h11.send(
-                h11.Request(method=exchange.method, target=exchange.target, headers=exchange.headers)
-            ) or b""
+            data = (
+                conn.h11.send(
+                    h11.Request(
+                        method=exchange.method, target=exchange.target, headers=exchange.headers
+                    )
+                )
+                or b""
+            )
             if exchange.body:
                 data += conn.h11.send(h11.Data(data=exchange.body)) or b""
             data += conn.h11.send(h11.EndOfMessage()) or b""

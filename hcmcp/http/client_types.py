@@ -61,9 +61,9 @@ class ConnectionLost(ProtocolFailure):
 @dataclass
 class HttpResponse:
     status: int
-    headers: list[tuple[str, str]]   # names lowercased, values latin-1 decoded, in order
-    body: bytes                      # bytes-like: the bytearray it was read into, handed over without a copy
-    truncated: bool = False          # True when truncate_at_ceiling cut the body
+    headers: list[tuple[str, str]]  # names lowercased, values latin-1 decoded, in order
+    body: bytes  # bytes-like: the bytearray it was read into, handed over without a copy
+    truncated: bool = False  # True when truncate_at_ceiling cut the body
 
     def header(self, name: str) -> str | None:
         """The first value of header ``name`` (case-insensitive), or None."""
@@ -71,7 +71,7 @@ class HttpResponse:
 
     @property
     def media_type(self) -> str:
-        """"application/json" from "application/json; charset=utf-8"; "" if absent."""
+        """ "application/json" from "application/json; charset=utf-8"; "" if absent."""
         value = self.header("content-type")
         if value is None:
             return ""
@@ -83,10 +83,10 @@ class HttpResponse:
 
 @dataclass(frozen=True)
 class _Origin:
-    scheme: str     # "http" | "https"
-    host: str       # lowercased, IPv6 without brackets
+    scheme: str  # "http" | "https"
+    host: str  # lowercased, IPv6 without brackets
     port: int
-    prefix: str     # path prefix without a trailing slash, "" for none
+    prefix: str  # path prefix without a trailing slash, "" for none
 
     @classmethod
     def parse(cls, origin: str) -> _Origin:
@@ -99,7 +99,9 @@ class _Origin:
             )
         # The text of the origin is not repeated in these messages: it may hold a password.
         if parts.username is not None or parts.password is not None:
-            raise ValueError("The origin must not contain user:password@; this client sends no basic auth.")
+            raise ValueError(
+                "The origin must not contain user:password@; this client sends no basic auth."
+            )
         if parts.query or parts.fragment:
             raise ValueError("The origin must not contain a query (?...) or a fragment (#...).")
         if not parts.hostname:

@@ -43,8 +43,13 @@ class _Connection:
     event cost a loop turn per request; a watcher woken at every app call cost two more.
     """
 
-    def __init__(self, server: HttpServer, stream: RawSocketStream, initial: bytes = b"",
-                 answered: bool = False) -> None:
+    def __init__(
+        self,
+        server: HttpServer,
+        stream: RawSocketStream,
+        initial: bytes = b"",
+        answered: bool = False,
+    ) -> None:
         """``initial``: bytes already read from an adopted connection (HttpServer.adopt); they go
         through every check below exactly as bytes read here would. ``answered``: a request of
         it was answered already, so it waits for its next one as a keep-alive connection does."""
@@ -54,12 +59,14 @@ class _Connection:
         self.reader = RequestReader(server, stream, initial, self._write)
         self._fresh = not answered
         self.in_request = False
-        self._ordinary = False       # this request's answer may be written by hand (response_head.py)
-        self._watching = False           # the request loop wants the socket watched (an answer is under way)
-        self._wake = anyio.Event()       # ... and said so since the watcher last looked
-        self._watch_scope: anyio.CancelScope | None = None   # the watcher's, while it watches
-        self._left: anyio.Event | None = None                # set once the watcher stopped watching
-        self._on_gone: Callable[[], None] | None = None   # what a disconnect cancels now (an app, a stream)
+        self._ordinary = False  # this request's answer may be written by hand (response_head.py)
+        self._watching = False  # the request loop wants the socket watched (an answer is under way)
+        self._wake = anyio.Event()  # ... and said so since the watcher last looked
+        self._watch_scope: anyio.CancelScope | None = None  # the watcher's, while it watches
+        self._left: anyio.Event | None = None  # set once the watcher stopped watching
+        self._on_gone: Callable[[], None] | None = (
+            None  # what a disconnect cancels now (an app, a stream)
+        )
         try:
             remote = stream.extra(SocketAttribute.remote_address)
             self.client: tuple[str, int] | None = (str(remote[0]), int(remote[1]))
@@ -68,7 +75,9 @@ class _Connection:
 
     @property
     def h11(self) -> h11.Connection:
-        return self.reader.h11   # the reader's: it parses requests, and writes every answer not written by hand
+        return (
+            self.reader.h11
+        )  # the reader's: it parses requests, and writes every answer not written by hand
 
     @property
     def peer_closed(self) -> bool:
@@ -108,7 +117,7 @@ class _Connection:
                 await self._answer_error(refusal.status, refusal.message)
                 head = None
             if head is None:
-                return self.h11.our_state is h11.MUST_CLOSE   # after an answer: close politely
+                return self.h11.our_state is h11.MUST_CLOSE  # after an answer: close politely
             self.in_request = True
             self.server._active_requests += 1
             try:
@@ -116,12 +125,14 @@ class _Connection:
             finally:
                 self.in_request = False
                 self.server._active_requests -= 1
-            await self._stop_watching()   # a loop turn only if the answer had to wait through the loop
+            await (
+                self._stop_watching()
+            )  # a loop turn only if the answer had to wait through the loop
             if not keep_going:
                 return True
             first = False
             if not self.reader.next_cycle():
-                return True   # Connection: close, HTTP/1.0, or an error answer
+                return True  # Connection: close, HTTP/1.0, or an error answer
             if self.server._closing:
                 return True
 
@@ -148,7 +159,7 @@ class _Connection:
                     data = await self.reader.read_socket()
                     if not data and self._on_gone is not None:
                         self._on_gone()
-                await anyio.sleep_forever()     # until the request loop stops the watching
+                await anyio.sleep_forever()  # until the request loop stops the watching
             self._watch_scope = None
             if self._left is not None:
                 self._left.set()
@@ -183,7 +194,9 @@ class _Connection:
                 await self._answer_error(501, "CONNECT is not supported by this server.")
                 return False
             if head.http_version not in (b"1.0", b"1.1"):
-                await self._answer_error(505, "This server speaks HTTP/1.1 (and 1.0); send the request as HTTP/1.1.")
+                await self._answer_error(
+                    505, "This server speaks HTTP/1.1 (and 1.0); send the request as HTTP/1.1."
+                )
                 return False
             method = head.method.decode("ascii")
             target = head.target.decode("latin-1")
@@ -196,28 +209,41 @@ class _Connection:
             try:
                 body = await self.reader.body(head)
             except Refusal as refusal:
-                await self._answer_error(refusal.status, refusal.message, retry_after=refusal.retry_after)
+                await self._answer_error(
+                    refusal.status, refusal.message, retry_after=refusal.retry_after
+                )
                 return False
             if body is None:
-                return False   # the client hung up mid-request
+                return False  # the client hung up mid-request
             if plain is not None:
                 headers = plain.headers
             else:
                 # raw_items(): iterating head.headers costs a Python-level __getitem__ per header.
-                headers = [(name.lower().decode("latin-1"), value.decode("latin-1"))
-                           for name, value in head.headers.raw_items()]   # type: ignore[union-attr]
-            request = Request(method=method, path=path, query=query, headers=headers, body=body,
-                              client=self.client, target_authority=authority)
+                headers = [
+                    (name.lower().decode("latin-1"), value.decode("latin-1"))
+                    for name, value in head.headers.raw_items()
+                ]  # type: ignore[union-attr]
+            request = Request(
+                method=method,
+                path=path,
+                query=query,
+                headers=headers,
+                body=body,
+                client=self.client,
+                target_authority=authority,
+            )
             del body
             # A plain request is HTTP/1.1 and asks for nothing but keep-alive (request_head.py).
             self._ordinary = plain is not None or asks_keep_alive(
-                head.http_version, request.header("connection"))   # type: ignore[union-attr]
+                head.http_version, request.header("connection")
+            )  # type: ignore[union-attr]
             response = await self._call_app(request)
         finally:
             self.reader.release_reserved()
         if response is None:
-            await self._answer_error(500, "The server failed while handling this request. Try again later.",
-                                     close=False)
+            await self._answer_error(
+                500, "The server failed while handling this request. Try again later.", close=False
+            )
             return True
         if isinstance(response, StreamingResponse):
             return await self._send_stream(response, is_head=method == "HEAD")
@@ -244,7 +270,9 @@ class _Connection:
         try:
             with scope:
                 if not self.peer_closed:
-                    response, failure = await suspends_once(self._app_answer(request), self._start_watching)
+                    response, failure = await suspends_once(
+                        self._app_answer(request), self._start_watching
+                    )
                 else:
                     # The client left before this request's turn (pipelined before its EOF): decide
                     # once the app first waits, when it has had its chance to opt out. Rare, so a task.
@@ -255,24 +283,37 @@ class _Connection:
             unattended.reset(watched)
             self._on_gone = None
         if self.peer_closed and request.cancel_on_disconnect:
-            logger.debug("Client %s closed the connection before the answer to %s %s; the app was cancelled",
-                         self.client, request.method, request.path)
+            logger.debug(
+                "Client %s closed the connection before the answer to %s %s; the app was cancelled",
+                self.client,
+                request.method,
+                request.path,
+            )
             if isinstance(response, StreamingResponse):
                 await _close_chunks(response.chunks)
             raise ClientGone()
         if failure is not None:
-            logger.error("The app failed on %s %s; answered 500", request.method, request.path, exc_info=failure)
+            logger.error(
+                "The app failed on %s %s; answered 500",
+                request.method,
+                request.path,
+                exc_info=failure,
+            )
             return None
         return response
 
-    async def _app_answer(self, request: Request) -> tuple[Response | StreamingResponse | None, Exception | None]:
+    async def _app_answer(
+        self, request: Request
+    ) -> tuple[Response | StreamingResponse | None, Exception | None]:
         """(the app's answer, None) or (None, what it raised); a cancellation passes through."""
         try:
             response = await self.server.app(request)
         except Exception as exc:
             return None, exc
         if not isinstance(response, (Response, StreamingResponse)):
-            return None, TypeError(f"the app returned {type(response).__name__}, not a Response or StreamingResponse")
+            return None, TypeError(
+                f"the app returned {type(response).__name__}, not a Response or StreamingResponse"
+            )
         return response, None
 
     # -- writing -------------------------------------------------------------
@@ -281,13 +322,15 @@ class _Connection:
         if not data:
             return
         try:
-            sent = self.stream.send_now(data)   # an answer usually fits the kernel's buffer at once
+            sent = self.stream.send_now(data)  # an answer usually fits the kernel's buffer at once
             if sent == len(data):
                 return
             with anyio.fail_after(self.limits.write_timeout):
                 await self.stream.send(memoryview(data)[sent:])
         except TimeoutError as exc:
-            logger.info("Client %s did not read for %g s; closing", self.client, self.limits.write_timeout)
+            logger.info(
+                "Client %s did not read for %g s; closing", self.client, self.limits.write_timeout
+            )
             raise ClientGone() from exc
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             raise ClientGone() from exc
@@ -299,7 +342,9 @@ class _Connection:
         try:
             return h11.Response(status_code=status, reason=reason(status), headers=headers)
         except (h11.LocalProtocolError, TypeError, ValueError):
-            logger.exception("The app returned an invalid response head (status %r); answered 500", status)
+            logger.exception(
+                "The app returned an invalid response head (status %r); answered 500", status
+            )
             return None
 
     async def _send_response(self, response: Response, *, is_head: bool) -> bool:
@@ -308,7 +353,9 @@ class _Connection:
         if has_body:
             headers.append(("content-length", str(len(response.body))))
             if self._ordinary and not is_head and not self.server._closing:
-                head = plain_head(response.status, headers)   # response_head.py: the bytes h11 writes
+                head = plain_head(
+                    response.status, headers
+                )  # response_head.py: the bytes h11 writes
                 if head is not None:
                     await self._write(head + response.body)
                     if self.reader.untold is None:
@@ -344,7 +391,7 @@ class _Connection:
                 await self._write(self.h11.send(h11.EndOfMessage()))
                 return True
             scope = anyio.CancelScope()
-            self._on_gone = scope.cancel   # a stream ends with its client, whatever the request said
+            self._on_gone = scope.cancel  # a stream ends with its client, whatever the request said
             self._start_watching()
             finished = write_failed = False
             try:
@@ -360,11 +407,15 @@ class _Connection:
                     except ClientGone:
                         write_failed = True
                     except Exception:
-                        logger.exception("The app's stream failed after its head was sent; closing the connection")
+                        logger.exception(
+                            "The app's stream failed after its head was sent; closing the connection"
+                        )
             finally:
                 self._on_gone = None
             if write_failed or self.peer_closed:
-                logger.debug("Client %s closed the connection during a stream; stream cancelled", self.client)
+                logger.debug(
+                    "Client %s closed the connection during a stream; stream cancelled", self.client
+                )
                 raise ClientGone()
             # A stream that failed midway cannot finish its chunked body: closing tells the client.
             return finished
@@ -374,10 +425,13 @@ class _Connection:
     # -- the server's own answers -------------------------------------------
 
     async def _answer_invalid_response(self) -> None:
-        await self._answer_error(500, "The server produced an invalid response. Try again later.", close=False)
+        await self._answer_error(
+            500, "The server produced an invalid response. Try again later.", close=False
+        )
 
-    async def _answer_error(self, status: int, message: str, *, close: bool = True,
-                            retry_after: bool = False) -> None:
+    async def _answer_error(
+        self, status: int, message: str, *, close: bool = True, retry_after: bool = False
+    ) -> None:
         """Send one of the server's own error answers, if a response can still be started."""
         self.reader.tell_h11()
         if self.h11.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
@@ -389,13 +443,15 @@ class _Connection:
             headers.append(("retry-after", "1"))
         if close or self.server._closing:
             headers.append(("connection", "close"))
-        data = self.h11.send(h11.Response(status_code=status, reason=reason(status), headers=headers))
+        data = self.h11.send(
+            h11.Response(status_code=status, reason=reason(status), headers=headers)
+        )
         data += self.h11.send(h11.Data(data=body)) + self.h11.send(h11.EndOfMessage())
         await self._write(data)
 
 
 def _nothing_pending() -> bool:
-    return False      # bytes read of a next request wait their turn: no work for the loop
+    return False  # bytes read of a next request wait their turn: no work for the loop
 
 
 async def _call(function: Callable[[], None]) -> None:
@@ -410,4 +466,3 @@ async def _close_chunks(chunks: AsyncIterator[bytes]) -> None:
             await aclose()
         except Exception:
             logger.exception("Closing the app's stream raised")
-

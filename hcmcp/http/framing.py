@@ -32,8 +32,11 @@ _HEAD_END = re.compile(rb"\n\r?\n")
 _HEX = re.compile(rb"[0-9A-Fa-f]*")
 _MAX_CHUNK_LINE = 4096
 # Headers h11 merges or refuses with a message we cannot show: counted here on the raw head.
-_FRAMING_SINGLETONS = {b"host": "Host", b"content-length": "Content-Length",
-                       b"transfer-encoding": "Transfer-Encoding"}
+_FRAMING_SINGLETONS = {
+    b"host": "Host",
+    b"content-length": "Content-Length",
+    b"transfer-encoding": "Transfer-Encoding",
+}
 
 
 class Refusal(Exception):
@@ -59,14 +62,14 @@ def peek(connection: h11.Connection, size: int) -> bytes:
     data = h11_buffer(connection)
     if data is not None:
         return bytes(data[:size])
-    return connection.trailing_data[0][:size]   # public, but copies the whole buffer
+    return connection.trailing_data[0][:size]  # public, but copies the whole buffer
 
 
 def buffered(connection: h11.Connection) -> int:
     """How many bytes h11 holds unparsed (without copying them)."""
     buffer = getattr(connection, "_receive_buffer", None)
     try:
-        return len(buffer)   # type: ignore[arg-type]
+        return len(buffer)  # type: ignore[arg-type]
     except TypeError:
         return len(connection.trailing_data[0])
 
@@ -76,27 +79,37 @@ def check_head(data: bytes, max_request_line: int) -> None:
     start of the unparsed buffer. A head not complete yet passes, unless its line is too long."""
     line_end = data.find(b"\n")
     if (line_end if line_end >= 0 else len(data)) > max_request_line:
-        raise Refusal(414, f"The request line is longer than this server accepts ({max_request_line} bytes). "
-                           "Send a shorter target.")
+        raise Refusal(
+            414,
+            f"The request line is longer than this server accepts ({max_request_line} bytes). "
+            "Send a shorter target.",
+        )
     end = _HEAD_END.search(data)
     if end is None:
         return
-    lines = data[:end.start()].split(b"\n")
+    lines = data[: end.start()].split(b"\n")
     if end.group() != b"\n\r\n" or any(not line.endswith(b"\r") for line in lines):
-        raise Refusal(400, "A line of the request head ends in a bare LF; end every line with CRLF.")
+        raise Refusal(
+            400, "A line of the request head ends in a bare LF; end every line with CRLF."
+        )
     counts: dict[bytes, int] = {}
     content_length: bytes | None = None
     for line in lines[1:]:
         line = line[:-1]
         if line[:1] in (b" ", b"\t"):
-            raise Refusal(400, "A header line starts with whitespace (obsolete line folding); "
-                               "send each header on one line.")
+            raise Refusal(
+                400,
+                "A header line starts with whitespace (obsolete line folding); "
+                "send each header on one line.",
+            )
         name, colon, value = line.partition(b":")
         if not colon:
-            continue   # h11 refuses it
+            continue  # h11 refuses it
         if name != name.rstrip(b" \t"):
-            raise Refusal(400, "A header name is followed by whitespace before its colon; "
-                               "write 'Name: value'.")
+            raise Refusal(
+                400,
+                "A header name is followed by whitespace before its colon; write 'Name: value'.",
+            )
         key = name.lower()
         if key in _FRAMING_SINGLETONS:
             counts[key] = counts.get(key, 0) + 1
@@ -104,12 +117,17 @@ def check_head(data: bytes, max_request_line: int) -> None:
                 content_length = value.strip(b" \t")
     for key, count in counts.items():
         if count > 1:
-            raise Refusal(400, f"The {_FRAMING_SINGLETONS[key]} header appears {count} times; send it once.")
+            raise Refusal(
+                400, f"The {_FRAMING_SINGLETONS[key]} header appears {count} times; send it once."
+            )
     if content_length is not None and not content_length.isdigit():
         raise Refusal(400, "Content-Length must be one non-negative decimal number of bytes.")
     if content_length is not None and b"transfer-encoding" in counts:
-        raise Refusal(400, "The request has both Content-Length and Transfer-Encoding; send one of them "
-                           "(RFC 9112 §6.1). The connection is closed.")
+        raise Refusal(
+            400,
+            "The request has both Content-Length and Transfer-Encoding; send one of them "
+            "(RFC 9112 §6.1). The connection is closed.",
+        )
 
 
 def check_chunk_framing(connection: h11.Connection, remaining: int) -> None:
@@ -122,38 +140,46 @@ def check_chunk_framing(connection: h11.Connection, remaining: int) -> None:
     if type(reader).__name__ != "ChunkedReader":
         return
     in_chunk = getattr(reader, "_bytes_in_chunk", 0)
-    if in_chunk:   # inside a chunk's data: what its header announced must still fit
+    if in_chunk:  # inside a chunk's data: what its header announced must still fit
         if in_chunk > remaining:
-            raise Refusal(413, "A chunk of the request body is larger than this server accepts; "
-                               "send a smaller body.")
+            raise Refusal(
+                413,
+                "A chunk of the request body is larger than this server accepts; "
+                "send a smaller body.",
+            )
         return
     data = peek(connection, _MAX_CHUNK_LINE + 1)
     footer = getattr(reader, "_bytes_to_discard", b"")
-    if footer:   # the CRLF after a chunk's data; h11 refuses anything else itself
-        if not data.startswith(footer[:len(data)]):
+    if footer:  # the CRLF after a chunk's data; h11 refuses anything else itself
+        if not data.startswith(footer[: len(data)]):
             return
-        data = data[len(footer):]
+        data = data[len(footer) :]
     if getattr(reader, "_reading_trailer", False):
         _check_trailer(data)
         return
     digits = _HEX.match(data).group()
     if len(digits) > 16 or (digits and int(digits, 16) > remaining):
-        raise Refusal(413, "A chunk of the request body is larger than this server accepts; send a smaller body.")
+        raise Refusal(
+            413,
+            "A chunk of the request body is larger than this server accepts; send a smaller body.",
+        )
     line_end = data.find(b"\n")
-    if line_end >= 0 and data[line_end - 1:line_end] != b"\r":
+    if line_end >= 0 and data[line_end - 1 : line_end] != b"\r":
         raise Refusal(400, "A chunk size line ends in a bare LF; end it with CRLF.")
     if line_end < 0 and len(data) > _MAX_CHUNK_LINE:
         raise Refusal(400, "A chunk size line is too long; send the size in hex, then CRLF.")
     if line_end >= 0 and digits and int(digits, 16) == 0:
-        _check_trailer(data[line_end + 1:])   # the last chunk: its trailer section follows
+        _check_trailer(data[line_end + 1 :])  # the last chunk: its trailer section follows
 
 
 def _check_trailer(data: bytes) -> None:
     """The trailer section (up to its blank line) must end every line in CRLF."""
     end = _HEAD_END.search(b"\n" + data)
-    section = data if end is None else data[:end.end() - 1]
+    section = data if end is None else data[: end.end() - 1]
     if re.search(rb"(?<!\r)\n", section):
-        raise Refusal(400, "A trailer line of the chunked body ends in a bare LF; end it with CRLF.")
+        raise Refusal(
+            400, "A trailer line of the chunked body ends in a bare LF; end it with CRLF."
+        )
 
 
 def split_target(method: str, target: str) -> tuple[str, list[tuple[str, str]], str | None]:
@@ -168,8 +194,11 @@ def split_target(method: str, target: str) -> tuple[str, list[tuple[str, str]], 
         parts = urlsplit(target)
         if parts.netloc and "@" not in parts.netloc and not parts.fragment:
             return parts.path or "/", parse_qsl(parts.query, keep_blank_values=True), parts.netloc
-    raise Refusal(400, "The request target must be a path such as /mcp (or an absolute http:// URL "
-                       "whose authority matches Host).")
+    raise Refusal(
+        400,
+        "The request target must be a path such as /mcp (or an absolute http:// URL "
+        "whose authority matches Host).",
+    )
 
 
 def head_size(event: h11.Request) -> int:
@@ -183,7 +212,7 @@ def head_size(event: h11.Request) -> int:
 def content_length(event: h11.Request) -> int | None:
     for name, value in event.headers:
         if name == b"content-length":
-            return int(value)   # h11 has already checked it is digits
+            return int(value)  # h11 has already checked it is digits
     return None
 
 
@@ -200,8 +229,10 @@ def protocol_error_message(text: str) -> str:
     if text.startswith("Illegal header value"):
         return "A header value holds a character HTTP does not allow (NUL, CR, LF or another control character)."
     if text.startswith("illegal header line"):
-        return ("A header line is not 'Name: value' (a name of letters, digits and !#$%&'*+-.^_`|~, "
-                "a value without NUL, CR or other control characters).")
+        return (
+            "A header line is not 'Name: value' (a name of letters, digits and !#$%&'*+-.^_`|~, "
+            "a value without NUL, CR or other control characters)."
+        )
     if text.startswith("illegal request line"):
         return "The request line is not 'METHOD /path HTTP/1.1'."
     if text.startswith("illegal chunk header") or text.startswith("malformed chunk footer"):

@@ -30,17 +30,21 @@ import types
 from contextvars import ContextVar
 from typing import Any, Callable
 
-_MAX_REGISTERED = 16    # descriptors the loop watches: more and a poll set costs more than the trip
-_MAX_TIMERS = 128       # scanned for the earliest live one; more and the loop (which prunes them) goes first
+_MAX_REGISTERED = 16  # descriptors the loop watches: more and a poll set costs more than the trip
+_MAX_TIMERS = (
+    128  # scanned for the earliest live one; more and the loop (which prunes them) goes first
+)
 _READABLE = select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR | select.POLLNVAL
-_EVENT_READ, _EVENT_WRITE = 1, 2    # selectors.EVENT_READ / EVENT_WRITE (not imported: start-up)
+_EVENT_READ, _EVENT_WRITE = 1, 2  # selectors.EVENT_READ / EVENT_WRITE (not imported: start-up)
 
 # A reader whose task is busy running what it read (protocol/stdio.py runs a request on the task
 # that read it; http/connection.py runs an app on its request loop): its descriptor, which nobody
 # watches meanwhile, and whether it already holds input in memory. A wait in place watches that
 # descriptor too (input there is work for the loop), and does not happen at all while input waits
 # in memory: that is work too.
-unattended: ContextVar[tuple[int, Callable[[], bool]] | None] = ContextVar("hcmcp_unattended", default=None)
+unattended: ContextVar[tuple[int, Callable[[], bool]] | None] = ContextVar(
+    "hcmcp_unattended", default=None
+)
 
 
 def wait_readable_here(loop: Any, fd: int) -> bool:
@@ -49,15 +53,23 @@ def wait_readable_here(loop: Any, fd: int) -> bool:
     ready = getattr(loop, "_ready", None)
     scheduled = getattr(loop, "_scheduled", None)
     selector = getattr(loop, "_selector", None)
-    if ready is None or scheduled is None or selector is None or ready or len(scheduled) > _MAX_TIMERS:
+    if (
+        ready is None
+        or scheduled is None
+        or selector is None
+        or ready
+        or len(scheduled) > _MAX_TIMERS
+    ):
         return False
-    registered = getattr(selector, "_fd_to_key", None)    # fd -> SelectorKey (get_map() is a slow view of it)
+    registered = getattr(
+        selector, "_fd_to_key", None
+    )  # fd -> SelectorKey (get_map() is a slow view of it)
     if not isinstance(registered, dict) or len(registered) > _MAX_REGISTERED or fd in registered:
         return False
     reader = unattended.get()
     if reader is not None and reader[1]():
         return False
-    timeout = -1            # poll's "no timeout": no timer at all, as the loop would wait
+    timeout = -1  # poll's "no timeout": no timer at all, as the loop would wait
     try:
         live = [handle._when for handle in scheduled if not handle._cancelled]
     except AttributeError:  # a TimerHandle without them: another loop, or another Python
@@ -66,14 +78,18 @@ def wait_readable_here(loop: Any, fd: int) -> bool:
         remaining = min(live) - loop.time()
         if remaining <= 0:
             return False
-        timeout = math.ceil(min(remaining, 86400.0) * 1000)   # the loop caps its own wait at a day too
+        timeout = math.ceil(
+            min(remaining, 86400.0) * 1000
+        )  # the loop caps its own wait at a day too
     poller = select.poll()
     try:
         poller.register(fd, select.POLLIN | select.POLLPRI)
         if reader is not None and reader[0] != fd:
             poller.register(reader[0], select.POLLIN | select.POLLPRI)
         for key in registered.values():
-            mask = (select.POLLIN if key.events & _EVENT_READ else 0) | (select.POLLOUT if key.events & _EVENT_WRITE else 0)
+            mask = (select.POLLIN if key.events & _EVENT_READ else 0) | (
+                select.POLLOUT if key.events & _EVENT_WRITE else 0
+            )
             poller.register(key.fd, mask)
         events = poller.poll(timeout)
     except (OSError, ValueError):

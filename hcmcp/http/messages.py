@@ -16,10 +16,10 @@ logger = logging.getLogger("hcmcp.http.server")
 
 @dataclass
 class Request:
-    method: str                      # "GET", "POST", ...
-    path: str                        # the target without the query string, e.g. "/api/v3/checks/"
-    query: list[tuple[str, str]]     # decoded query pairs, in order (repeated keys kept)
-    headers: list[tuple[str, str]]   # names lowercased, values as sent (latin-1 decoded)
+    method: str  # "GET", "POST", ...
+    path: str  # the target without the query string, e.g. "/api/v3/checks/"
+    query: list[tuple[str, str]]  # decoded query pairs, in order (repeated keys kept)
+    headers: list[tuple[str, str]]  # names lowercased, values as sent (latin-1 decoded)
     body: bytes
     client: tuple[str, int] | None = None
     # True: a client that disconnects before the response starts cancels the app (the default).
@@ -46,7 +46,9 @@ class Request:
 class Response:
     status: int
     body: bytes = b""
-    headers: list[tuple[str, str]] = field(default_factory=list)   # Content-Length is added by the server
+    headers: list[tuple[str, str]] = field(
+        default_factory=list
+    )  # Content-Length is added by the server
 
 
 @dataclass
@@ -71,17 +73,17 @@ App = Callable[[Request], Awaitable["Response | StreamingResponse"]]
 
 @dataclass(frozen=True)
 class ServerLimits:
-    max_body_bytes: int = 1 * 1024 * 1024      # over -> 413, then close
-    max_header_bytes: int = 16 * 1024          # over -> 431, then close
-    max_request_line: int = 8 * 1024           # the request line alone, over -> 414, then close
+    max_body_bytes: int = 1 * 1024 * 1024  # over -> 413, then close
+    max_header_bytes: int = 16 * 1024  # over -> 431, then close
+    max_request_line: int = 8 * 1024  # the request line alone, over -> 414, then close
     # Request bodies buffered at once over ALL connections (declared lengths are reserved
     # when the head arrives, chunked bodies as they come): over -> 503 with Retry-After, close.
     max_buffered_bytes: int = 32 * 1024 * 1024
-    header_timeout: float = 10.0               # request line + headers must arrive within this -> 408, close
-    body_timeout: float = 30.0                 # the whole body -> 408, close
-    idle_timeout: float = 60.0                 # keep-alive connection idle between requests -> close silently
-    write_timeout: float = 30.0                # a client that does not read -> close
-    max_connections: int = 256                 # over -> 503 immediately, close
+    header_timeout: float = 10.0  # request line + headers must arrive within this -> 408, close
+    body_timeout: float = 30.0  # the whole body -> 408, close
+    idle_timeout: float = 60.0  # keep-alive connection idle between requests -> close silently
+    write_timeout: float = 30.0  # a client that does not read -> close
+    max_connections: int = 256  # over -> 503 immediately, close
     # (status, message) -> (content type, body) for the server's own error answers
     # (400, 408, 413, 414, 431, 500, 501, 503, 505); None means a text/plain message.
     error_body: Callable[[int, str], tuple[str, bytes]] | None = None
@@ -92,5 +94,7 @@ def error_payload(limits: ServerLimits, status: int, message: str) -> tuple[str,
         try:
             return limits.error_body(status, message)
         except Exception:
-            logger.exception("error_body hook failed for status %d; answering with plain text", status)
+            logger.exception(
+                "error_body hook failed for status %d; answering with plain text", status
+            )
     return "text/plain; charset=utf-8", (message + "\n").encode("utf-8")

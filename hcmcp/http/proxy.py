@@ -38,8 +38,8 @@ if TYPE_CHECKING:
 
     from anyio.abc import ByteStream
 
-DEFAULT_PROXY_PORT = 1080     # curl's default when the proxy URL names no port
-_REASON_LIMIT = 80            # characters of a proxy's reason phrase repeated in an error
+DEFAULT_PROXY_PORT = 1080  # curl's default when the proxy URL names no port
+_REASON_LIMIT = 80  # characters of a proxy's reason phrase repeated in an error
 
 
 class ProxySettingError(ValueError):
@@ -50,10 +50,10 @@ class ProxySettingError(ValueError):
 class ProxyRoute:
     """The proxy one origin goes through. ``repr`` and ``label`` never carry the credentials."""
 
-    host: str                      # lowercased, IPv6 without brackets
+    host: str  # lowercased, IPv6 without brackets
     port: int
-    source: str                    # the variable it came from, e.g. "HTTPS_PROXY"
-    authorization: str | None = field(default=None, repr=False)   # "Basic …" or None
+    source: str  # the variable it came from, e.g. "HTTPS_PROXY"
+    authorization: str | None = field(default=None, repr=False)  # "Basic …" or None
 
     @property
     def label(self) -> str:
@@ -111,19 +111,27 @@ def parse_proxy_url(name: str, raw: str) -> ProxyRoute:
         parts = urlsplit(text)
         port = parts.port
     except ValueError:
-        raise ProxySettingError(f"{name} is not a usable proxy URL (its host or port cannot be read); give "
-                                "http://host:port, e.g. http://proxy.example.com:3128") from None
+        raise ProxySettingError(
+            f"{name} is not a usable proxy URL (its host or port cannot be read); give "
+            "http://host:port, e.g. http://proxy.example.com:3128"
+        ) from None
     scheme = parts.scheme.lower()
     if scheme != "http":
-        what = ("a TLS connection to the proxy itself (https://) is not supported"
-                if scheme == "https" else f"the {scheme}:// proxy protocol is not supported")
-        raise ProxySettingError(f"{name} names a proxy with the scheme {scheme}://, but {what}: give "
-                                "http://host:port, or list the instance's host in NO_PROXY to connect to it "
-                                "directly. (Requests to an https:// instance still go through an http:// "
-                                "proxy as a CONNECT tunnel, with TLS end to end.)")
+        what = (
+            "a TLS connection to the proxy itself (https://) is not supported"
+            if scheme == "https"
+            else f"the {scheme}:// proxy protocol is not supported"
+        )
+        raise ProxySettingError(
+            f"{name} names a proxy with the scheme {scheme}://, but {what}: give "
+            "http://host:port, or list the instance's host in NO_PROXY to connect to it "
+            "directly. (Requests to an https:// instance still go through an http:// "
+            "proxy as a CONNECT tunnel, with TLS end to end.)"
+        )
     if not parts.hostname:
-        raise ProxySettingError(f"{name} names no proxy host; give http://host:port, "
-                                "e.g. http://proxy.example.com:3128")
+        raise ProxySettingError(
+            f"{name} names no proxy host; give http://host:port, e.g. http://proxy.example.com:3128"
+        )
     authorization = None
     if parts.username is not None:
         user = unquote(parts.username)
@@ -157,12 +165,14 @@ def bypasses(no_proxy: str, host: str, port: int) -> bool:
 
 
 def _split_entry(entry: str) -> tuple[str, int | None]:
-    """"host:port", "[::1]:8080", "::1", ".example.com" -> (host, port or None)."""
+    """ "host:port", "[::1]:8080", "::1", ".example.com" -> (host, port or None)."""
     if entry.startswith("["):
         end = entry.find("]")
         if end > 0:
-            rest = entry[end + 1:]
-            return entry[1:end], int(rest[1:]) if rest.startswith(":") and rest[1:].isdigit() else None
+            rest = entry[end + 1 :]
+            return entry[1:end], int(rest[1:]) if rest.startswith(":") and rest[
+                1:
+            ].isdigit() else None
     if entry.count(":") == 1:
         name, _, port = entry.partition(":")
         if port.isdigit():
@@ -180,8 +190,16 @@ def _ip(text: str) -> Any:
 # ----------------------------------------------------------------------------- the connection
 
 
-async def open_connection(route: ProxyRoute, scheme: str, host: str, port: int, *,
-                          ssl_context: ssl.SSLContext | None, connect_timeout: float, hint: str) -> ByteStream:
+async def open_connection(
+    route: ProxyRoute,
+    scheme: str,
+    host: str,
+    port: int,
+    *,
+    ssl_context: ssl.SSLContext | None,
+    connect_timeout: float,
+    hint: str,
+) -> ByteStream:
     """A stream to the proxy (http origin) or a TLS stream through its CONNECT tunnel (https).
 
     Raises the client's ConnectFailed or Timeout, each naming the proxy (not its credentials)
@@ -199,26 +217,37 @@ async def open_connection(route: ProxyRoute, scheme: str, host: str, port: int, 
         try:
             stream = await anyio.connect_tcp(route.host, route.port)
         except OSError as exc:
-            raise ConnectFailed(f"Could not connect to {route.described}: {_connect_reason(exc)}. {advice}") from exc
+            raise ConnectFailed(
+                f"Could not connect to {route.described}: {_connect_reason(exc)}. {advice}"
+            ) from exc
         if scheme != "https":
             return stream
         try:
             late = f"{route.subject} did not answer CONNECT {target} within {connect_timeout:g} s"
             await _tunnel(stream, route, target, advice)
-            late = (f"The TLS handshake with {target} through {route.described} did not complete within "
-                    f"{connect_timeout:g} s")
+            late = (
+                f"The TLS handshake with {target} through {route.described} did not complete within "
+                f"{connect_timeout:g} s"
+            )
             from anyio.streams.tls import TLSStream
-            return await TLSStream.wrap(stream, hostname=host, ssl_context=ssl_context,
-                                        standard_compatible=False)
+
+            return await TLSStream.wrap(
+                stream, hostname=host, ssl_context=ssl_context, standard_compatible=False
+            )
         except BaseException as exc:
             with anyio.CancelScope(shield=True):
                 await anyio.aclose_forcefully(stream)
             if isinstance(exc, (OSError, anyio.BrokenResourceError, anyio.EndOfStream)):
-                raise ConnectFailed(_tunnel_failure(exc, route, target, host, port, advice)) from exc
+                raise ConnectFailed(
+                    _tunnel_failure(exc, route, target, host, port, advice)
+                ) from exc
             raise
-    raise Timeout(f"{late}. The proxy may be down or overloaded, or it holds the connection without "
-                  f"answering. {advice}",
-                  phase="connect", seconds=connect_timeout)
+    raise Timeout(
+        f"{late}. The proxy may be down or overloaded, or it holds the connection without "
+        f"answering. {advice}",
+        phase="connect",
+        seconds=connect_timeout,
+    )
 
 
 async def _tunnel(stream: ByteStream, route: ProxyRoute, target: str, advice: str) -> None:
@@ -234,13 +263,17 @@ async def _tunnel(stream: ByteStream, route: ProxyRoute, target: str, advice: st
     headers = [("Host", target), ("User-Agent", f"hcmcp/{__version__}")]
     if route.authorization:
         headers.append(("Proxy-Authorization", route.authorization))
-    await stream.send(conn.send(h11.Request(method="CONNECT", target=target, headers=headers)) or b"")
+    await stream.send(
+        conn.send(h11.Request(method="CONNECT", target=target, headers=headers)) or b""
+    )
     while True:
         try:
             event = conn.next_event()
         except h11.RemoteProtocolError:
-            raise ConnectFailed(f"{route.subject} did not answer CONNECT {target} with valid HTTP/1.1. "
-                                f"Check that {route.source} names an HTTP proxy. {advice}") from None
+            raise ConnectFailed(
+                f"{route.subject} did not answer CONNECT {target} with valid HTTP/1.1. "
+                f"Check that {route.source} names an HTTP proxy. {advice}"
+            ) from None
         if event is h11.NEED_DATA:
             try:
                 data = await stream.receive(16 * 1024)
@@ -252,32 +285,46 @@ async def _tunnel(stream: ByteStream, route: ProxyRoute, target: str, advice: st
         elif isinstance(event, h11.Response):
             break
         else:
-            raise ConnectFailed(f"{route.subject} closed the connection without answering CONNECT {target}. "
-                                f"{advice}")
+            raise ConnectFailed(
+                f"{route.subject} closed the connection without answering CONNECT {target}. "
+                f"{advice}"
+            )
     status = event.status_code
     if 200 <= status < 300:
         if conn.trailing_data[0]:
-            raise ConnectFailed(f"{route.subject} sent data before the tunnel to {target} was open, so it "
-                                f"was not used. {advice}")
+            raise ConnectFailed(
+                f"{route.subject} sent data before the tunnel to {target} was open, so it "
+                f"was not used. {advice}"
+            )
         return
     reason = _printable(event.reason.decode("latin-1"))
     said = f"{status} {reason}".strip()
     if status == 407:
-        credentials = ("it refused the credentials in the proxy URL" if route.authorization
-                       else "no credentials were sent: the proxy URL has none")
-        raise ConnectFailed(f"{route.subject} answered CONNECT {target} with {said}: it wants proxy "
-                            f"credentials, and {credentials}. Put them in {route.source} as "
-                            f"http://user:password@host:port (percent-encode special characters).")
+        credentials = (
+            "it refused the credentials in the proxy URL"
+            if route.authorization
+            else "no credentials were sent: the proxy URL has none"
+        )
+        raise ConnectFailed(
+            f"{route.subject} answered CONNECT {target} with {said}: it wants proxy "
+            f"credentials, and {credentials}. Put them in {route.source} as "
+            f"http://user:password@host:port (percent-encode special characters)."
+        )
     if status >= 500:
-        raise ConnectFailed(f"{route.subject} could not open the tunnel to {target}: it answered CONNECT "
-                            f"with {said}, which usually means the proxy cannot reach that host. Check "
-                            f"HEALTHCHECKS_URL, and that the instance is up. {advice}")
-    raise ConnectFailed(f"{route.subject} refused the tunnel to {target}: it answered CONNECT with {said}. "
-                        f"The proxy may not allow this host or port. {advice}")
+        raise ConnectFailed(
+            f"{route.subject} could not open the tunnel to {target}: it answered CONNECT "
+            f"with {said}, which usually means the proxy cannot reach that host. Check "
+            f"HEALTHCHECKS_URL, and that the instance is up. {advice}"
+        )
+    raise ConnectFailed(
+        f"{route.subject} refused the tunnel to {target}: it answered CONNECT with {said}. "
+        f"The proxy may not allow this host or port. {advice}"
+    )
 
 
-def _tunnel_failure(exc: BaseException, route: ProxyRoute, target: str, host: str, port: int,
-                    advice: str) -> str:
+def _tunnel_failure(
+    exc: BaseException, route: ProxyRoute, target: str, host: str, port: int, advice: str
+) -> str:
     import anyio
 
     from .client_connection import is_tls_error as _is_tls_error, reason as _reason
@@ -287,18 +334,25 @@ def _tunnel_failure(exc: BaseException, route: ProxyRoute, target: str, host: st
         if candidate is not None and _is_tls_error(candidate):
             return f"{failure_text(candidate, host, port)} (The connection went through {route.described}.)"
     if isinstance(exc, (anyio.EndOfStream, anyio.BrokenResourceError)):
-        return (f"The connection through {route.described} to {target} was closed during the TLS handshake. "
-                f"Check that {target} speaks https. {advice}")
+        return (
+            f"The connection through {route.described} to {target} was closed during the TLS handshake. "
+            f"Check that {target} speaks https. {advice}"
+        )
     return f"The tunnel through {route.described} to {target} failed: {_reason(exc)}. {advice}"
 
 
 def forward_failure(route: ProxyRoute, what: str) -> str:
     """A 407 from the proxy for a plain-http request in absolute form."""
-    credentials = ("it refused the credentials in the proxy URL" if route.authorization
-                   else "no credentials were sent: the proxy URL has none")
-    return (f"{route.subject} answered {what} with 407 Proxy Authentication Required: it wants proxy "
-            f"credentials, and {credentials}. Put them in {route.source} as http://user:password@host:port "
-            "(percent-encode special characters).")
+    credentials = (
+        "it refused the credentials in the proxy URL"
+        if route.authorization
+        else "no credentials were sent: the proxy URL has none"
+    )
+    return (
+        f"{route.subject} answered {what} with 407 Proxy Authentication Required: it wants proxy "
+        f"credentials, and {credentials}. Put them in {route.source} as http://user:password@host:port "
+        "(percent-encode special characters)."
+    )
 
 
 def _printable(text: str) -> str:

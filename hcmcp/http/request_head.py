@@ -38,7 +38,9 @@ _FIELD = re.compile(f"({_TOKEN}):[ \t]*+({_VALUE})[ \t]*+\r\n")
 _FIELDS = re.compile(f"(?:{_TOKEN}:[ \t]*+{_VALUE}[ \t]*+\r\n)*+\r\n")
 _MAX_LENGTH_DIGITS = 18
 # Headers that decide the framing or the connection: looked at, each in its own way.
-_FRAMING = frozenset({"host", "content-length", "transfer-encoding", "expect", "upgrade", "connection"})
+_FRAMING = frozenset(
+    {"host", "content-length", "transfer-encoding", "expect", "upgrade", "connection"}
+)
 
 
 class PlainHead:
@@ -46,11 +48,17 @@ class PlainHead:
 
     __slots__ = ("method", "target", "headers", "head_length", "body_length")
 
-    def __init__(self, method: str, target: str, headers: list[tuple[str, str]], head_length: int,
-                 body_length: int) -> None:
+    def __init__(
+        self,
+        method: str,
+        target: str,
+        headers: list[tuple[str, str]],
+        head_length: int,
+        body_length: int,
+    ) -> None:
         self.method = method
         self.target = target
-        self.headers = headers          # names lowercased, values stripped, in order
+        self.headers = headers  # names lowercased, values stripped, in order
         self.head_length = head_length  # bytes of the line and headers, blank line included
         self.body_length = body_length  # Content-Length, 0 without one
 
@@ -63,15 +71,17 @@ class _Verdict:
         return self.name
 
 
-INCOMPLETE: Final = _Verdict("INCOMPLETE")   # no end of head yet: read more, or let h11 decide
-NOT_PLAIN: Final = _Verdict("NOT_PLAIN")     # h11 (and framing.py) parse this one
+INCOMPLETE: Final = _Verdict("INCOMPLETE")  # no end of head yet: read more, or let h11 decide
+NOT_PLAIN: Final = _Verdict("NOT_PLAIN")  # h11 (and framing.py) parse this one
 
 
-def parse_plain(data: bytes | bytearray, max_request_line: int, max_header_bytes: int) -> PlainHead | _Verdict:
+def parse_plain(
+    data: bytes | bytearray, max_request_line: int, max_header_bytes: int
+) -> PlainHead | _Verdict:
     """The plain head at the start of ``data``; INCOMPLETE when its end has not arrived (and it may
     still be plain), NOT_PLAIN when it is not plain (see the module's docstring)."""
     end = _HEAD_END.search(data, 0, max_header_bytes + 1)
-    if end is None:   # past the shorter limit h11 and framing.py decide, as soon as they would
+    if end is None:  # past the shorter limit h11 and framing.py decide, as soon as they would
         return INCOMPLETE if len(data) <= min(max_request_line, max_header_bytes) else NOT_PLAIN
     head_length = end.end()
     if end.group() != b"\n\r\n" or head_length > max_header_bytes:
@@ -98,11 +108,13 @@ def parse_plain(data: bytes | bytearray, max_request_line: int, max_header_bytes
         elif name == "connection":
             if not asks_keep_alive(b"1.1", value):
                 return NOT_PLAIN
-        else:   # transfer-encoding, expect, upgrade
+        else:  # transfer-encoding, expect, upgrade
             return NOT_PLAIN
     if hosts != 1:
         return NOT_PLAIN
-    return PlainHead(method, line.group(2), headers, head_length, int(length) if length is not None else 0)
+    return PlainHead(
+        method, line.group(2), headers, head_length, int(length) if length is not None else 0
+    )
 
 
 def asks_keep_alive(http_version: bytes, connection: str | None) -> bool:
@@ -110,4 +122,6 @@ def asks_keep_alive(http_version: bytes, connection: str | None) -> bool:
     connection open after an answer with a known length, and adds nothing to the answer's head."""
     if http_version != b"1.1":
         return False
-    return connection is None or all(token.strip(" \t").lower() == "keep-alive" for token in connection.split(","))
+    return connection is None or all(
+        token.strip(" \t").lower() == "keep-alive" for token in connection.split(",")
+    )

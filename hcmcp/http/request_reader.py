@@ -18,8 +18,15 @@ from typing import TYPE_CHECKING
 import anyio
 import h11
 
-from .framing import (Refusal, buffered, check_chunk_framing, check_head, content_length, peek,
-                      protocol_error_message)
+from .framing import (
+    Refusal,
+    buffered,
+    check_chunk_framing,
+    check_head,
+    content_length,
+    peek,
+    protocol_error_message,
+)
 from .request_head import NOT_PLAIN, PlainHead, parse_plain
 from .socket_stream import RawSocketStream
 
@@ -34,8 +41,13 @@ class ClientGone(Exception):
 
 
 class RequestReader:
-    def __init__(self, server: HttpServer, stream: RawSocketStream, initial: bytes,
-                 write: Callable[[bytes], Awaitable[None]]) -> None:
+    def __init__(
+        self,
+        server: HttpServer,
+        stream: RawSocketStream,
+        initial: bytes,
+        write: Callable[[bytes], Awaitable[None]],
+    ) -> None:
         """``initial``: bytes already read (an adopted connection); ``write``: how an interim
         answer (100 Continue) is sent."""
         self.server = server
@@ -43,13 +55,15 @@ class RequestReader:
         self.stream = stream
         self._write = write
         self.h11 = self._new_h11()
-        self._unparsed = bytearray(initial)   # read, not parsed, while no request is h11's to read
+        self._unparsed = bytearray(initial)  # read, not parsed, while no request is h11's to read
         self._h11_reads = False
-        self.untold: str | None = None   # a plain request's method, while h11 has not been told of it
-        self.peer_closed = False         # EOF or a reset was read (h11 knows once it reads)
-        self.peer_reset = False          # ... and it was a reset: nothing more can be written either
-        self.reserved = 0                # body bytes this connection holds against the server's budget
-        self.waiting_scope: anyio.CancelScope | None = None   # while waiting for a next request
+        self.untold: str | None = (
+            None  # a plain request's method, while h11 has not been told of it
+        )
+        self.peer_closed = False  # EOF or a reset was read (h11 knows once it reads)
+        self.peer_reset = False  # ... and it was a reset: nothing more can be written either
+        self.reserved = 0  # body bytes this connection holds against the server's budget
+        self.waiting_scope: anyio.CancelScope | None = None  # while waiting for a next request
 
     def _new_h11(self) -> h11.Connection:
         return h11.Connection(h11.SERVER, max_incomplete_event_size=self.limits.max_header_bytes)
@@ -66,7 +80,7 @@ class RequestReader:
             data = b""
             self.peer_reset = True
         if self._h11_reads:
-            self.h11.receive_data(data)   # b"" tells h11 of the EOF
+            self.h11.receive_data(data)  # b"" tells h11 of the EOF
         elif data:
             self._unparsed += data
         if not data:
@@ -76,7 +90,7 @@ class RequestReader:
     async def _receive(self) -> None:
         """A read for the request being parsed (or the EOF); a reset raises ClientGone."""
         if self.peer_closed:
-            raise ClientGone()   # h11 asks for no bytes once it knows of the EOF; never spin if it did
+            raise ClientGone()  # h11 asks for no bytes once it knows of the EOF; never spin if it did
         await self.read_socket()
         if self.peer_reset:
             raise ClientGone()
@@ -103,14 +117,14 @@ class RequestReader:
         method, self.untold = self.untold, None
         if method is not None:
             self.h11.receive_data(b"%s / HTTP/1.1\r\nhost: plain\r\n\r\n" % method.encode("ascii"))
-            self.h11.next_event()   # the Request
-            self.h11.next_event()   # its EndOfMessage
+            self.h11.next_event()  # the Request
+            self.h11.next_event()  # its EndOfMessage
 
     def next_cycle(self) -> bool:
         """After an answered request: True when the connection may wait for another one (False after
         Connection: close, HTTP/1.0, or an error answer). The next request is tried as a plain one
         again, unless h11 knows of the EOF already (then it sees the connection to its end)."""
-        if self.untold is not None:   # a plain request answered by hand: h11 never knew of it
+        if self.untold is not None:  # a plain request answered by hand: h11 never knew of it
             self.untold = None
             return True
         if self.h11.our_state is not h11.DONE or self.h11.their_state is not h11.DONE:
@@ -142,31 +156,40 @@ class RequestReader:
         while True:
             if not self._h11_reads:
                 if self._unparsed:
-                    plain = parse_plain(self._unparsed, self.limits.max_request_line, self.limits.max_header_bytes)
+                    plain = parse_plain(
+                        self._unparsed, self.limits.max_request_line, self.limits.max_header_bytes
+                    )
                     if plain.__class__ is PlainHead:
-                        self.untold = plain.method   # type: ignore[union-attr]
-                        return plain   # type: ignore[return-value]
+                        self.untold = plain.method  # type: ignore[union-attr]
+                        return plain  # type: ignore[return-value]
                     if plain is NOT_PLAIN:
                         self._hand_to_h11()
                 if self.peer_closed and not self._h11_reads:
-                    self._hand_to_h11()   # h11 says what the EOF (after a part of a head, or none) means
+                    self._hand_to_h11()  # h11 says what the EOF (after a part of a head, or none) means
             if self._h11_reads:
                 try:
                     if self.h11.their_state is h11.IDLE:
-                        check_head(peek(self.h11, self.limits.max_header_bytes + 4), self.limits.max_request_line)
+                        check_head(
+                            peek(self.h11, self.limits.max_header_bytes + 4),
+                            self.limits.max_request_line,
+                        )
                     event = self.h11.next_event()
                 except h11.RemoteProtocolError as exc:
                     if self.peer_closed:
-                        return None   # the client hung up mid-request: nobody is left to read an answer
+                        return (
+                            None  # the client hung up mid-request: nobody is left to read an answer
+                        )
                     raise self.protocol_refusal(exc) from None
                 if isinstance(event, h11.Request):
                     return event
                 if event is not h11.NEED_DATA:
-                    return None   # ConnectionClosed (or PAUSED, which our loop never leaves us in)
+                    return None  # ConnectionClosed (or PAUSED, which our loop never leaves us in)
             if head_deadline is None and self.buffered():
                 head_deadline = anyio.current_time() + self.limits.header_timeout
             # One scope for the wait: its deadline, and shutdown's close_if_idle (which cancels it).
-            with anyio.CancelScope(deadline=head_deadline if head_deadline is not None else idle_deadline) as waiting:
+            with anyio.CancelScope(
+                deadline=head_deadline if head_deadline is not None else idle_deadline
+            ) as waiting:
                 if self.server._closing:
                     return None
                 self.waiting_scope = waiting
@@ -176,8 +199,11 @@ class RequestReader:
                 continue
             if self.server._closing or not self.buffered():
                 return None
-            raise Refusal(408, f"The request line and headers did not arrive within {self.limits.header_timeout:g} s. "
-                               "Send the whole request head promptly.")
+            raise Refusal(
+                408,
+                f"The request line and headers did not arrive within {self.limits.header_timeout:g} s. "
+                "Send the whole request head promptly.",
+            )
 
     def protocol_refusal(self, exc: h11.RemoteProtocolError) -> Refusal:
         """h11's verdict, said without h11's text: it can quote the offending header line, which
@@ -186,13 +212,18 @@ class RequestReader:
         if status == 431:
             return Refusal(431, self.headers_too_large())
         if status == 501:
-            return Refusal(501, "The request uses an HTTP feature this server does not implement "
-                                "(only Transfer-Encoding: chunked is supported).")
+            return Refusal(
+                501,
+                "The request uses an HTTP feature this server does not implement "
+                "(only Transfer-Encoding: chunked is supported).",
+            )
         return Refusal(400, protocol_error_message(str(exc)))
 
     def headers_too_large(self) -> str:
-        return (f"The request headers are larger than this server accepts "
-                f"({self.limits.max_header_bytes} bytes). Send fewer or shorter headers.")
+        return (
+            f"The request headers are larger than this server accepts "
+            f"({self.limits.max_header_bytes} bytes). Send fewer or shorter headers."
+        )
 
     # -- the body --------------------------------------------------------------------------
 
@@ -200,21 +231,30 @@ class RequestReader:
         """The whole body under max_body_bytes, body_timeout and the server's buffer budget; None
         when the client hung up mid-request; raises Refusal (413, 408, 503, a malformed body)."""
         if head.__class__ is PlainHead:
-            return await self._plain_body(head)   # type: ignore[arg-type]
-        return await self._h11_body(head)   # type: ignore[arg-type]
+            return await self._plain_body(head)  # type: ignore[arg-type]
+        return await self._h11_body(head)  # type: ignore[arg-type]
 
     def _too_large(self) -> Refusal:
-        return Refusal(413, f"The request body is larger than this server accepts ({self.limits.max_body_bytes} "
-                            "bytes). Send a smaller body.")
+        return Refusal(
+            413,
+            f"The request body is larger than this server accepts ({self.limits.max_body_bytes} "
+            "bytes). Send a smaller body.",
+        )
 
     def _too_slow(self) -> Refusal:
-        return Refusal(408, f"The request body did not arrive within {self.limits.body_timeout:g} s. "
-                            "Send the body promptly, or a smaller one.")
+        return Refusal(
+            408,
+            f"The request body did not arrive within {self.limits.body_timeout:g} s. "
+            "Send the body promptly, or a smaller one.",
+        )
 
     def _busy(self) -> Refusal:
-        return Refusal(503, f"The server is buffering as many request bodies as it allows "
-                            f"({self.limits.max_buffered_bytes} bytes over all connections). Retry shortly.",
-                       retry_after=True)
+        return Refusal(
+            503,
+            f"The server is buffering as many request bodies as it allows "
+            f"({self.limits.max_buffered_bytes} bytes over all connections). Retry shortly.",
+            retry_after=True,
+        )
 
     async def _plain_body(self, head: PlainHead) -> bytes | None:
         if head.body_length > self.limits.max_body_bytes:
@@ -230,7 +270,7 @@ class RequestReader:
                     await self._receive()
             if waiting.cancelled_caught:
                 raise self._too_slow()
-        body = bytes(self._unparsed[head.head_length:end])
+        body = bytes(self._unparsed[head.head_length : end])
         del self._unparsed[:end]
         return body
 
@@ -238,13 +278,15 @@ class RequestReader:
         limit = self.limits.max_body_bytes
         declared = content_length(head)
         if declared is not None and declared > limit:
-            raise self._too_large()   # no 100 Continue: the client need not send it
+            raise self._too_large()  # no 100 Continue: the client need not send it
         if declared is not None and not self.reserve(declared):
             raise self._busy()
         parts: list[bytes] = []
         size = 0
         refusal: Refusal | None = None
-        malformed = False   # the body broke the framing: unanswered when the client hung up meanwhile
+        malformed = (
+            False  # the body broke the framing: unanswered when the client hung up meanwhile
+        )
         # The body's deadline, in a scope only while a wait is due: a small body came with its head.
         body_deadline = anyio.current_time() + self.limits.body_timeout
         while True:
@@ -261,7 +303,13 @@ class RequestReader:
             if event is h11.NEED_DATA:
                 with anyio.move_on_at(body_deadline) as waiting:
                     if self.h11.they_are_waiting_for_100_continue:
-                        await self._write(self.h11.send(h11.InformationalResponse(status_code=100, reason=b"Continue", headers=[])))
+                        await self._write(
+                            self.h11.send(
+                                h11.InformationalResponse(
+                                    status_code=100, reason=b"Continue", headers=[]
+                                )
+                            )
+                        )
                     await self._receive()
                 if waiting.cancelled_caught:
                     refusal = self._too_slow()
@@ -283,7 +331,7 @@ class RequestReader:
         # Freed before the refusal travels: its traceback holds this frame until it is answered.
         parts.clear()
         if malformed and self.peer_closed:
-            return None   # the client hung up mid-request: nobody is left to read an answer
+            return None  # the client hung up mid-request: nobody is left to read an answer
         raise refusal
 
     # -- the budget of buffered bodies ------------------------------------------------------

@@ -33,6 +33,7 @@ def reason(status: int) -> bytes:
     phrase = _REASONS.get(status)
     if phrase is None:
         from http import HTTPStatus
+
         try:
             phrase = HTTPStatus(status).phrase.encode("ascii")
         except ValueError:
@@ -57,8 +58,12 @@ def plain_head(status: int, headers: list[tuple[str, str]]) -> bytes | None:
                 return None
             if len(_names_seen) < 256:
                 _names_seen.add(name)
-        if not (isinstance(value, str) and value.isascii() and value.isprintable()
-                and value.strip(" ") == value):
+        if not (
+            isinstance(value, str)
+            and value.isascii()
+            and value.isprintable()
+            and value.strip(" ") == value
+        ):
             return None
         lines.append(f"{name}: {value}\r\n".encode("ascii"))
     lines.append(b"\r\n")

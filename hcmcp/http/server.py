@@ -45,7 +45,15 @@ from .messages import App, Request, Response, ServerLimits, StreamingResponse, e
 from .response_head import reason
 from .socket_stream import RawSocketStream, accept, linger_and_close
 
-__all__ = ["App", "HttpServer", "Request", "Response", "ServerLimits", "StreamingResponse", "serve_in_background"]
+__all__ = [
+    "App",
+    "HttpServer",
+    "Request",
+    "Response",
+    "ServerLimits",
+    "StreamingResponse",
+    "serve_in_background",
+]
 
 logger = logging.getLogger("hcmcp.http.server")
 # After the buffered bodies drop back to nothing from at least this much, ask the C allocator
@@ -59,10 +67,16 @@ class ListenFailed(OSError):
     def __init__(self, host: str, port: int, error: OSError) -> None:
         shown = f"[{host}]" if ":" in host else host
         # A name that does not resolve is a gaierror, whose errno is negative: its own text then.
-        reason = os.strerror(error.errno) if isinstance(error.errno, int) and error.errno > 0 else (
-            error.strerror or str(error))
-        super().__init__(error.errno, f"cannot listen on {shown}:{port}: {reason}. Pick another HOST:PORT "
-                                      "for --http (port 0 lets the system choose a free one).")
+        reason = (
+            os.strerror(error.errno)
+            if isinstance(error.errno, int) and error.errno > 0
+            else (error.strerror or str(error))
+        )
+        super().__init__(
+            error.errno,
+            f"cannot listen on {shown}:{port}: {reason}. Pick another HOST:PORT "
+            "for --http (port 0 lets the system choose a free one).",
+        )
 
 
 class HttpServer:
@@ -81,11 +95,11 @@ class HttpServer:
         self.port: int = port
         self.limits = limits
         self._connections: set[_Connection] = set()
-        self.buffered_bytes = 0        # request-body bytes reserved now, over all connections
+        self.buffered_bytes = 0  # request-body bytes reserved now, over all connections
         self._group: anyio.abc.TaskGroup | None = None
         self._trimming = False
         self._closed_count = 0
-        self._buffered_peak = 0        # the most since the budget was last empty
+        self._buffered_peak = 0  # the most since the budget was last empty
         self._rejecting = 0
         self._active_requests = 0
         self._closing = False
@@ -126,8 +140,12 @@ class HttpServer:
 
     def _maybe_trim(self) -> None:
         """After a burst of buffered bodies, once all are let go: return the memory to the system."""
-        if (self.buffered_bytes == 0 and self._buffered_peak >= _TRIM_AFTER_BYTES and not self._trimming
-                and self._group is not None):
+        if (
+            self.buffered_bytes == 0
+            and self._buffered_peak >= _TRIM_AFTER_BYTES
+            and not self._trimming
+            and self._group is not None
+        ):
             self._trimming = True
             self._group.start_soon(self._trim_when_quiet)
 
@@ -139,7 +157,7 @@ class HttpServer:
                 closed = self._closed_count
                 await anyio.sleep(0.5)
                 if self.buffered_bytes != 0:
-                    return   # a new burst: its own end will trim
+                    return  # a new burst: its own end will trim
                 if self._closed_count == closed:
                     break
             self._buffered_peak = 0
@@ -147,19 +165,26 @@ class HttpServer:
         finally:
             self._trimming = False
 
-    async def serve(self, *, task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED) -> None:
+    async def serve(
+        self, *, task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
         """Bind, report the port through task_status, serve until cancelled or shut down."""
         if self._accept_scope is not None:
-            raise RuntimeError("This HttpServer is already serving; create one server per serve() call.")
+            raise RuntimeError(
+                "This HttpServer is already serving; create one server per serve() call."
+            )
         adopted: list[tuple[int, bytes, bool]] = []
         if self._adopted is not None:
             from anyio.streams.stapled import MultiListener
+
             listener_fd, adopted = self._adopted
             self._adopted = None
             listener = MultiListener([await anyio.abc.SocketListener.from_socket(listener_fd)])
         else:
             try:
-                listener = await anyio.create_tcp_listener(local_host=self.host, local_port=self.port)
+                listener = await anyio.create_tcp_listener(
+                    local_host=self.host, local_port=self.port
+                )
             except OSError as error:
                 raise ListenFailed(self.host, self.port, error) from None
         self.port = listener.extra(SocketAttribute.local_port)
@@ -199,13 +224,18 @@ class HttpServer:
         with anyio.move_on_after(grace):
             await self._drained.wait()
         if self._connections:
-            logger.warning("shutdown: %d connection(s) still busy after %.1f s; cancelling them",
-                           len(self._connections), grace)
+            logger.warning(
+                "shutdown: %d connection(s) still busy after %.1f s; cancelling them",
+                len(self._connections),
+                grace,
+            )
         assert self._connections_scope is not None
         self._connections_scope.cancel()
         await self._stopped.wait()
 
-    async def _accept_loop(self, listener: anyio.abc.SocketListener, connections: anyio.abc.TaskGroup) -> None:
+    async def _accept_loop(
+        self, listener: anyio.abc.SocketListener, connections: anyio.abc.TaskGroup
+    ) -> None:
         while True:
             try:
                 stream = RawSocketStream(await accept(listener))
@@ -217,7 +247,7 @@ class HttpServer:
             # The cap is enforced here, before a task or a parser exists for the connection.
             if len(self._connections) >= self.limits.max_connections:
                 if self._rejecting >= self.limits.max_connections:
-                    await stream.aclose()   # a flood: do not even spend a task on it
+                    await stream.aclose()  # a flood: do not even spend a task on it
                     continue
                 self._rejecting += 1
                 connections.start_soon(self._reject, stream)
@@ -226,14 +256,16 @@ class HttpServer:
             self._connections.add(connection)
             connections.start_soon(self._run_connection, connection)
 
-    async def _adopt_connection(self, fd: int, initial: bytes, answered: bool,
-                                connections: anyio.abc.TaskGroup) -> None:
+    async def _adopt_connection(
+        self, fd: int, initial: bytes, answered: bool, connections: anyio.abc.TaskGroup
+    ) -> None:
         import socket
+
         sock = socket.socket(fileno=fd)
         try:
             sock.getpeername()
             stream = RawSocketStream(sock)
-        except (ValueError, OSError):   # the client has gone already (a reset): nothing to answer
+        except (ValueError, OSError):  # the client has gone already (a reset): nothing to answer
             sock.close()
             return
         connection = _Connection(self, stream, initial, answered)
@@ -244,7 +276,9 @@ class HttpServer:
         try:
             await connection.run()
         except Exception:
-            logger.exception("Connection from %s failed unexpectedly; it was closed", connection.client)
+            logger.exception(
+                "Connection from %s failed unexpectedly; it was closed", connection.client
+            )
         finally:
             self._connections.discard(connection)
             self._closed_count += 1
@@ -253,17 +287,30 @@ class HttpServer:
 
     async def _reject(self, stream: RawSocketStream) -> None:
         try:
-            message = (f"The server is at its limit of {self.limits.max_connections} open connections. "
-                       "Retry shortly, or reuse an open keep-alive connection.")
+            message = (
+                f"The server is at its limit of {self.limits.max_connections} open connections. "
+                "Retry shortly, or reuse an open keep-alive connection."
+            )
             content_type, body = error_payload(self.limits, 503, message)
             writer = h11.Connection(h11.SERVER)
-            data = writer.send(h11.Response(status_code=503, reason=reason(503), headers=[
-                ("content-type", content_type), ("content-length", str(len(body))),
-                ("retry-after", "1"), ("connection", "close")]))
+            data = writer.send(
+                h11.Response(
+                    status_code=503,
+                    reason=reason(503),
+                    headers=[
+                        ("content-type", content_type),
+                        ("content-length", str(len(body))),
+                        ("retry-after", "1"),
+                        ("connection", "close"),
+                    ],
+                )
+            )
             data += writer.send(h11.Data(data=body)) + writer.send(h11.EndOfMessage())
             with anyio.move_on_after(self.limits.write_timeout):
                 await stream.send(data)
-            logger.warning("Refused a connection with 503: %d connections open", len(self._connections))
+            logger.warning(
+                "Refused a connection with 503: %d connections open", len(self._connections)
+            )
             await linger_and_close(stream)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             await stream.aclose()
@@ -294,9 +341,11 @@ async def serve_in_background(
 def _release_freed_memory() -> None:
     """Collect reference cycles, then glibc's malloc_trim(0): freed heap pages go back to the system."""
     import gc
+
     gc.collect()
     try:
-        import ctypes   # absent from some minimal interpreters (distroless python3 has no _ctypes)
+        import ctypes  # absent from some minimal interpreters (distroless python3 has no _ctypes)
+
         ctypes.CDLL("libc.so.6").malloc_trim(0)
     except (ImportError, OSError, AttributeError):
         pass

@@ -23,7 +23,9 @@ from anyio.abc import SocketAttribute
 
 from .idle_wait import wait_readable_here
 
-if TYPE_CHECKING:   # asyncio imports ssl: the HTTP client imports this module before any https is seen
+if (
+    TYPE_CHECKING
+):  # asyncio imports ssl: the HTTP client imports this module before any https is seen
     import asyncio
 
 
@@ -37,6 +39,7 @@ class RawSocketStream:
         self._sock = sock
         if loop is None:
             import asyncio
+
             loop = asyncio.get_running_loop()
         self._loop = loop
         self._fd = sock.fileno()
@@ -49,7 +52,11 @@ class RawSocketStream:
         is closed meanwhile. (anyio.wait_readable would first spend a loop turn on a checkpoint.)"""
         loop = self._loop
         waiter = loop.create_future()
-        add, remove = (loop.add_writer, loop.remove_writer) if writable else (loop.add_reader, loop.remove_reader)
+        add, remove = (
+            (loop.add_writer, loop.remove_writer)
+            if writable
+            else (loop.add_reader, loop.remove_reader)
+        )
         add(self._fd, _wake, waiter)
         self._waiters.add(waiter)
         try:
@@ -118,7 +125,7 @@ class RawSocketStream:
         loop = self._loop
         loop.remove_reader(self._fd)
         loop.remove_writer(self._fd)
-        for waiter in self._waiters:      # a task waiting on it gets ClosedResourceError
+        for waiter in self._waiters:  # a task waiting on it gets ClosedResourceError
             if not waiter.done():
                 waiter.set_exception(anyio.ClosedResourceError())
         self._sock.close()
@@ -164,13 +171,14 @@ def _wake(waiter: asyncio.Future[None]) -> None:
 async def accept(listener: Any) -> socket.socket:
     """The next connection on an anyio listener's socket, as a plain socket with TCP_NODELAY."""
     import asyncio
+
     raw = listener.extra(SocketAttribute.raw_socket)
     loop = asyncio.get_running_loop()
     try:
         sock, _ = await loop.sock_accept(raw)
     except asyncio.CancelledError:
         try:
-            loop.remove_reader(raw)     # a cancelled sock_accept can leave its reader (bpo-41317)
+            loop.remove_reader(raw)  # a cancelled sock_accept can leave its reader (bpo-41317)
         except (ValueError, NotImplementedError, OSError):
             pass
         raise

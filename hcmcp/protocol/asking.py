@@ -18,19 +18,25 @@ if TYPE_CHECKING:
     from .server import RequestContext
 
 # Why a question cannot be asked on this request (RequestContext.why_no_dialog).
-OPERATOR_DISABLED = "operator"          # ELICITATION=false on this server
-CLIENT_CANNOT = "client"                # the client did not declare form elicitation
-TRANSPORT_CANNOT = "transport"          # a stateless transport: no way to reach the client mid-call
+OPERATOR_DISABLED = "operator"  # ELICITATION=false on this server
+CLIENT_CANNOT = "client"  # the client did not declare form elicitation
+TRANSPORT_CANNOT = "transport"  # a stateless transport: no way to reach the client mid-call
 
-MISSING_STATE_NOTE = ("An earlier answer to this question could not be used: it came back without the "
-                      "requestState it answers (the client must echo it unchanged). Please answer again.\n\n")
-STALE_NOTE = ("An earlier answer to this question could not be used: its state had expired, "
-              "did not match this request, or came from a server that has since restarted "
-              "(the likeliest cause). Please answer again.\n\n")
+MISSING_STATE_NOTE = (
+    "An earlier answer to this question could not be used: it came back without the "
+    "requestState it answers (the client must echo it unchanged). Please answer again.\n\n"
+)
+STALE_NOTE = (
+    "An earlier answer to this question could not be used: its state had expired, "
+    "did not match this request, or came from a server that has since restarted "
+    "(the likeliest cause). Please answer again.\n\n"
+)
 # A seal made with another key: behind a load balancer, the likeliest cause is a replica without ours.
-OTHER_KEY_NOTE = ("An earlier answer to this question could not be used: its state was sealed with another "
-                  "key, by a server that has since restarted or by another replica (replicas behind a load "
-                  "balancer must share HEALTHCHECKS_STATE_KEY). Please answer again.\n\n")
+OTHER_KEY_NOTE = (
+    "An earlier answer to this question could not be used: its state was sealed with another "
+    "key, by a server that has since restarted or by another replica (replicas behind a load "
+    "balancer must share HEALTHCHECKS_STATE_KEY). Please answer again.\n\n"
+)
 
 
 @dataclass
@@ -56,15 +62,27 @@ class InputRequired(Exception):
 def read_answer(raw: Any) -> Answer:
     """An ElicitResult object -> Answer (anything else is ``malformed``)."""
     if not isinstance(raw, dict) or raw.get("action") not in ("accept", "decline", "cancel"):
-        return Answer("malformed", detail="the client's answer was not an ElicitResult with accept, decline or cancel")
+        return Answer(
+            "malformed",
+            detail="the client's answer was not an ElicitResult with accept, decline or cancel",
+        )
     content = raw.get("content")
     if content is not None and not isinstance(content, dict):
-        return Answer("malformed", detail="the client's answer carried content that is not an object")
+        return Answer(
+            "malformed", detail="the client's answer carried content that is not an object"
+        )
     return Answer(raw["action"], content)
 
 
-async def elicit(ctx: RequestContext, *, key: str, message: str, requested_schema: dict[str, Any],
-                 fingerprint: str, bad_state: str = "ask_again") -> Answer:
+async def elicit(
+    ctx: RequestContext,
+    *,
+    key: str,
+    message: str,
+    requested_schema: dict[str, Any],
+    fingerprint: str,
+    bad_state: str = "ask_again",
+) -> Answer:
     """Ask once; returns the Answer. Under 2026 this raises InputRequired until the answer is here.
 
     ``fingerprint`` binds the question to its target: a 2026 answer sealed for another
@@ -72,15 +90,18 @@ async def elicit(ctx: RequestContext, *, key: str, message: str, requested_schem
     open as no answer (a fresh question, with a note), "error" answers -32602 instead.
     """
     if ctx.why_no_dialog is not None:
-        raise RuntimeError("elicit() called on a request that cannot show a dialog; check ctx.why_no_dialog first")
+        raise RuntimeError(
+            "elicit() called on a request that cannot show a dialog; check ctx.why_no_dialog first"
+        )
     params = {"mode": "form", "message": message, "requestedSchema": requested_schema}
     if ctx.modern:
         return _modern_answer(ctx, key, params, fingerprint, bad_state)
     return await _legacy_answer(ctx, params)
 
 
-def _modern_answer(ctx: RequestContext, key: str, params: dict[str, Any], fingerprint: str,
-                   bad_state: str) -> Answer:
+def _modern_answer(
+    ctx: RequestContext, key: str, params: dict[str, Any], fingerprint: str, bad_state: str
+) -> Answer:
     seal = ctx.server.seal
     tool = ctx.tool_name or ctx.method
     state = ctx.request_state
@@ -88,22 +109,28 @@ def _modern_answer(ctx: RequestContext, key: str, params: dict[str, Any], finger
         if bad_state == "ask_again" and key in (ctx.input_responses or {}):
             # An answer without the state it answers: not an approval, and the person is told why.
             params = dict(params, message=MISSING_STATE_NOTE + params["message"])
-        raise InputRequired({key: {"method": "elicitation/create", "params": params}},
-                            seal.seal(tool, fingerprint))
+        raise InputRequired(
+            {key: {"method": "elicitation/create", "params": params}}, seal.seal(tool, fingerprint)
+        )
     try:
         seal.open(state, tool, fingerprint)
     except SealBroken as broken:
         if bad_state == "error":
-            raise RpcError(INVALID_PARAMS, f"Invalid params: requestState could not be verified ({broken.reason})") from None
+            raise RpcError(
+                INVALID_PARAMS,
+                f"Invalid params: requestState could not be verified ({broken.reason})",
+            ) from None
         note = OTHER_KEY_NOTE if broken.reason == "forged" else STALE_NOTE
         fresh = dict(params, message=note + params["message"])
-        raise InputRequired({key: {"method": "elicitation/create", "params": fresh}},
-                            seal.seal(tool, fingerprint)) from None
+        raise InputRequired(
+            {key: {"method": "elicitation/create", "params": fresh}}, seal.seal(tool, fingerprint)
+        ) from None
     responses = ctx.input_responses or {}
     if key not in responses:
         # Unknown keys are ignored; a missing answer means: ask again.
-        raise InputRequired({key: {"method": "elicitation/create", "params": params}},
-                            seal.seal(tool, fingerprint))
+        raise InputRequired(
+            {key: {"method": "elicitation/create", "params": params}}, seal.seal(tool, fingerprint)
+        )
     answer = read_answer(responses[key])
     # One answer executes once: the state is spent whatever the tool then does.
     seal.spend(state)
@@ -114,13 +141,16 @@ async def _legacy_answer(ctx: RequestContext, params: dict[str, Any]) -> Answer:
     import anyio
 
     from .server import ClientGone
+
     try:
         with anyio.move_on_after(ctx.server.elicitation_timeout) as scope:
             reply = await ctx.request_client("elicitation/create", params)
     except ClientGone as gone:
         return Answer("gone", detail=f"{gone}, so no answer can come")
     if scope.cancelled_caught:
-        return Answer("timeout", detail=f"no answer within {ctx.server.elicitation_timeout:g} seconds")
+        return Answer(
+            "timeout", detail=f"no answer within {ctx.server.elicitation_timeout:g} seconds"
+        )
     if "error" in reply:
         error = reply["error"]
         text = error.get("message") if isinstance(error, dict) else None

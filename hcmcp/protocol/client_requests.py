@@ -31,8 +31,14 @@ from .seal import SealBroken
 if TYPE_CHECKING:
     from .server import RequestContext
 
-_CAPABILITY = {"sampling/createMessage": "sampling", "roots/list": "roots", "elicitation/create": "elicitation"}
-_OPENED = "client_requests.state"   # Session.features key: this request's opened requestState payload
+_CAPABILITY = {
+    "sampling/createMessage": "sampling",
+    "roots/list": "roots",
+    "elicitation/create": "elicitation",
+}
+_OPENED = (
+    "client_requests.state"  # Session.features key: this request's opened requestState payload
+)
 
 
 def declares(ctx: RequestContext, method: str) -> bool:
@@ -48,11 +54,17 @@ def require(ctx: RequestContext, method: str) -> None:
         return
     capability = _CAPABILITY[method]
     if ctx.modern:
-        raise RpcError(MISSING_REQUIRED_CLIENT_CAPABILITY,
-                       f"Missing required client capability: {capability} (needed for {method}); declare it in "
-                       f"_meta['{revisions.META_CAPABILITIES}']", {"requiredCapabilities": {capability: {}}})
-    raise RpcError(INVALID_REQUEST, f"Invalid Request: this needs {method}, and the client did not declare the "
-                                    f"{capability} capability in initialize")
+        raise RpcError(
+            MISSING_REQUIRED_CLIENT_CAPABILITY,
+            f"Missing required client capability: {capability} (needed for {method}); declare it in "
+            f"_meta['{revisions.META_CAPABILITIES}']",
+            {"requiredCapabilities": {capability: {}}},
+        )
+    raise RpcError(
+        INVALID_REQUEST,
+        f"Invalid Request: this needs {method}, and the client did not declare the "
+        f"{capability} capability in initialize",
+    )
 
 
 def _target(ctx: RequestContext) -> str:
@@ -64,8 +76,13 @@ def _fingerprint(ctx: RequestContext) -> str:
     return hashlib.sha256(orjson.dumps(arguments, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-async def ask(ctx: RequestContext, requests: dict[str, tuple[str, dict[str, Any]]], *,
-              bad_state: str = "error", need_state: bool = False) -> dict[str, Any]:
+async def ask(
+    ctx: RequestContext,
+    requests: dict[str, tuple[str, dict[str, Any]]],
+    *,
+    bad_state: str = "error",
+    need_state: bool = False,
+) -> dict[str, Any]:
     """Send ``requests`` to the client; returns each key's result. See the module doc.
 
     ``need_state``: under 2026, answers without a requestState of ours are not accepted
@@ -75,15 +92,21 @@ async def ask(ctx: RequestContext, requests: dict[str, tuple[str, dict[str, Any]
     for method, _ in requests.values():
         require(ctx, method)
     if ctx.modern:
-        task = ctx.session.features.get("tasks.task")   # inside a task (protocol/tasks.py): wait for tasks/update
+        task = ctx.session.features.get(
+            "tasks.task"
+        )  # inside a task (protocol/tasks.py): wait for tasks/update
         if task is not None and task.escalated:
             return await task.ask(requests)
         return _modern(ctx, requests, bad_state, need_state)
     return await _legacy(ctx, requests)
 
 
-def _modern(ctx: RequestContext, requests: dict[str, tuple[str, dict[str, Any]]], bad_state: str,
-            need_state: bool) -> dict[str, Any]:
+def _modern(
+    ctx: RequestContext,
+    requests: dict[str, tuple[str, dict[str, Any]]],
+    bad_state: str,
+    need_state: bool,
+) -> dict[str, Any]:
     seal = ctx.server.seal
     target, fingerprint = _target(ctx), _fingerprint(ctx)
     opened = ctx.session.features.get(_OPENED)
@@ -95,10 +118,13 @@ def _modern(ctx: RequestContext, requests: dict[str, tuple[str, dict[str, Any]]]
                 payload = seal.open(state, target, fingerprint)
             except SealBroken as broken:
                 if bad_state == "error":
-                    raise RpcError(INVALID_PARAMS, f"Invalid params: requestState could not be verified "
-                                                   f"({broken.reason}); start again without it") from None
+                    raise RpcError(
+                        INVALID_PARAMS,
+                        f"Invalid params: requestState could not be verified "
+                        f"({broken.reason}); start again without it",
+                    ) from None
             else:
-                seal.spend(state)   # one state answers once
+                seal.spend(state)  # one state answers once
                 opened = {"answers": (payload.get("s") or {}).get("answers", {}), "valid": True}
         ctx.session.features[_OPENED] = opened
     answers = dict(opened.get("answers", {}))
@@ -107,11 +133,17 @@ def _modern(ctx: RequestContext, requests: dict[str, tuple[str, dict[str, Any]]]
         for key in requests:
             if key in responses:
                 if not isinstance(responses[key], dict):
-                    raise RpcError(INVALID_PARAMS, f'Invalid params: inputResponses["{key}"] must be an object '
-                                                   f"(the client's result for {requests[key][0]})")
+                    raise RpcError(
+                        INVALID_PARAMS,
+                        f'Invalid params: inputResponses["{key}"] must be an object '
+                        f"(the client's result for {requests[key][0]})",
+                    )
                 answers[key] = responses[key]
-    missing = {key: {"method": method, "params": params}
-               for key, (method, params) in requests.items() if key not in answers}
+    missing = {
+        key: {"method": method, "params": params}
+        for key, (method, params) in requests.items()
+        if key not in answers
+    }
     opened["answers"] = answers
     if missing:
         # Unknown keys are ignored; what is missing is asked (again), with the answers so far sealed.
@@ -119,15 +151,25 @@ def _modern(ctx: RequestContext, requests: dict[str, tuple[str, dict[str, Any]]]
     return {key: answers[key] for key in requests}
 
 
-async def _legacy(ctx: RequestContext, requests: dict[str, tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+async def _legacy(
+    ctx: RequestContext, requests: dict[str, tuple[str, dict[str, Any]]]
+) -> dict[str, Any]:
     import anyio
+
     results: dict[str, Any] = {}
     for key, (method, params) in requests.items():
         with anyio.move_on_after(ctx.server.elicitation_timeout) as scope:
             reply = await ctx.request_client(method, params)
         if scope.cancelled_caught:
-            results[key] = {"error": {"code": -32001, "message": f"no answer to {method} within "
-                                                                 f"{ctx.server.elicitation_timeout:g} seconds"}}
+            results[key] = {
+                "error": {
+                    "code": -32001,
+                    "message": f"no answer to {method} within "
+                    f"{ctx.server.elicitation_timeout:g} seconds",
+                }
+            }
         else:
-            results[key] = reply.get("result") if "result" in reply else {"error": reply.get("error")}
+            results[key] = (
+                reply.get("result") if "result" in reply else {"error": reply.get("error")}
+            )
     return results

@@ -29,12 +29,12 @@ class TextContent(msgspec.Struct, tag="text", tag_field="type"):
 
 
 class ImageContent(msgspec.Struct, tag="image", tag_field="type", rename="camel"):
-    data: str          # base64
+    data: str  # base64
     mime_type: str
 
 
 class AudioContent(msgspec.Struct, tag="audio", tag_field="type", rename="camel"):
-    data: str          # base64
+    data: str  # base64
     mime_type: str
 
 
@@ -67,7 +67,9 @@ class ContentTool(Tool):
             "name": self.name,
             "title": self.title,
             "description": self.description,
-            "inputSchema": self.input_schema if self.input_schema is not None else flat_schema(self.params),
+            "inputSchema": self.input_schema
+            if self.input_schema is not None
+            else flat_schema(self.params),
             "annotations": self.annotations.as_dict(self.title),
         }
         if self.result is not None:

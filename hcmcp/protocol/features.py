@@ -40,9 +40,13 @@ class Feature:
         return {}
 
 
-def shaped(ctx: RequestContext, result: dict[str, Any], result_type: str = "complete") -> dict[str, Any]:
+def shaped(
+    ctx: RequestContext, result: dict[str, Any], result_type: str = "complete"
+) -> dict[str, Any]:
     """A result as this request's revision wants it (2026: resultType, serverInfo in _meta)."""
-    return revisions.shape_result(result, ctx.revision, ctx.server.identity.implementation(), result_type)
+    return revisions.shape_result(
+        result, ctx.revision, ctx.server.identity.implementation(), result_type
+    )
 
 
 def input_required(ctx: RequestContext, needed: Any) -> dict[str, Any]:
@@ -56,13 +60,18 @@ def input_required(ctx: RequestContext, needed: Any) -> dict[str, Any]:
 def legacy_only(ctx: RequestContext) -> None:
     """Methods 2026-07-28 removed (logging/setLevel, resources/subscribe...) are unknown there."""
     if ctx.modern:
-        raise RpcError(METHOD_NOT_FOUND, f"Method not found: {ctx.method} does not exist in {ctx.revision}")
+        raise RpcError(
+            METHOD_NOT_FOUND, f"Method not found: {ctx.method} does not exist in {ctx.revision}"
+        )
 
 
 def modern_only(ctx: RequestContext) -> None:
     if not ctx.modern:
-        raise RpcError(METHOD_NOT_FOUND, f"Method not found: {ctx.method} exists only in 2026-07-28 and later; "
-                                         "send it with the 2026 _meta envelope")
+        raise RpcError(
+            METHOD_NOT_FOUND,
+            f"Method not found: {ctx.method} exists only in 2026-07-28 and later; "
+            "send it with the 2026 _meta envelope",
+        )
 
 
 def string_param(ctx: RequestContext, key: str) -> str:
@@ -74,8 +83,11 @@ def string_param(ctx: RequestContext, key: str) -> str:
 
 def no_cursor(ctx: RequestContext) -> None:
     if ctx.params.get("cursor") is not None:
-        raise RpcError(INVALID_PARAMS, f"Invalid params: unknown cursor; {ctx.method} has a single page, "
-                                       "call it without cursor")
+        raise RpcError(
+            INVALID_PARAMS,
+            f"Invalid params: unknown cursor; {ctx.method} has a single page, "
+            "call it without cursor",
+        )
 
 
 def request_meta(ctx: RequestContext) -> dict[str, Any]:

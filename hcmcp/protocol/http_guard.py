@@ -20,18 +20,31 @@ LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]"})
 # Headers that mean one thing once: a second copy is either a mistake or an attempt to make
 # two readers see two values. (h11 merges identical Content-Length copies and refuses two Hosts
 # itself; hcmcp.http.framing counts those on the raw head.)
-SINGLETON_HEADERS = ("Host", "Content-Length", "Content-Type", "Authorization", "Origin",
-                     "Mcp-Session-Id", "MCP-Protocol-Version", "Mcp-Method", "Mcp-Name")
+SINGLETON_HEADERS = (
+    "Host",
+    "Content-Length",
+    "Content-Type",
+    "Authorization",
+    "Origin",
+    "Mcp-Session-Id",
+    "MCP-Protocol-Version",
+    "Mcp-Method",
+    "Mcp-Name",
+)
 _SINGLETONS = {name.lower(): name for name in SINGLETON_HEADERS}
 # uri-host [ ":" port ]: a bracketed IPv6 literal, or a name / IPv4 of letters, digits, '-', '.'.
-_AUTHORITY = re.compile(r"(?:\[(?P<v6>[0-9a-f:.]+)\]|(?P<name>[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?))"
-                        r"(?::(?P<port>[0-9]{1,5}))?\Z")
+_AUTHORITY = re.compile(
+    r"(?:\[(?P<v6>[0-9a-f:.]+)\]|(?P<name>[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?))"
+    r"(?::(?P<port>[0-9]{1,5}))?\Z"
+)
 
 
 class Refused(Exception):
     """The guard's verdict: answer ``status`` with this message (and these headers)."""
 
-    def __init__(self, status: int, message: str, headers: list[tuple[str, str]] | None = None) -> None:
+    def __init__(
+        self, status: int, message: str, headers: list[tuple[str, str]] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
@@ -47,7 +60,7 @@ def parse_authority(authority: str) -> tuple[str, int | None]:
     if port is not None and port > 65535:
         raise ValueError(authority)
     if match["v6"] is not None:
-        ipaddress.IPv6Address(match["v6"])   # ValueError when it is not one
+        ipaddress.IPv6Address(match["v6"])  # ValueError when it is not one
         return f"[{match['v6']}]", port
     return match["name"], port
 
@@ -61,10 +74,16 @@ def host_name(authority: str) -> str | None:
 
 
 class ListenerGuard:
-    def __init__(self, token: str | None, allowed_origins: tuple[str, ...], bound_host: str) -> None:
+    def __init__(
+        self, token: str | None, allowed_origins: tuple[str, ...], bound_host: str
+    ) -> None:
         self.allowed_origins = {origin.lower().rstrip("/") for origin in allowed_origins}
         hosts = set(LOOPBACK_NAMES)
-        bound = f"[{bound_host}]" if ":" in bound_host and not bound_host.startswith("[") else bound_host
+        bound = (
+            f"[{bound_host}]"
+            if ":" in bound_host and not bound_host.startswith("[")
+            else bound_host
+        )
         for authority in [bound, *(origin.split("://", 1)[-1] for origin in self.allowed_origins)]:
             name = host_name(authority)
             if name is not None:
@@ -75,25 +94,36 @@ class ListenerGuard:
     def check(self, request: Request) -> None:
         """Raise Refused unless the request may be served."""
         seen: set[str] = set()
-        for key, _ in request.headers:          # one pass: names are lowercased
+        for key, _ in request.headers:  # one pass: names are lowercased
             if key in _SINGLETONS:
                 if key in seen:
                     name = _SINGLETONS[key]
-                    raise Refused(400, f"Bad Request: the {name} header appears {request.header_count(name)} "
-                                       "times; send it once")
+                    raise Refused(
+                        400,
+                        f"Bad Request: the {name} header appears {request.header_count(name)} "
+                        "times; send it once",
+                    )
                 seen.add(key)
         host = self._authority(request.header("host"), "Host header")
         if request.target_authority is not None:
             # RFC 9112 §3.2.2 says to use the target's authority; we require it to agree with Host,
             # so that no reader of this request can see two different hosts.
-            target = self._authority(request.target_authority, "authority of the absolute request target")
+            target = self._authority(
+                request.target_authority, "authority of the absolute request target"
+            )
             if _with_port(target) != _with_port(host):
-                raise Refused(400, "Bad Request: the absolute request target names another host or port than "
-                                   "the Host header; send an origin-form target such as /mcp")
+                raise Refused(
+                    400,
+                    "Bad Request: the absolute request target names another host or port than "
+                    "the Host header; send an origin-form target such as /mcp",
+                )
         if host[0] not in self.allowed_hosts:
-            raise Refused(403, "Forbidden: the Host header names a host this server does not serve "
-                               "(DNS rebinding protection); list its origin in HEALTHCHECKS_HTTP_ALLOWED_ORIGINS "
-                               "to allow it")
+            raise Refused(
+                403,
+                "Forbidden: the Host header names a host this server does not serve "
+                "(DNS rebinding protection); list its origin in HEALTHCHECKS_HTTP_ALLOWED_ORIGINS "
+                "to allow it",
+            )
         self._check_origin(request.header("origin"))
         self._check_token(request.header("authorization"))
 
@@ -103,16 +133,25 @@ class ListenerGuard:
         try:
             return parse_authority(value)
         except ValueError:
-            raise Refused(400, f"Bad Request: the {what} is not host[:port] (a name, an IPv4 address or a "
-                               "[bracketed] IPv6 address, then an optional port of digits)") from None
+            raise Refused(
+                400,
+                f"Bad Request: the {what} is not host[:port] (a name, an IPv4 address or a "
+                "[bracketed] IPv6 address, then an optional port of digits)",
+            ) from None
 
     def _check_origin(self, origin: str | None) -> None:
         if origin is None or origin.strip().lower().rstrip("/") in self.allowed_origins:
             return
         scheme, _, rest = origin.strip().lower().partition("://")
-        if scheme not in ("http", "https") or host_name(rest.split("/", 1)[0]) not in LOOPBACK_NAMES:
-            raise Refused(403, "Forbidden: this Origin is not allowed (DNS rebinding protection); list it in "
-                               "HEALTHCHECKS_HTTP_ALLOWED_ORIGINS")
+        if (
+            scheme not in ("http", "https")
+            or host_name(rest.split("/", 1)[0]) not in LOOPBACK_NAMES
+        ):
+            raise Refused(
+                403,
+                "Forbidden: this Origin is not allowed (DNS rebinding protection); list it in "
+                "HEALTHCHECKS_HTTP_ALLOWED_ORIGINS",
+            )
 
     def _check_token(self, authorization: str | None) -> None:
         if self._token_digest is None:
@@ -121,9 +160,12 @@ class ListenerGuard:
         # Digests of equal length, compared in constant time: neither content nor length leaks.
         given = hashlib.sha256(credential.strip().encode("utf-8", "surrogateescape")).digest()
         if not (hmac.compare_digest(given, self._token_digest) and scheme.lower() == "bearer"):
-            raise Refused(401, "Unauthorized: send Authorization: Bearer <token>, the value of "
-                               "HEALTHCHECKS_HTTP_TOKEN on this server",
-                          [("www-authenticate", 'Bearer realm="hcmcp"')])
+            raise Refused(
+                401,
+                "Unauthorized: send Authorization: Bearer <token>, the value of "
+                "HEALTHCHECKS_HTTP_TOKEN on this server",
+                [("www-authenticate", 'Bearer realm="hcmcp"')],
+            )
 
 
 def _with_port(host: tuple[str, int | None]) -> tuple[str, int]:

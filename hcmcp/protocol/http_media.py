@@ -15,5 +15,6 @@ def is_json_content_type(value: str | None) -> bool:
 def accepts_json_and_sse(accept: str) -> bool:
     """Both media types listed, or covered by a wildcard (RFC 9110 §12.5.1)."""
     types = {part.split(";", 1)[0].strip().lower() for part in accept.split(",")}
-    return (bool(types & {"application/json", "application/*", "*/*"})
-            and bool(types & {"text/event-stream", "text/*", "*/*"}))
+    return bool(types & {"application/json", "application/*", "*/*"}) and bool(
+        types & {"text/event-stream", "text/*", "*/*"}
+    )

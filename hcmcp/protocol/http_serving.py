@@ -41,9 +41,11 @@ def bind_refusal(bind: str, token: str | None) -> str | None:
     except ValueError as error:
         return f"hcmcp: {error}"
     if not is_loopback(host) and token is None:
-        return (f"hcmcp: refusing to listen on {host}: off loopback every client must authenticate. "
-                "Set HEALTHCHECKS_HTTP_TOKEN (clients then send Authorization: Bearer <token>), "
-                "or bind 127.0.0.1.")
+        return (
+            f"hcmcp: refusing to listen on {host}: off loopback every client must authenticate. "
+            "Set HEALTHCHECKS_HTTP_TOKEN (clients then send Authorization: Bearer <token>), "
+            "or bind 127.0.0.1."
+        )
     return None
 
 
@@ -56,27 +58,45 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-async def serve_http(server: McpServer, bind: str, *, config: Any = None, stateless: bool = False,
-                     limits: ServerLimits | None = None, settings: HttpSettings | None = None,
-                     adopted: Any = None,
-                     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED) -> None:
+async def serve_http(
+    server: McpServer,
+    bind: str,
+    *,
+    config: Any = None,
+    stateless: bool = False,
+    limits: ServerLimits | None = None,
+    settings: HttpSettings | None = None,
+    adopted: Any = None,
+    task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
+) -> None:
     """Serve until SIGTERM/SIGINT: then stop accepting, let calls finish (bounded), return.
 
     ``adopted``: a hcmcp.fast_http.HandOver; its listening socket, connections and sessions are
     served instead of binding anew (it printed the "serving MCP at" line already)."""
     settings = settings or HttpSettings(
-        token=getattr(config, "http_token", None), allowed_origins=getattr(config, "http_allowed_origins", ()),
-        stateless=stateless)
+        token=getattr(config, "http_token", None),
+        allowed_origins=getattr(config, "http_allowed_origins", ()),
+        stateless=stateless,
+    )
     refusal = bind_refusal(bind, settings.token)
     if refusal is not None:
         raise SystemExit(refusal)
     host, port = parse_bind(bind)
     transport = StreamableHttp(server, settings, host)
-    http = HttpServer(transport.app, host, port, limits=limits or ServerLimits(error_body=error_body))
+    http = HttpServer(
+        transport.app, host, port, limits=limits or ServerLimits(error_body=error_body)
+    )
     if adopted is not None:
         for fast in adopted.sessions:
-            transport.table.adopt(fast.id, Session(revision=fast.revision, client_capabilities=fast.client_capabilities,
-                                                   client_info=fast.client_info, initialized=fast.initialized))
+            transport.table.adopt(
+                fast.id,
+                Session(
+                    revision=fast.revision,
+                    client_capabilities=fast.client_capabilities,
+                    client_info=fast.client_info,
+                    initialized=fast.initialized,
+                ),
+            )
         http.adopt(adopted.listener_fd, adopted.connections)
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with anyio.create_task_group() as tasks:
@@ -90,6 +110,9 @@ async def serve_http(server: McpServer, bind: str, *, config: Any = None, statel
             task_status.started(bound)
             async for _ in signals:
                 break
-            log.info("stopping: no new connections; in-flight calls get up to %g s", settings.shutdown_grace)
+            log.info(
+                "stopping: no new connections; in-flight calls get up to %g s",
+                settings.shutdown_grace,
+            )
             await http.shutdown(settings.shutdown_grace)
             tasks.cancel_scope.cancel()

@@ -20,8 +20,8 @@ class HttpSession:
     id: str
     state: Session
     last_used: float
-    busy: int = 0          # requests of this session being answered; a busy session never idles out
-    streams: int = 0       # of those, the ones holding a slot of the transport's stream budget
+    busy: int = 0  # requests of this session being answered; a busy session never idles out
+    streams: int = 0  # of those, the ones holding a slot of the transport's stream budget
 
 
 class SessionsFull(Exception):
@@ -41,7 +41,7 @@ class SessionTable:
             self.sweep()
             if len(self.sessions) >= self.max_sessions:
                 raise SessionsFull()
-        session_id = secrets.token_urlsafe(32)   # 43 characters of A-Z a-z 0-9 - _: visible ASCII
+        session_id = secrets.token_urlsafe(32)  # 43 characters of A-Z a-z 0-9 - _: visible ASCII
         self.sessions[session_id] = HttpSession(session_id, state, self.clock())
         return session_id
 

@@ -14,7 +14,11 @@ import anyio
 from ..http.server import StreamingResponse
 from .jsonrpc import encode
 
-SSE_HEADERS = (("content-type", "text/event-stream"), ("cache-control", "no-cache"), ("x-accel-buffering", "no"))
+SSE_HEADERS = (
+    ("content-type", "text/event-stream"),
+    ("cache-control", "no-cache"),
+    ("x-accel-buffering", "no"),
+)
 
 
 def sse_event(message: dict[str, Any]) -> bytes:
@@ -105,7 +109,9 @@ async def relay(first: dict[str, Any], outbox: Outbox) -> AsyncIterator[bytes]:
 
 def empty_stream() -> StreamingResponse:
     """The answer to a request cancelled by notifications/cancelled: a stream that carries nothing."""
+
     async def nothing() -> AsyncIterator[bytes]:
         return
         yield b""
+
     return StreamingResponse(200, nothing(), list(SSE_HEADERS))

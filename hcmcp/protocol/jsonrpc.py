@@ -28,8 +28,8 @@ class Message(msgspec.Struct, omit_defaults=True):
     """
 
     jsonrpc: Any = msgspec.UNSET
-    id: Any = msgspec.UNSET          # after decode: UNSET, an int within 64 bits, or a str
-    method: Any = msgspec.UNSET      # after decode: UNSET or a str
+    id: Any = msgspec.UNSET  # after decode: UNSET, an int within 64 bits, or a str
+    method: Any = msgspec.UNSET  # after decode: UNSET or a str
     params: Any = msgspec.UNSET
     result: Any = msgspec.UNSET
     error: Any = msgspec.UNSET
@@ -45,7 +45,8 @@ class Message(msgspec.Struct, omit_defaults=True):
     @property
     def is_response(self) -> bool:
         return self.method is msgspec.UNSET and (
-            self.result is not msgspec.UNSET or self.error is not msgspec.UNSET)
+            self.result is not msgspec.UNSET or self.error is not msgspec.UNSET
+        )
 
 
 class RpcError(Exception):
@@ -66,9 +67,9 @@ class RpcError(Exception):
 
 
 _decoder = msgspec.json.Decoder(Message)
-_INT64 = range(-2**63, 2**63)
-_MIN, _MAX = -2**63, 2**63 - 1
-_MAX_DEPTH = 900   # what msgspec decodes within Python's default recursion limit, with margin
+_INT64 = range(-(2**63), 2**63)
+_MIN, _MAX = -(2**63), 2**63 - 1
+_MAX_DEPTH = 900  # what msgspec decodes within Python's default recursion limit, with margin
 _UNSET = msgspec.UNSET
 _PARSE_ERROR_TEXT = "Parse error: the message is not valid JSON; send one JSON-RPC object per line"
 
@@ -83,39 +84,68 @@ def decode(data: bytes | str) -> Message:
         message = _decoder.decode(data)
     except RecursionError:
         # msgspec nests on the C stack up to Python's recursion limit; deeper input must not end us.
-        raise RpcError(INVALID_REQUEST, f"Invalid Request: the message nests arrays or objects deeper than "
-                                        f"{_MAX_DEPTH} levels; flatten it", id=_top_level_id(data)) from None
+        raise RpcError(
+            INVALID_REQUEST,
+            f"Invalid Request: the message nests arrays or objects deeper than "
+            f"{_MAX_DEPTH} levels; flatten it",
+            id=_top_level_id(data),
+        ) from None
     except msgspec.ValidationError as exc:
         # Not an object at all, or a number msgspec cannot hold (1e400): the id may still be there.
-        raise RpcError(INVALID_REQUEST, _shape_error(data, str(exc)), id=_salvage_id(data)) from None
+        raise RpcError(
+            INVALID_REQUEST, _shape_error(data, str(exc)), id=_salvage_id(data)
+        ) from None
     except msgspec.DecodeError:
         salvaged = _salvage_id(data)
         if salvaged is None:
             raise RpcError(PARSE_ERROR, _PARSE_ERROR_TEXT) from None
         # Grammatical JSON that msgspec refuses: a string with a lone surrogate escape (\ud800).
-        raise RpcError(INVALID_REQUEST, "Invalid Request: a string in the message is not valid Unicode "
-                                        "(a lone surrogate escape such as \\ud800); send UTF-8 text",
-                       id=salvaged) from None
+        raise RpcError(
+            INVALID_REQUEST,
+            "Invalid Request: a string in the message is not valid Unicode "
+            "(a lone surrogate escape such as \\ud800); send UTF-8 text",
+            id=salvaged,
+        ) from None
     id = message.id
     # The common case, a well-formed request, in one test; everything else is looked at field by field.
-    if (type(message.method) is str and message.jsonrpc == "2.0" and message.result is _UNSET
-            and message.error is _UNSET and (type(id) is str or (type(id) is int and _MIN <= id <= _MAX))):
+    if (
+        type(message.method) is str
+        and message.jsonrpc == "2.0"
+        and message.result is _UNSET
+        and message.error is _UNSET
+        and (type(id) is str or (type(id) is int and _MIN <= id <= _MAX))
+    ):
         return message
     if id is not msgspec.UNSET and not (type(id) is str or (type(id) is int and id in _INT64)):
         raise RpcError(INVALID_REQUEST, _bad_id(id))
     if message.jsonrpc != "2.0":
-        raise RpcError(INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be exactly "2.0"', id=_id_or_none(id))
+        raise RpcError(
+            INVALID_REQUEST, 'Invalid Request: "jsonrpc" must be exactly "2.0"', id=_id_or_none(id)
+        )
     method = message.method
     if method is msgspec.UNSET:
-        if id is msgspec.UNSET or (message.result is msgspec.UNSET and message.error is msgspec.UNSET):
-            raise RpcError(INVALID_REQUEST, 'Invalid Request: a message needs "method" (a request or notification) '
-                                            'or "id" with "result" or "error" (a response)', id=_id_or_none(id))
+        if id is msgspec.UNSET or (
+            message.result is msgspec.UNSET and message.error is msgspec.UNSET
+        ):
+            raise RpcError(
+                INVALID_REQUEST,
+                'Invalid Request: a message needs "method" (a request or notification) '
+                'or "id" with "result" or "error" (a response)',
+                id=_id_or_none(id),
+            )
     elif type(method) is not str:
-        raise RpcError(INVALID_REQUEST, f'Invalid Request: field \'method\' has the wrong type (expected a string, '
-                                        f'got {_json_type(method)})', id=_id_or_none(id))
+        raise RpcError(
+            INVALID_REQUEST,
+            f"Invalid Request: field 'method' has the wrong type (expected a string, "
+            f"got {_json_type(method)})",
+            id=_id_or_none(id),
+        )
     elif message.result is not msgspec.UNSET or message.error is not msgspec.UNSET:
-        raise RpcError(INVALID_REQUEST, 'Invalid Request: a request cannot carry "result" or "error"',
-                       id=_id_or_none(id))
+        raise RpcError(
+            INVALID_REQUEST,
+            'Invalid Request: a request cannot carry "result" or "error"',
+            id=_id_or_none(id),
+        )
     return message
 
 
@@ -153,6 +183,7 @@ def _salvage_id(data: bytes | str) -> Id | None:
     the id counts only when it is itself valid and can be written back as UTF-8.
     """
     import json
+
     try:
         value = json.loads(data)
     except (ValueError, RecursionError):
@@ -176,7 +207,12 @@ def _top_level_id(data: bytes | str) -> Id | None:
     decoded alone. The last "id" member wins, as in a full decode.
     """
     import json
-    text = data.decode("utf-8", "replace") if isinstance(data, (bytes, bytearray, memoryview)) else data
+
+    text = (
+        data.decode("utf-8", "replace")
+        if isinstance(data, (bytes, bytearray, memoryview))
+        else data
+    )
     i, n, depth, found = 0, len(text), 0, None
     expecting_key = False
     while i < n:
@@ -188,7 +224,7 @@ def _top_level_id(data: bytes | str) -> Id | None:
             if end >= n:
                 return None
             if depth == 1 and expecting_key:
-                key = text[i:end + 1]
+                key = text[i : end + 1]
                 j = end + 1
                 while j < n and text[j] in " \t\r\n":
                     j += 1
@@ -199,7 +235,7 @@ def _top_level_id(data: bytes | str) -> Id | None:
                         k += 1
                     try:
                         found = json.loads(text[start:k])
-                    except (ValueError, RecursionError):   # an id that is itself deep is no id
+                    except (ValueError, RecursionError):  # an id that is itself deep is no id
                         found = None
                 expecting_key = False
             i = end + 1

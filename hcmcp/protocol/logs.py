@@ -19,12 +19,15 @@ if TYPE_CHECKING:
 
 LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 _RANK = {level: rank for rank, level in enumerate(LEVELS)}
-_LEVEL = "logs.level"   # Session.features key
+_LEVEL = "logs.level"  # Session.features key
 
 
 def _check(level: Any, where: str) -> str:
     if level not in _RANK:
-        raise RpcError(INVALID_PARAMS, f"Invalid params: {where} must be one of {', '.join(LEVELS)}; got {level!r}")
+        raise RpcError(
+            INVALID_PARAMS,
+            f"Invalid params: {where} must be one of {', '.join(LEVELS)}; got {level!r}",
+        )
     return level
 
 

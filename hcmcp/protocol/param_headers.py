@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-Declared = list[tuple[tuple[str, ...], str, str]]   # (path of property names, header name, JSON type)
+Declared = list[
+    tuple[tuple[str, ...], str, str]
+]  # (path of property names, header name, JSON type)
 
 
 def declared(schema: dict[str, Any]) -> Declared:
@@ -27,9 +29,15 @@ def declared(schema: dict[str, Any]) -> Declared:
             if not isinstance(prop, dict):
                 continue
             name = prop.get("x-mcp-header")
-            if isinstance(name, str) and prop.get("type") in ("string", "integer", "number", "boolean"):
+            if isinstance(name, str) and prop.get("type") in (
+                "string",
+                "integer",
+                "number",
+                "boolean",
+            ):
                 found.append(((*path, key), name, prop["type"]))
             walk(prop, (*path, key))
+
     walk(schema, ())
     return found
 
@@ -47,14 +55,18 @@ def _same(header: str, value: Any, kind: str) -> bool:
         return isinstance(value, bool) and header == ("true" if value else "false")
     if kind in ("integer", "number"):
         try:
-            return float(header) == float(value)   # compared numerically: "042" is 42
+            return float(header) == float(value)  # compared numerically: "042" is 42
         except (TypeError, ValueError):
             return False
     return isinstance(value, str) and header == value
 
 
-def problem(headers: Declared, header_of: Callable[[str], str | None], decode: Callable[[str], str | None],
-            arguments: Any) -> str | None:
+def problem(
+    headers: Declared,
+    header_of: Callable[[str], str | None],
+    decode: Callable[[str], str | None],
+    arguments: Any,
+) -> str | None:
     """None when every declared header agrees with the body, else what is wrong (for the error text)."""
     for path, name, kind in headers:
         value = _value_at(arguments, path)
@@ -68,7 +80,9 @@ def problem(headers: Declared, header_of: Callable[[str], str | None], decode: C
             return f"Header mismatch: Mcp-Param-{name} is missing; it must carry {where}"
         decoded = decode(raw)
         if decoded is None:
-            return f"Header mismatch: Mcp-Param-{name} is not valid =?base64?...?= (base64 of UTF-8)"
+            return (
+                f"Header mismatch: Mcp-Param-{name} is not valid =?base64?...?= (base64 of UTF-8)"
+            )
         if not _same(decoded, value, kind):
             return f"Header mismatch: Mcp-Param-{name} differs from {where}"
     return None

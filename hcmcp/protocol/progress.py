@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .server import RequestContext
 
-NO_MESSAGE_REVISIONS = frozenset({"2024-11-05"})   # its ProgressNotification has no "message"
+NO_MESSAGE_REVISIONS = frozenset({"2024-11-05"})  # its ProgressNotification has no "message"
 
 
 def progress_token(params: Any) -> str | int | None:
@@ -26,13 +26,16 @@ def progress_token(params: Any) -> str | int | None:
     token = meta.get("progressToken") if isinstance(meta, dict) else None
     if isinstance(token, bool) or not isinstance(token, (str, int)):
         return None
-    if isinstance(token, int) and not -2**63 <= token < 2**63:
-        return None   # it could not be written back (the encoder stops at 64 bits): no progress for it
+    if isinstance(token, int) and not -(2**63) <= token < 2**63:
+        return (
+            None  # it could not be written back (the encoder stops at 64 bits): no progress for it
+        )
     return token
 
 
-async def report_progress(ctx: RequestContext, progress: float, total: float | None = None,
-                          message: str | None = None) -> bool:
+async def report_progress(
+    ctx: RequestContext, progress: float, total: float | None = None, message: str | None = None
+) -> bool:
     """Send one progress notification for ``ctx``'s request; True if one was sent."""
     token = progress_token(ctx.params)
     if token is None or ctx.notify is None:

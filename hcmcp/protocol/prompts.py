@@ -37,7 +37,7 @@ class Prompt(msgspec.Struct, omit_defaults=True):
 
 
 class PromptMessage(msgspec.Struct):
-    role: str          # "user" or "assistant"
+    role: str  # "user" or "assistant"
     content: Content
 
 
@@ -45,10 +45,14 @@ Getter = Callable[["RequestContext", dict[str, str]], Awaitable[list[PromptMessa
 
 
 class Prompts(Feature):
-    def __init__(self, prompts: list[tuple[Prompt, Getter]] = (), *, list_changed: bool = False) -> None:
+    def __init__(
+        self, prompts: list[tuple[Prompt, Getter]] = (), *, list_changed: bool = False
+    ) -> None:
         super().__init__()
         self.prompts = {prompt.name: (prompt, getter) for prompt, getter in prompts}
-        self.list_changed = list_changed   # notified on 2026 subscriptions/listen streams (subscriptions.py)
+        self.list_changed = (
+            list_changed  # notified on 2026 subscriptions/listen streams (subscriptions.py)
+        )
 
     def methods(self):
         return {"prompts/list": self._list, "prompts/get": self._get}
@@ -57,7 +61,9 @@ class Prompts(Feature):
         # 2025: list_changed would travel on a stream this server does not keep; 2026: on listen streams.
         return {"prompts": {"listChanged": self.list_changed and revisions.is_modern(revision)}}
 
-    async def _list(self, ctx: RequestContext) -> dict[str, Any]:   # never suspends (INSTANT_METHODS)
+    async def _list(
+        self, ctx: RequestContext
+    ) -> dict[str, Any]:  # never suspends (INSTANT_METHODS)
         no_cursor(ctx)
         listed = [msgspec.to_builtins(prompt) for prompt, _ in self.prompts.values()]
         return shaped(ctx, revisions.cacheable({"prompts": listed}, ctx.revision))
@@ -66,18 +72,28 @@ class Prompts(Feature):
         name = string_param(ctx, "name")
         found = self.prompts.get(name)
         if found is None:
-            raise RpcError(INVALID_PARAMS, f"Invalid params: unknown prompt {name!r}; the prompts here are: "
-                                           f"{', '.join(self.prompts) or 'none'}")
+            raise RpcError(
+                INVALID_PARAMS,
+                f"Invalid params: unknown prompt {name!r}; the prompts here are: "
+                f"{', '.join(self.prompts) or 'none'}",
+            )
         prompt, getter = found
         arguments = ctx.params.get("arguments") or {}
-        if not isinstance(arguments, dict) or not all(isinstance(v, str) for v in arguments.values()):
-            raise RpcError(INVALID_PARAMS, 'Invalid params: "arguments" of prompts/get must be an object of '
-                                           "strings")
+        if not isinstance(arguments, dict) or not all(
+            isinstance(v, str) for v in arguments.values()
+        ):
+            raise RpcError(
+                INVALID_PARAMS,
+                'Invalid params: "arguments" of prompts/get must be an object of strings',
+            )
         takes = ", ".join(argument.name for argument in prompt.arguments) or "none"
         for argument in prompt.arguments:
             if argument.required and argument.name not in arguments:
-                raise RpcError(INVALID_PARAMS, f"Invalid params: prompt {name!r} needs the argument "
-                                               f"{argument.name!r}; it takes: {takes}")
+                raise RpcError(
+                    INVALID_PARAMS,
+                    f"Invalid params: prompt {name!r} needs the argument "
+                    f"{argument.name!r}; it takes: {takes}",
+                )
         try:
             messages = await getter(ctx, arguments)
         except InputRequired as needed:

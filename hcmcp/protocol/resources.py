@@ -24,14 +24,22 @@ import msgspec
 from . import revisions
 from .asking import InputRequired
 from .content import ResourceContents
-from .features import Feature, input_required, legacy_only, no_cursor, notification, shaped, string_param
+from .features import (
+    Feature,
+    input_required,
+    legacy_only,
+    no_cursor,
+    notification,
+    shaped,
+    string_param,
+)
 from .jsonrpc import INVALID_PARAMS, RpcError
 
 if TYPE_CHECKING:
     from .server import RequestContext, Session
 
 RESOURCE_NOT_FOUND_2025 = -32002
-_SUBSCRIPTIONS = "resources.subscriptions"   # Session.features key: uri -> push
+_SUBSCRIPTIONS = "resources.subscriptions"  # Session.features key: uri -> push
 
 
 class Resource(msgspec.Struct, omit_defaults=True, rename="camel"):
@@ -57,26 +65,40 @@ TemplateReader = Callable[["RequestContext", str, dict[str, str]], list[Resource
 def template_pattern(uri_template: str) -> re.Pattern[str]:
     """``test://template/{id}/data`` -> a regex with one named group per variable."""
     parts = re.split(r"\{([A-Za-z0-9_]+)\}", uri_template)
-    regex = "".join(re.escape(part) if i % 2 == 0 else f"(?P<{part}>[^/?#]+)" for i, part in enumerate(parts))
+    regex = "".join(
+        re.escape(part) if i % 2 == 0 else f"(?P<{part}>[^/?#]+)" for i, part in enumerate(parts)
+    )
     return re.compile(regex + r"\Z")
 
 
 class Resources(Feature):
-    def __init__(self, resources: list[tuple[Resource, Reader]] = (),
-                 templates: list[tuple[ResourceTemplate, TemplateReader]] = (), *, subscribe: bool = True) -> None:
+    def __init__(
+        self,
+        resources: list[tuple[Resource, Reader]] = (),
+        templates: list[tuple[ResourceTemplate, TemplateReader]] = (),
+        *,
+        subscribe: bool = True,
+    ) -> None:
         super().__init__()
         self.resources = {resource.uri: (resource, reader) for resource, reader in resources}
-        self.templates = [(template, template_pattern(template.uri_template), reader)
-                          for template, reader in templates]
+        self.templates = [
+            (template, template_pattern(template.uri_template), reader)
+            for template, reader in templates
+        ]
         self.subscribe = subscribe
         self._subscribers: weakref.WeakValueDictionary[int, Session] = weakref.WeakValueDictionary()
-        self.listeners: list[Callable[[str], None]] = []   # 2026 listen streams (subscriptions.py)
+        self.listeners: list[Callable[[str], None]] = []  # 2026 listen streams (subscriptions.py)
 
     def methods(self):
-        methods = {"resources/list": self._list, "resources/templates/list": self._templates,
-                   "resources/read": self._read}
+        methods = {
+            "resources/list": self._list,
+            "resources/templates/list": self._templates,
+            "resources/read": self._read,
+        }
         if self.subscribe:
-            methods.update({"resources/subscribe": self._subscribe, "resources/unsubscribe": self._unsubscribe})
+            methods.update(
+                {"resources/subscribe": self._subscribe, "resources/unsubscribe": self._unsubscribe}
+            )
         return methods
 
     def capabilities(self, revision: str) -> dict[str, Any]:
@@ -100,7 +122,9 @@ class Resources(Feature):
             contents = self._contents(ctx, uri)
         except InputRequired as needed:
             return input_required(ctx, needed)
-        return shaped(ctx, revisions.cacheable({"contents": msgspec.to_builtins(contents)}, ctx.revision))
+        return shaped(
+            ctx, revisions.cacheable({"contents": msgspec.to_builtins(contents)}, ctx.revision)
+        )
 
     def _contents(self, ctx: RequestContext, uri: str) -> list[ResourceContents]:
         found = self.resources.get(uri)
@@ -112,11 +136,15 @@ class Resources(Feature):
                 return reader(ctx, uri, match.groupdict())
         # 2025-11-25 names -32002 for this; 2026-07-28 forbids it and uses -32602.
         code = INVALID_PARAMS if ctx.modern else RESOURCE_NOT_FOUND_2025
-        known = ", ".join([*self.resources, *(t.uri_template for t, _, _ in self.templates)]) or "none"
-        raise RpcError(code, f"Resource not found: {uri!r}; the resources here are: {known}", {"uri": uri})
+        known = (
+            ", ".join([*self.resources, *(t.uri_template for t, _, _ in self.templates)]) or "none"
+        )
+        raise RpcError(
+            code, f"Resource not found: {uri!r}; the resources here are: {known}", {"uri": uri}
+        )
 
     async def _subscribe(self, ctx: RequestContext) -> dict[str, Any]:
-        legacy_only(ctx)   # 2026: resourceSubscriptions of subscriptions/listen instead
+        legacy_only(ctx)  # 2026: resourceSubscriptions of subscriptions/listen instead
         uri = string_param(ctx, "uri")
         ctx.session.features.setdefault(_SUBSCRIPTIONS, {})[uri] = ctx.notify
         self._subscribers[id(ctx.session)] = ctx.session
@@ -125,7 +153,7 @@ class Resources(Feature):
     async def _unsubscribe(self, ctx: RequestContext) -> dict[str, Any]:
         legacy_only(ctx)
         uri = string_param(ctx, "uri")
-        ctx.session.features.get(_SUBSCRIPTIONS, {}).pop(uri, None)   # unknown: nothing to undo
+        ctx.session.features.get(_SUBSCRIPTIONS, {}).pop(uri, None)  # unknown: nothing to undo
         return {}
 
     # -- updates ------------------------------------------------------------------------------

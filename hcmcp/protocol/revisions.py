@@ -11,7 +11,7 @@ from typing import Any
 
 from .jsonrpc import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, RpcError
 
-LEGACY_REVISIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")   # newest first
+LEGACY_REVISIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # newest first
 MODERN_REVISIONS = ("2026-07-28",)
 SUPPORTED = MODERN_REVISIONS + LEGACY_REVISIONS
 LATEST_LEGACY = LEGACY_REVISIONS[0]
@@ -25,12 +25,14 @@ META_SERVER_INFO = "io.modelcontextprotocol/serverInfo"
 META_LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 
 # 2026-07-28 removed these; under the modern era they are unknown methods.
-LEGACY_ONLY_METHODS = frozenset({"initialize", "notifications/initialized", "ping", "logging/setLevel"})
+LEGACY_ONLY_METHODS = frozenset(
+    {"initialize", "notifications/initialized", "ping", "logging/setLevel"}
+)
 MODERN_ONLY_METHODS = frozenset({"server/discover"})
 # Methods that may answer input_required (spec §7).
 INPUT_REQUIRED_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
 
-LIST_TTL_MS = 3_600_000   # the tool list changes only with the configuration, i.e. a restart
+LIST_TTL_MS = 3_600_000  # the tool list changes only with the configuration, i.e. a restart
 
 
 def is_modern(revision: str) -> bool:
@@ -58,17 +60,28 @@ def modern_envelope(params: Any) -> tuple[str, dict[str, Any]] | None:
     version = meta[META_VERSION]
     if not isinstance(version, str):
         # Not echoed in data.requested (a string there): a deep value could not even be encoded.
-        raise RpcError(INVALID_PARAMS, f"Invalid params: _meta['{META_VERSION}'] must be a string, "
-                                       f"e.g. \"{MODERN_REVISIONS[0]}\"")
+        raise RpcError(
+            INVALID_PARAMS,
+            f"Invalid params: _meta['{META_VERSION}'] must be a string, "
+            f'e.g. "{MODERN_REVISIONS[0]}"',
+        )
     if version not in MODERN_REVISIONS:
-        raise RpcError(UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
-                       {"supported": list(SUPPORTED), "requested": version})
+        raise RpcError(
+            UNSUPPORTED_PROTOCOL_VERSION,
+            "Unsupported protocol version",
+            {"supported": list(SUPPORTED), "requested": version},
+        )
     capabilities = meta.get(META_CAPABILITIES)
     if capabilities is None:
-        raise RpcError(INVALID_PARAMS, f"Invalid params: _meta['{META_CAPABILITIES}'] is required under "
-                                       f"{version}; send {{}} when the client declares no optional capability")
+        raise RpcError(
+            INVALID_PARAMS,
+            f"Invalid params: _meta['{META_CAPABILITIES}'] is required under "
+            f"{version}; send {{}} when the client declares no optional capability",
+        )
     if not isinstance(capabilities, dict):
-        raise RpcError(INVALID_PARAMS, f"Invalid params: _meta['{META_CAPABILITIES}'] must be an object")
+        raise RpcError(
+            INVALID_PARAMS, f"Invalid params: _meta['{META_CAPABILITIES}'] must be an object"
+        )
     return version, capabilities
 
 
@@ -91,8 +104,12 @@ def shape_tool(tool: dict[str, Any], revision: str) -> dict[str, Any]:
     return tool
 
 
-def shape_result(result: dict[str, Any], revision: str, server_info: dict[str, Any],
-                 result_type: str = "complete") -> dict[str, Any]:
+def shape_result(
+    result: dict[str, Any],
+    revision: str,
+    server_info: dict[str, Any],
+    result_type: str = "complete",
+) -> dict[str, Any]:
     """Add what a revision requires of every result (2026: resultType and serverInfo in _meta)."""
     if not is_modern(revision):
         return result

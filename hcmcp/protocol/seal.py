@@ -17,7 +17,7 @@ import orjson
 # not at start-up, and together they cost milliseconds to import.
 
 VERSION = "v1"
-DEFAULT_LIFETIME = 600.0   # seconds a person has to answer before the question must be asked again
+DEFAULT_LIFETIME = 600.0  # seconds a person has to answer before the question must be asked again
 
 
 class SealBroken(Exception):
@@ -30,24 +30,31 @@ class SealBroken(Exception):
 
 def _b64(data: bytes) -> str:
     import base64
+
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
 def _unb64(text: str) -> bytes:
     import base64
+
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
 
 
 class Seal:
-    def __init__(self, key: bytes | None = None, *, clock: Callable[[], float] = time.time,
-                 lifetime: float = DEFAULT_LIFETIME) -> None:
+    def __init__(
+        self,
+        key: bytes | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+        lifetime: float = DEFAULT_LIFETIME,
+    ) -> None:
         # A random key per process unless one is configured (HEALTHCHECKS_STATE_KEY), so that
         # replicas and a restarted server can open each other's seals.
         self._configured_key = key
         self._random_key: bytes | None = None
         self._clock = clock
         self.lifetime = lifetime
-        self._spent: dict[str, float] = {}   # nonce -> expiry, for single use within this process
+        self._spent: dict[str, float] = {}  # nonce -> expiry, for single use within this process
 
     @property
     def _key(self) -> bytes:
@@ -55,25 +62,35 @@ class Seal:
             return self._configured_key
         if self._random_key is None:
             import secrets
+
             self._random_key = secrets.token_bytes(32)
         return self._random_key
 
     def _tag(self, signed: bytes) -> bytes:
         import hashlib
         import hmac
+
         return hmac.new(self._key, signed, hashlib.sha256).digest()
 
     def seal(self, tool: str, fingerprint: str, state: dict[str, Any] | None = None) -> str:
         import secrets
-        payload = {"v": 1, "t": tool, "f": fingerprint, "exp": int(self._clock() + self.lifetime),
-                   "n": secrets.token_hex(12)}
+
+        payload = {
+            "v": 1,
+            "t": tool,
+            "f": fingerprint,
+            "exp": int(self._clock() + self.lifetime),
+            "n": secrets.token_hex(12),
+        }
         if state:
             payload["s"] = state
         body = _b64(orjson.dumps(payload))
         signed = f"{VERSION}.{body}".encode("ascii")
         return f"{VERSION}.{body}.{_b64(self._tag(signed))}"
 
-    def open(self, token: Any, tool: str, fingerprint: str, *, spend: bool = False) -> dict[str, Any]:
+    def open(
+        self, token: Any, tool: str, fingerprint: str, *, spend: bool = False
+    ) -> dict[str, Any]:
         """The payload, or SealBroken. ``spend`` marks the nonce used (call it once the action ran)."""
         if not isinstance(token, str) or token.count(".") != 2:
             raise SealBroken("malformed")
@@ -85,6 +102,7 @@ class Seal:
         except (ValueError, TypeError):
             raise SealBroken("malformed") from None
         import hmac
+
         if not hmac.compare_digest(given, self._tag(f"{version}.{body}".encode("ascii"))):
             raise SealBroken("forged")
         try:
@@ -122,20 +140,28 @@ class Seal:
 def parse_state_key(text: str) -> bytes:
     """HEALTHCHECKS_STATE_KEY: at least 32 bytes, given as hex or base64. ValueError says what is wrong."""
     import base64
+
     raw = text.strip()
     key: bytes | None = None
     if raw and all(c in "0123456789abcdefABCDEF" for c in raw) and len(raw) % 2 == 0:
         key = bytes.fromhex(raw)
     else:
         try:
-            key = base64.b64decode(raw + "=" * (-len(raw) % 4), altchars=b"-_" if ("-" in raw or "_" in raw) else None,
-                                   validate=True)
+            key = base64.b64decode(
+                raw + "=" * (-len(raw) % 4),
+                altchars=b"-_" if ("-" in raw or "_" in raw) else None,
+                validate=True,
+            )
         except (ValueError, TypeError):
             key = None
     if key is None:
-        raise ValueError("HEALTHCHECKS_STATE_KEY must be hex or base64 text; generate one with: "
-                         "python -c \"import secrets; print(secrets.token_hex(32))\"")
+        raise ValueError(
+            "HEALTHCHECKS_STATE_KEY must be hex or base64 text; generate one with: "
+            'python -c "import secrets; print(secrets.token_hex(32))"'
+        )
     if len(key) < 32:
-        raise ValueError(f"HEALTHCHECKS_STATE_KEY decodes to {len(key)} bytes; it needs at least 32. "
-                         "Generate one with: python -c \"import secrets; print(secrets.token_hex(32))\"")
+        raise ValueError(
+            f"HEALTHCHECKS_STATE_KEY decodes to {len(key)} bytes; it needs at least 32. "
+            'Generate one with: python -c "import secrets; print(secrets.token_hex(32))"'
+        )
     return key

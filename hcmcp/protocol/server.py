@@ -18,13 +18,23 @@ import orjson
 from .. import get_logger
 from . import revisions
 from .asking import CLIENT_CANNOT, OPERATOR_DISABLED, TRANSPORT_CANNOT, InputRequired
-from .jsonrpc import (INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, Id, Message, RpcError,
-                      error_message, request_message, result_message)
+from .jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    Id,
+    Message,
+    RpcError,
+    error_message,
+    request_message,
+    result_message,
+)
 from .seal import Seal
 from .tool import Tool, ToolError
 
 if TYPE_CHECKING:
-    import anyio   # at run time anyio is imported where first needed (start-up)
+    import anyio  # at run time anyio is imported where first needed (start-up)
 
 log = get_logger("hcmcp.protocol")
 
@@ -33,11 +43,25 @@ Push = Callable[[dict[str, Any]], Awaitable[None]]
 
 # Methods whose handlers never suspend: a transport may answer them before an event loop
 # exists (stdio does, so that start-up does not wait for asyncio). See McpServer.answer_now.
-INSTANT_METHODS = frozenset({"initialize", "ping", "tools/list", "server/discover", "prompts/list",
-                             "resources/list", "resources/templates/list", "resources/read"})
+INSTANT_METHODS = frozenset(
+    {
+        "initialize",
+        "ping",
+        "tools/list",
+        "server/discover",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    }
+)
 # We offer no prompts and no resources, yet declare both: a client that asks gets the truth --
 # empty lists, with the caching hints 2026 requires -- instead of an error it must special-case.
-_EMPTY_LISTS = {"prompts/list": "prompts", "resources/list": "resources", "resources/templates/list": "resourceTemplates"}
+_EMPTY_LISTS = {
+    "prompts/list": "prompts",
+    "resources/list": "resources",
+    "resources/templates/list": "resourceTemplates",
+}
 RESOURCE_NOT_FOUND_2025 = -32002
 # Stopping (stdin EOF or SIGTERM on stdio, SIGTERM on HTTP): how long calls in flight may go on.
 SHUTDOWN_GRACE = 10.0
@@ -48,6 +72,7 @@ class _Waiter:
 
     def __init__(self) -> None:
         import anyio
+
         self.event = anyio.Event()
         self.reply: dict[str, Any] | None = None
 
@@ -61,11 +86,13 @@ class Session:
     client_capabilities: dict[str, Any] = field(default_factory=dict)
     client_info: dict[str, Any] = field(default_factory=dict)
     initialized: bool = False
-    stateless: bool = False                 # an HTTP mode with no way to reach the client mid-call
+    stateless: bool = False  # an HTTP mode with no way to reach the client mid-call
     inflight: dict[Id, anyio.CancelScope] = field(default_factory=dict)
     waiting: dict[Id, _Waiter] = field(default_factory=dict)
-    gone: str | None = None                 # why the client can no longer answer our requests
-    features: dict[str, Any] = field(default_factory=dict)   # per-feature state (log level, subscriptions)
+    gone: str | None = None  # why the client can no longer answer our requests
+    features: dict[str, Any] = field(
+        default_factory=dict
+    )  # per-feature state (log level, subscriptions)
     _next_id: int = 0
     _initialized_event: Any = None
 
@@ -83,6 +110,7 @@ class Session:
         if self.initialized:
             return
         import anyio
+
         if self._initialized_event is None:
             self._initialized_event = anyio.Event()
         await self._initialized_event.wait()
@@ -135,14 +163,17 @@ class RequestContext:
             return CLIENT_CANNOT
         return None
 
-    async def report_progress(self, progress: float, total: float | None = None,
-                              message: str | None = None) -> bool:
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> bool:
         """notifications/progress when the request carried _meta.progressToken; True if sent."""
         from .progress import report_progress
+
         return await report_progress(self, progress, total, message)
 
-    async def elicit(self, **kwargs: Any):   # -> asking.Answer
+    async def elicit(self, **kwargs: Any):  # -> asking.Answer
         from .asking import elicit
+
         return await elicit(self, **kwargs)
 
     async def request_client(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -183,9 +214,17 @@ class ServerIdentity:
 
 
 class McpServer:
-    def __init__(self, identity: ServerIdentity, tools: list[Tool], *, elicitation_enabled: bool = True,
-                 elicitation_timeout: float = 120.0, seal: Seal | None = None,
-                 tools_private: bool = True, features: tuple[Any, ...] = ()) -> None:
+    def __init__(
+        self,
+        identity: ServerIdentity,
+        tools: list[Tool],
+        *,
+        elicitation_enabled: bool = True,
+        elicitation_timeout: float = 120.0,
+        seal: Seal | None = None,
+        tools_private: bool = True,
+        features: tuple[Any, ...] = (),
+    ) -> None:
         self.identity = identity
         self.tools = {tool.name: tool for tool in tools}
         self.elicitation_enabled = elicitation_enabled
@@ -193,7 +232,9 @@ class McpServer:
         self.seal = seal or Seal()
         self.tools_private = tools_private
         self._server_info = identity.implementation()
-        self._tools_list: dict[str, orjson.Fragment] = {}   # revision -> the encoded result, built once
+        self._tools_list: dict[
+            str, orjson.Fragment
+        ] = {}  # revision -> the encoded result, built once
         self.methods: dict[str, Callable[[RequestContext], Awaitable[dict[str, Any]]]] = {
             "ping": self._ping,
             "tools/list": self._tools_list_method,
@@ -204,7 +245,9 @@ class McpServer:
         # Optional features (resources, prompts, logging, ...: protocol/features.py) add their
         # methods and capabilities; a server that registers none answers as before.
         self.features = tuple(features)
-        self.pushes = any(feature.pushes for feature in self.features)   # sends messages during requests
+        self.pushes = any(
+            feature.pushes for feature in self.features
+        )  # sends messages during requests
         for feature in self.features:
             self.methods.update(feature.attach(self))
 
@@ -214,7 +257,9 @@ class McpServer:
 
     # -- the entry points used by transports ---------------------------------------------------
 
-    async def handle(self, message: Message, session: Session, push: Push | None = None) -> dict[str, Any] | None:
+    async def handle(
+        self, message: Message, session: Session, push: Push | None = None
+    ) -> dict[str, Any] | None:
         """One decoded message -> the response message to write, or None (notification, response, cancelled)."""
         if message.is_response:
             self._route_response(message, session)
@@ -245,31 +290,52 @@ class McpServer:
         raise RuntimeError(f"{message.method} suspended; it must not be in INSTANT_METHODS")
 
     def capabilities(self, revision: str) -> dict[str, Any]:
-        capabilities = {"tools": {"listChanged": False}, "prompts": {"listChanged": False},
-                        "resources": {"subscribe": False, "listChanged": False}}
+        capabilities = {
+            "tools": {"listChanged": False},
+            "prompts": {"listChanged": False},
+            "resources": {"subscribe": False, "listChanged": False},
+        }
         for feature in self.features:
             capabilities.update(feature.capabilities(revision))
         return capabilities
 
     # -- requests ----------------------------------------------------------------------------
 
-    async def _request(self, message: Message, session: Session, push: Push | None) -> dict[str, Any] | None:
+    async def _request(
+        self, message: Message, session: Session, push: Push | None
+    ) -> dict[str, Any] | None:
         method = message.method
         params = message.params
         if params is msgspec.UNSET or params is None:
             params = {}
         elif not isinstance(params, dict):
-            raise RpcError(INVALID_PARAMS, f"Invalid params: params of {method} must be an object, "
-                                           f"not {type(params).__name__}", id=message.id)
+            raise RpcError(
+                INVALID_PARAMS,
+                f"Invalid params: params of {method} must be an object, "
+                f"not {type(params).__name__}",
+                id=message.id,
+            )
         envelope = revisions.modern_envelope(params)
-        connection = session   # where notifications/cancelled will look, in either era
+        connection = session  # where notifications/cancelled will look, in either era
         if envelope is not None:
             revision, capabilities = envelope
             if method in revisions.LEGACY_ONLY_METHODS:
-                raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method} does not exist in {revision}")
+                raise RpcError(
+                    METHOD_NOT_FOUND, f"Method not found: {method} does not exist in {revision}"
+                )
             session = Session(revision=revision, client_capabilities=capabilities)
-            ctx = RequestContext(self, session, message.id, method, params, revision, True, capabilities, None,
-                                 notify=push)
+            ctx = RequestContext(
+                self,
+                session,
+                message.id,
+                method,
+                params,
+                revision,
+                True,
+                capabilities,
+                None,
+                notify=push,
+            )
             if method == "server/discover":
                 return result_message(message.id, self._discover(revision))
             handler = self.methods.get(method)
@@ -277,21 +343,38 @@ class McpServer:
             if method == "initialize":
                 return result_message(message.id, self.initialize(params, session))
             if method == "server/discover":
-                raise RpcError(INVALID_PARAMS, "Invalid params: server/discover needs "
-                                               f"_meta['{revisions.META_VERSION}'] (a 2026-07-28 request); "
-                                               "2025-era clients send initialize instead")
+                raise RpcError(
+                    INVALID_PARAMS,
+                    "Invalid params: server/discover needs "
+                    f"_meta['{revisions.META_VERSION}'] (a 2026-07-28 request); "
+                    "2025-era clients send initialize instead",
+                )
             if session.revision is None and method != "ping":
-                raise RpcError(INVALID_REQUEST, f"Invalid Request: {method} before initialize; send initialize "
-                                                "first (or a 2026-07-28 request with _meta)")
+                raise RpcError(
+                    INVALID_REQUEST,
+                    f"Invalid Request: {method} before initialize; send initialize "
+                    "first (or a 2026-07-28 request with _meta)",
+                )
             revision = session.revision or revisions.LATEST_LEGACY
-            ctx = RequestContext(self, session, message.id, method, params, revision, False,
-                                 session.client_capabilities, push, notify=push)
+            ctx = RequestContext(
+                self,
+                session,
+                message.id,
+                method,
+                params,
+                revision,
+                False,
+                session.client_capabilities,
+                push,
+                notify=push,
+            )
             handler = self.methods.get(method)
         if handler is None:
             raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
         if method in INSTANT_METHODS:
             return result_message(message.id, await handler(ctx))
         import anyio
+
         scope = anyio.CancelScope()
         connection.inflight[message.id] = scope
         try:
@@ -300,15 +383,20 @@ class McpServer:
         finally:
             connection.inflight.pop(message.id, None)
         if scope.cancelled_caught:
-            return None    # cancelled by notifications/cancelled: nothing more is sent for it
+            return None  # cancelled by notifications/cancelled: nothing more is sent for it
         return result_message(message.id, result)
 
     def initialize(self, params: dict[str, Any], session: Session) -> dict[str, Any]:
         if session.revision is not None:
-            raise RpcError(INVALID_REQUEST, "Invalid Request: initialize was already received on this connection")
+            raise RpcError(
+                INVALID_REQUEST,
+                "Invalid Request: initialize was already received on this connection",
+            )
         capabilities = params.get("capabilities", {})
         if not isinstance(capabilities, dict):
-            raise RpcError(INVALID_PARAMS, "Invalid params: initialize capabilities must be an object")
+            raise RpcError(
+                INVALID_PARAMS, "Invalid params: initialize capabilities must be an object"
+            )
         session.revision = revisions.negotiate(params.get("protocolVersion"))
         session.client_capabilities = capabilities
         info = params.get("clientInfo")
@@ -338,11 +426,17 @@ class McpServer:
     async def _tools_list_method(self, ctx: RequestContext) -> Any:
         cursor = ctx.params.get("cursor")
         if cursor is not None:
-            raise RpcError(INVALID_PARAMS, "Invalid params: unknown cursor; tools/list has a single page, "
-                                           "call it without cursor")
+            raise RpcError(
+                INVALID_PARAMS,
+                "Invalid params: unknown cursor; tools/list has a single page, "
+                "call it without cursor",
+            )
         cached = self._tools_list.get(ctx.revision)
         if cached is None:
-            tools = [revisions.shape_tool(tool.descriptor(), ctx.revision) for tool in self.tools.values()]
+            tools = [
+                revisions.shape_tool(tool.descriptor(), ctx.revision)
+                for tool in self.tools.values()
+            ]
             result = revisions.cacheable({"tools": tools}, ctx.revision, private=self.tools_private)
             result = revisions.shape_result(result, ctx.revision, self._server_info)
             cached = self._tools_list[ctx.revision] = orjson.Fragment(orjson.dumps(result))
@@ -354,36 +448,55 @@ class McpServer:
 
     async def _resources_read(self, ctx: RequestContext) -> dict[str, Any]:
         uri = ctx.params.get("uri")
-        if not isinstance(uri, str):   # echoed below: only a string (any other value may not even encode)
+        if not isinstance(
+            uri, str
+        ):  # echoed below: only a string (any other value may not even encode)
             raise RpcError(INVALID_PARAMS, 'Invalid params: resources/read needs "uri", a string')
         # 2025-11-25 names -32002 for this; 2026-07-28 forbids it and uses -32602.
         code = INVALID_PARAMS if ctx.modern else RESOURCE_NOT_FOUND_2025
-        raise RpcError(code, f"Resource not found: {uri!r}; this server offers no resources", {"uri": uri})
+        raise RpcError(
+            code, f"Resource not found: {uri!r}; this server offers no resources", {"uri": uri}
+        )
 
     async def _tools_call(self, ctx: RequestContext) -> dict[str, Any]:
         name = ctx.params.get("name")
         if not isinstance(name, str):
-            raise RpcError(INVALID_PARAMS, 'Invalid params: tools/call needs "name", the tool name as a string')
+            raise RpcError(
+                INVALID_PARAMS, 'Invalid params: tools/call needs "name", the tool name as a string'
+            )
         tool = self.tools.get(name)
         if tool is None:
-            raise RpcError(INVALID_PARAMS, f"Unknown tool: {name}. Available tools: {', '.join(self.tools)}")
+            raise RpcError(
+                INVALID_PARAMS, f"Unknown tool: {name}. Available tools: {', '.join(self.tools)}"
+            )
         arguments = ctx.params.get("arguments", {})
         if arguments is None:
             arguments = {}
         if not isinstance(arguments, dict):
-            raise RpcError(INVALID_PARAMS, f'Invalid params: "arguments" of tools/call must be an object, '
-                                           f"not {type(arguments).__name__}")
-        for key, kind, what in (("inputResponses", dict, "an object"), ("requestState", str, "a string")):
+            raise RpcError(
+                INVALID_PARAMS,
+                f'Invalid params: "arguments" of tools/call must be an object, '
+                f"not {type(arguments).__name__}",
+            )
+        for key, kind, what in (
+            ("inputResponses", dict, "an object"),
+            ("requestState", str, "a string"),
+        ):
             if key in ctx.params and not isinstance(ctx.params[key], kind):
-                raise RpcError(INVALID_PARAMS, f'Invalid params: "{key}" must be {what} (echo the server\'s '
-                                               "requestState unchanged; answer each inputRequests key)")
+                raise RpcError(
+                    INVALID_PARAMS,
+                    f'Invalid params: "{key}" must be {what} (echo the server\'s '
+                    "requestState unchanged; answer each inputRequests key)",
+                )
         ctx.tool_name = name
         started = time.perf_counter()
         result_type = "complete"
         try:
             params = tool.decode_arguments(arguments)
             value = await tool.handler(ctx, params)
-            shape = getattr(tool, "call_result", None)   # a tool with content of its own (protocol/content.py)
+            shape = getattr(
+                tool, "call_result", None
+            )  # a tool with content of its own (protocol/content.py)
             result = shape(value) if shape is not None else tool_result(*tool.present(value))
         except ToolError as error:
             result = error_result(error)
@@ -392,10 +505,13 @@ class McpServer:
             result_type = "input_required"
         except RpcError:
             raise
-        except Exception:   # cancellation is a BaseException and passes through
+        except Exception:  # cancellation is a BaseException and passes through
             log.exception("tool %s failed", name)
-            raise RpcError(INTERNAL_ERROR, f"Internal error: the tool {name} failed unexpectedly; "
-                                           "the server log has the details") from None
+            raise RpcError(
+                INTERNAL_ERROR,
+                f"Internal error: the tool {name} failed unexpectedly; "
+                "the server log has the details",
+            ) from None
         log.debug("tools/call %s %.1f ms", name, (time.perf_counter() - started) * 1000)
         result = revisions.shape_call_result(result, ctx.revision)
         return revisions.shape_result(result, ctx.revision, self._server_info, result_type)
@@ -419,11 +535,15 @@ class McpServer:
             log.debug("ignored notification %s", message.method)
 
     def _route_response(self, message: Message, session: Session) -> None:
-        waiter = session.waiting.get(message.id)   # an id we never asked for changes nothing
+        waiter = session.waiting.get(message.id)  # an id we never asked for changes nothing
         if waiter is None:
             log.info("ignored a response to unknown request id %r", message.id)
             return
-        waiter.reply = {"result": message.result} if message.result is not msgspec.UNSET else {"error": message.error}
+        waiter.reply = (
+            {"result": message.result}
+            if message.result is not msgspec.UNSET
+            else {"error": message.error}
+        )
         waiter.event.set()
 
 
@@ -436,4 +556,8 @@ def tool_result(structured: dict[str, Any], text: str | None = None) -> dict[str
 
 def error_result(error: ToolError) -> dict[str, Any]:
     structured = {"error": error.message, **error.details}
-    return {"content": [{"type": "text", "text": error.message}], "structuredContent": structured, "isError": True}
+    return {
+        "content": [{"type": "text", "text": error.message}],
+        "structuredContent": structured,
+        "isError": True,
+    }

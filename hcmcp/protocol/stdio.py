@@ -15,14 +15,22 @@ import sys
 from typing import Any
 
 from .. import get_logger
-from .jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, Message, RpcError, decode, encode_line, error_message
+from .jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    Message,
+    RpcError,
+    decode,
+    encode_line,
+    error_message,
+)
 from ..http.idle_wait import unattended as _unattended
 from ..http.idle_wait import suspends_once, wait_readable_here
 from .server import SHUTDOWN_GRACE, McpServer, Session
 
 log = get_logger("hcmcp.stdio")
 
-MAX_LINE_BYTES = 16 * 1024 * 1024   # one message; a longer line is refused, not buffered without end
+MAX_LINE_BYTES = 16 * 1024 * 1024  # one message; a longer line is refused, not buffered without end
 
 
 class LineWriter:
@@ -34,20 +42,29 @@ class LineWriter:
     def write(self, message: dict[str, Any]) -> None:
         try:
             encoded = encode_line(message)
-        except TypeError:   # orjson.JSONEncodeError: never let one bad answer end the server
+        except TypeError:  # orjson.JSONEncodeError: never let one bad answer end the server
             log.exception("could not encode an answer")
-            if "id" not in message:   # a notification: an error without an id would answer nothing
+            if "id" not in message:  # a notification: an error without an id would answer nothing
                 return
-            encoded = encode_line(error_message(message.get("id"), RpcError(
-                -32603, "Internal error: the answer could not be encoded; the server log has the details")))
+            encoded = encode_line(
+                error_message(
+                    message.get("id"),
+                    RpcError(
+                        -32603,
+                        "Internal error: the answer could not be encoded; the server log has the details",
+                    ),
+                )
+            )
         data = memoryview(encoded)
         while data:
-            written = os.write(self.fd, data)   # blocking fd: a stalled reader stalls us, nothing is lost
+            written = os.write(
+                self.fd, data
+            )  # blocking fd: a stalled reader stalls us, nothing is lost
             data = data[written:]
 
 
 TOO_LONG = object()
-NOT_YET = object()   # LineReader.line_now: the loop must wait for stdin
+NOT_YET = object()  # LineReader.line_now: the loop must wait for stdin
 _CHUNK = 1 << 16
 
 
@@ -63,9 +80,9 @@ class LineReader:
         self.fd = fd
         self.buffer = bytearray()
         self.eof = False
-        self._discarding = False     # inside an over-long line, until its newline
+        self._discarding = False  # inside an over-long line, until its newline
         self._pollable: bool | None = None
-        self.wakeup_fd: int | None = None   # read end of signal.set_wakeup_fd's pipe (read_line)
+        self.wakeup_fd: int | None = None  # read end of signal.set_wakeup_fd's pipe (read_line)
 
     def _take(self) -> bytes | object | None:
         """A complete line from the buffer (TOO_LONG for an over-long one), or None if none yet."""
@@ -75,7 +92,7 @@ class LineReader:
                 if end < 0:
                     self.buffer.clear()
                     return None
-                del self.buffer[:end + 1]
+                del self.buffer[: end + 1]
                 self._discarding = False
                 return TOO_LONG
             if end < 0:
@@ -83,13 +100,13 @@ class LineReader:
                     self.buffer.clear()
                     self._discarding = True
                     continue
-                if self.eof and self.buffer:   # a last line without its newline
+                if self.eof and self.buffer:  # a last line without its newline
                     line = bytes(self.buffer)
                     self.buffer.clear()
                     return line.rstrip(b"\r")
                 return None
             line = bytes(self.buffer[:end])
-            del self.buffer[:end + 1]
+            del self.buffer[: end + 1]
             if len(line) > MAX_LINE_BYTES:
                 return TOO_LONG
             return line.rstrip(b"\r")
@@ -126,6 +143,7 @@ class LineReader:
         handler runs on the next bytecode.
         """
         import select
+
         poller = select.poll()
         poller.register(self.fd, select.POLLIN | select.POLLHUP | select.POLLERR)
         poller.register(self.wakeup_fd, select.POLLIN)
@@ -133,7 +151,7 @@ class LineReader:
             ready = dict(poller.poll())
             if self.wakeup_fd in ready:
                 try:
-                    os.read(self.wakeup_fd, 512)   # the handler (exit_now) runs before the next line
+                    os.read(self.wakeup_fd, 512)  # the handler (exit_now) runs before the next line
                 except BlockingIOError:
                     pass
             if self.fd in ready:
@@ -148,12 +166,13 @@ class LineReader:
                 return line
             if self.eof:
                 return TOO_LONG if self._discarding else None
-            if not (self._pollable and _waited_here(self.fd)):   # known to be pollable: in place
+            if not (self._pollable and _waited_here(self.fd)):  # known to be pollable: in place
                 return NOT_YET
             self._fill(os.read(self.fd, _CHUNK))
 
     async def next_line(self) -> bytes | object | None:
         import anyio
+
         while True:
             line = self.line_now()
             if line is not NOT_YET:
@@ -163,16 +182,19 @@ class LineReader:
                     await anyio.wait_readable(self.fd)
                     self._pollable = True
                 except (OSError, NotImplementedError, ValueError):
-                    self._pollable = False    # e.g. a regular file: epoll refuses it
+                    self._pollable = False  # e.g. a regular file: epoll refuses it
                     continue
                 self._fill(os.read(self.fd, _CHUNK))
             else:
-                self._fill(await anyio.to_thread.run_sync(os.read, self.fd, _CHUNK, abandon_on_cancel=True))
+                self._fill(
+                    await anyio.to_thread.run_sync(os.read, self.fd, _CHUNK, abandon_on_cancel=True)
+                )
 
 
 def _waited_here(fd: int) -> bool:
     """Waited for ``fd`` in place, without a loop turn (http/idle_wait.py); False: await the loop."""
     import asyncio
+
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
@@ -180,15 +202,23 @@ def _waited_here(fd: int) -> bool:
     return wait_readable_here(loop, fd)
 
 
-async def serve_stdio(server: McpServer, reader: LineReader | None = None, stdout_fd: int = 1,
-                      session: Session | None = None, first: Message | None = None,
-                      grace: float = SHUTDOWN_GRACE) -> None:
+async def serve_stdio(
+    server: McpServer,
+    reader: LineReader | None = None,
+    stdout_fd: int = 1,
+    session: Session | None = None,
+    first: Message | None = None,
+    grace: float = SHUTDOWN_GRACE,
+) -> None:
     """Serve until stdin EOF or SIGTERM, then let the calls in flight finish (up to ``grace`` s).
 
     ``reader``/``session``/``first``: what run_stdio already read and answered.
     """
     import anyio
-    serving = _Serving(server, reader or LineReader(0), LineWriter(stdout_fd), session or Session(), grace)
+
+    serving = _Serving(
+        server, reader or LineReader(0), LineWriter(stdout_fd), session or Session(), grace
+    )
     async with anyio.create_task_group() as tasks:
         tasks.start_soon(serving.stop_on_sigterm)
         async with anyio.create_task_group() as requests:
@@ -215,21 +245,30 @@ class _Serving:
     request registers itself before its first suspension.
     """
 
-    def __init__(self, server: McpServer, reader: LineReader, writer: LineWriter, session: Session,
-                 grace: float) -> None:
+    def __init__(
+        self,
+        server: McpServer,
+        reader: LineReader,
+        writer: LineWriter,
+        session: Session,
+        grace: float,
+    ) -> None:
         import anyio
+
         self.server = server
         self.reader = reader
         self.writer = writer
         self.session = session
         self.grace = grace
-        self.requests: Any = None             # the task group of the readers and their requests
+        self.requests: Any = None  # the task group of the readers and their requests
         self.reading_ended = anyio.Event()
-        self.holder: object | None = None     # the reading task's token: one task reads at a time
-        self.waiting: Any = None              # the cancel scope of the read that waits for stdin
-        self.stopping = False                 # SIGTERM: read nothing more
+        self.holder: object | None = None  # the reading task's token: one task reads at a time
+        self.waiting: Any = None  # the cancel scope of the read that waits for stdin
+        self.stopping = False  # SIGTERM: read nothing more
         self.draining = False
-        self.streams: set[Any] = set()        # ids of requests that only push to the client until it leaves
+        self.streams: set[Any] = (
+            set()
+        )  # ids of requests that only push to the client until it leaves
 
     async def push(self, message: dict[str, Any]) -> None:
         self.writer.write(message)
@@ -261,10 +300,11 @@ class _Serving:
     async def _next_line(self) -> bytes | object | None:
         """The next line; None at EOF and once SIGTERM arrived."""
         import anyio
+
         if self.stopping:
             return None
         line = self.reader.line_now()
-        if line is NOT_YET:      # through the loop, where SIGTERM must be able to stop the wait
+        if line is NOT_YET:  # through the loop, where SIGTERM must be able to stop the wait
             with anyio.CancelScope() as self.waiting:
                 line = await self.reader.next_line()
             self.waiting = None
@@ -272,9 +312,10 @@ class _Serving:
 
     async def _run_here(self, message: Message) -> None:
         def hand_over() -> None:
-            _unattended.set(None)            # before the spawn: the new reader must not inherit it
+            _unattended.set(None)  # before the spawn: the new reader must not inherit it
             self.holder = None
             self.requests.start_soon(self.read)
+
         # While this task runs the request, nobody reads stdin: a wait in place must watch it too.
         token = _unattended.set((self.reader.fd, self.reader.has_line))
         try:
@@ -284,14 +325,22 @@ class _Serving:
 
     async def run_request(self, message: Message) -> None:
         import anyio
+
         try:
             response = await self.server.handle(message, self.session, self.push)
         except anyio.get_cancelled_exc_class():
-            if self.draining:   # cut by the shutdown deadline: it still gets its one answer
-                self.writer.write(error_message(message.id, RpcError(
-                    INTERNAL_ERROR, f"Internal error: the server stopped (stdin closed or SIGTERM) and "
-                                    f"{message.method} did not finish within the {self.grace:g} s it gives "
-                                    "calls in flight")))
+            if self.draining:  # cut by the shutdown deadline: it still gets its one answer
+                self.writer.write(
+                    error_message(
+                        message.id,
+                        RpcError(
+                            INTERNAL_ERROR,
+                            f"Internal error: the server stopped (stdin closed or SIGTERM) and "
+                            f"{message.method} did not finish within the {self.grace:g} s it gives "
+                            "calls in flight",
+                        ),
+                    )
+                )
             raise
         finally:
             self.streams.discard(message.id)
@@ -300,10 +349,13 @@ class _Serving:
 
     async def stop_on_sigterm(self) -> None:
         import anyio
+
         with anyio.open_signal_receiver(signal.SIGTERM) as signals:
             async for _ in signals:
                 if self.draining or self.stopping:
-                    exit_now(0)   # a second SIGTERM, or one while draining: the client wants us gone now
+                    exit_now(
+                        0
+                    )  # a second SIGTERM, or one while draining: the client wants us gone now
                 log.info("SIGTERM: stopping; calls in flight get up to %g s", self.grace)
                 self.stopping = True
                 if self.waiting is not None:
@@ -313,6 +365,7 @@ class _Serving:
         """stdin closed (or SIGTERM): nothing more can be read, so no answer to our questions can
         come. Those calls end now with their "no answer" result; the rest get the grace period."""
         import anyio
+
         self.draining = True
         # A stream that exists only to push to the client (subscriptions/listen) ends now: there
         # is nobody to push to, and it would otherwise hold the exit for the whole grace period.
@@ -320,8 +373,11 @@ class _Serving:
             scope = self.session.inflight.get(request_id)
             if scope is not None:
                 scope.cancel()
-        self.session.client_gone("the server is stopping (SIGTERM)" if self.stopping
-                                 else "the client closed stdin before answering")
+        self.session.client_gone(
+            "the server is stopping (SIGTERM)"
+            if self.stopping
+            else "the client closed stdin before answering"
+        )
         self.requests.cancel_scope.deadline = anyio.current_time() + self.grace
 
 
@@ -332,12 +388,20 @@ STREAM_METHODS = frozenset({"subscriptions/listen"})
 ID_REQUIRED_REVISIONS = frozenset({"2024-11-05", "2025-03-26", "2025-06-18"})
 
 
-def _message_or_reply(line: bytes | object, writer: LineWriter, session: Session | None = None) -> Message | None:
+def _message_or_reply(
+    line: bytes | object, writer: LineWriter, session: Session | None = None
+) -> Message | None:
     """The decoded message; or None after answering a line that is not one (or skipping a blank one)."""
     if line is TOO_LONG:
-        _refuse(writer, session, RpcError(
-            INVALID_REQUEST, f"Invalid Request: a message longer than {MAX_LINE_BYTES} bytes "
-                             f"({MAX_LINE_BYTES // (1 << 20)} MiB) was refused unread; send smaller messages"))
+        _refuse(
+            writer,
+            session,
+            RpcError(
+                INVALID_REQUEST,
+                f"Invalid Request: a message longer than {MAX_LINE_BYTES} bytes "
+                f"({MAX_LINE_BYTES // (1 << 20)} MiB) was refused unread; send smaller messages",
+            ),
+        )
         return None
     if not line.strip():
         return None
@@ -348,7 +412,9 @@ def _message_or_reply(line: bytes | object, writer: LineWriter, session: Session
         return None
 
 
-_UNANSWERED_LOGGED = 20   # then one line saying so: a client that never reads stderr must not stall us
+_UNANSWERED_LOGGED = (
+    20  # then one line saying so: a client that never reads stderr must not stall us
+)
 _unanswered = 0
 
 
@@ -357,9 +423,15 @@ def _refuse(writer: LineWriter, session: Session | None, error: RpcError) -> Non
     if error.id is None and session is not None and session.revision in ID_REQUIRED_REVISIONS:
         _unanswered += 1
         if _unanswered <= _UNANSWERED_LOGGED:
-            log.warning("not answered (%s has no error message without an id): %s", session.revision, error.message)
+            log.warning(
+                "not answered (%s has no error message without an id): %s",
+                session.revision,
+                error.message,
+            )
         if _unanswered == _UNANSWERED_LOGGED:
-            log.warning("%d lines were not answered; further ones are not logged", _UNANSWERED_LOGGED)
+            log.warning(
+                "%d lines were not answered; further ones are not logged", _UNANSWERED_LOGGED
+            )
         return
     writer.write(error_message(error.id, error))
 
@@ -373,8 +445,12 @@ def exit_now(code: int = 0) -> None:
         os._exit(code)
 
 
-def run_stdio(server: McpServer, reader: LineReader | None = None, session: Session | None = None,
-              grace: float = SHUTDOWN_GRACE) -> None:
+def run_stdio(
+    server: McpServer,
+    reader: LineReader | None = None,
+    session: Session | None = None,
+    grace: float = SHUTDOWN_GRACE,
+) -> None:
     """Serve ``server`` on this process's stdin/stdout until EOF or SIGTERM, then exit 0
     (after up to ``grace`` seconds for the calls in flight).
 
@@ -410,6 +486,7 @@ def run_stdio(server: McpServer, reader: LineReader | None = None, session: Sess
     os.close(wakeup_read)
     os.close(wakeup_write)
     import anyio
+
     try:
         anyio.run(serve_stdio, server, reader, 1, session, message, grace)
     except KeyboardInterrupt:

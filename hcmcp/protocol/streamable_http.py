@@ -40,13 +40,30 @@ import msgspec
 
 from ..http.server import Request, Response, StreamingResponse
 from . import revisions
-from .jsonrpc import (HEADER_MISMATCH, INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST,
-                      MISSING_REQUIRED_CLIENT_CAPABILITY, METHOD_NOT_FOUND, PARSE_ERROR, UNSUPPORTED_PROTOCOL_VERSION,
-                      Message, RpcError, decode, encode, error_message)
+from .jsonrpc import (
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    Message,
+    RpcError,
+    decode,
+    encode,
+    error_message,
+)
 from .http_guard import ListenerGuard, Refused
 from .http_media import accepts_json_and_sse as _accepts_json_and_sse, is_json_content_type
 from .http_sessions import HttpSession, SessionsFull, SessionTable
-from .http_streams import SSE_HEADERS as _SSE_HEADERS, Body as _Body, Final as _Final, Outbox as _Outbox
+from .http_streams import (
+    SSE_HEADERS as _SSE_HEADERS,
+    Body as _Body,
+    Final as _Final,
+    Outbox as _Outbox,
+)
 from .http_streams import empty_stream as _empty_stream, relay as _relay
 from .server import SHUTDOWN_GRACE, McpServer, Push, Session
 
@@ -56,33 +73,58 @@ ENDPOINT = "/mcp"
 SESSION_HEADER = "mcp-session-id"
 VERSION_HEADER = "mcp-protocol-version"
 # Methods whose target travels in Mcp-Name (2026 era), and the params key it must equal.
-_NAMED = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
-          "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}   # tasks: SEP-2663
+_NAMED = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}  # tasks: SEP-2663
 # JSON-RPC error codes the 2026 HTTP binding maps to a status other than 200.
-_STATUS_OF_ERROR = {METHOD_NOT_FOUND: 404, INVALID_PARAMS: 400, INVALID_REQUEST: 400, PARSE_ERROR: 400,
-                    HEADER_MISMATCH: 400, UNSUPPORTED_PROTOCOL_VERSION: 400, MISSING_REQUIRED_CLIENT_CAPABILITY: 400}
+_STATUS_OF_ERROR = {
+    METHOD_NOT_FOUND: 404,
+    INVALID_PARAMS: 400,
+    INVALID_REQUEST: 400,
+    PARSE_ERROR: 400,
+    HEADER_MISMATCH: 400,
+    UNSUPPORTED_PROTOCOL_VERSION: 400,
+    MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
+}
 
 
 @dataclass
 class HttpSettings:
-    token: str | None = None                  # HEALTHCHECKS_HTTP_TOKEN: clients send Authorization: Bearer
-    allowed_origins: tuple[str, ...] = ()     # HEALTHCHECKS_HTTP_ALLOWED_ORIGINS, beside the loopback names
-    stateless: bool = False                   # --stateless: 2025 era without sessions
-    session_idle: float = 1800.0              # a 2025 session unused this long (and not busy) is ended
+    token: str | None = None  # HEALTHCHECKS_HTTP_TOKEN: clients send Authorization: Bearer
+    allowed_origins: tuple[
+        str, ...
+    ] = ()  # HEALTHCHECKS_HTTP_ALLOWED_ORIGINS, beside the loopback names
+    stateless: bool = False  # --stateless: 2025 era without sessions
+    session_idle: float = 1800.0  # a 2025 session unused this long (and not busy) is ended
     max_sessions: int = 1000
-    max_streams: int = 64                     # requests being answered at once, over all connections
-    max_streams_per_session: int = 8          # of those, what one 2025-era session may hold
-    shutdown_grace: float = SHUTDOWN_GRACE    # SIGTERM: how long in-flight calls may go on
+    max_streams: int = 64  # requests being answered at once, over all connections
+    max_streams_per_session: int = 8  # of those, what one 2025-era session may hold
+    shutdown_grace: float = SHUTDOWN_GRACE  # SIGTERM: how long in-flight calls may go on
 
 
 class _Reply(Exception):
     """Raised while checking a request: answer with this status and JSON-RPC error at once."""
 
-    def __init__(self, status: int, code: int, message: str, headers: list[tuple[str, str]] | None = None,
-                 data: Any = None, id: Any = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        code: int,
+        message: str,
+        headers: list[tuple[str, str]] | None = None,
+        data: Any = None,
+        id: Any = None,
+    ) -> None:
         super().__init__(message)
-        self.response = Response(status, encode(error_message(id, RpcError(code, message, data))),
-                                 [("content-type", "application/json"), *(headers or [])])
+        self.response = Response(
+            status,
+            encode(error_message(id, RpcError(code, message, data))),
+            [("content-type", "application/json"), *(headers or [])],
+        )
 
 
 def error_body(status: int, message: str) -> tuple[str, bytes]:
@@ -91,18 +133,28 @@ def error_body(status: int, message: str) -> tuple[str, bytes]:
     return "application/json", encode(error_message(None, RpcError(code, message)))
 
 
-def _json(status: int, message: dict[str, Any], headers: list[tuple[str, str]] | None = None) -> Response:
-    return Response(status, encode(message), [("content-type", "application/json"), *(headers or [])])
+def _json(
+    status: int, message: dict[str, Any], headers: list[tuple[str, str]] | None = None
+) -> Response:
+    return Response(
+        status, encode(message), [("content-type", "application/json"), *(headers or [])]
+    )
 
 
 # 2026 requests that may send notifications before their response (with a server that pushes).
-_MAY_STREAM = frozenset({"tools/call", "prompts/get", "completion/complete", "subscriptions/listen"})
+_MAY_STREAM = frozenset(
+    {"tools/call", "prompts/get", "completion/complete", "subscriptions/listen"}
+)
 
 
 def _call_status(response: dict[str, Any]) -> int:
     """A 2026 tools/call answer: 200, but -32021 MUST be 400 (the other errors keep 200)."""
     error = response.get("error")
-    return 400 if isinstance(error, dict) and error.get("code") == MISSING_REQUIRED_CLIENT_CAPABILITY else 200
+    return (
+        400
+        if isinstance(error, dict) and error.get("code") == MISSING_REQUIRED_CLIENT_CAPABILITY
+        else 200
+    )
 
 
 def _request_id(message: Message) -> Any:
@@ -125,16 +177,27 @@ def _check_header(request: Request, name: str, expected: Any, what: str, rid: An
     raw = request.header(name)
     value = decode_header_value(raw) if raw is not None else None
     if value is None or value != expected:
-        why = ("is missing" if raw is None else "is not valid =?base64?...?= (base64 of UTF-8)"
-               if value is None else "differs")
-        raise _Reply(400, HEADER_MISMATCH, f"Header mismatch: {name} {why}; it must equal the body's {what}",
-                     id=rid)
+        why = (
+            "is missing"
+            if raw is None
+            else "is not valid =?base64?...?= (base64 of UTF-8)"
+            if value is None
+            else "differs"
+        )
+        raise _Reply(
+            400,
+            HEADER_MISMATCH,
+            f"Header mismatch: {name} {why}; it must equal the body's {what}",
+            id=rid,
+        )
 
 
 async def _cannot_push(outgoing: dict[str, Any]) -> None:
     # Calls answered inline are those that cannot ask (see StreamableHttp._may_ask); a push
     # here is a bug to surface, not a message to lose.
-    raise RuntimeError(f"this call was answered inline and cannot send {outgoing.get('method')!r} first")
+    raise RuntimeError(
+        f"this call was answered inline and cannot send {outgoing.get('method')!r} first"
+    )
 
 
 class _Releasing:
@@ -155,14 +218,19 @@ class _Releasing:
 class StreamableHttp:
     """The MCP endpoint as an app for hcmcp.http.server; ``run()`` must be running beside it."""
 
-    def __init__(self, server: McpServer, settings: HttpSettings, bound_host: str = "127.0.0.1",
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        server: McpServer,
+        settings: HttpSettings,
+        bound_host: str = "127.0.0.1",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.server = server
         self.settings = settings
         self.clock = clock
         self.table = SessionTable(settings.max_sessions, settings.session_idle, clock)
-        self._param_headers: dict[tuple[str, int], list] = {}   # tool -> its x-mcp-header properties
-        self.streams = 0          # requests being answered now (JSON or SSE), bounded by max_streams
+        self._param_headers: dict[tuple[str, int], list] = {}  # tool -> its x-mcp-header properties
+        self.streams = 0  # requests being answered now (JSON or SSE), bounded by max_streams
         self._tasks: anyio.abc.TaskGroup | None = None
         self.guard = ListenerGuard(settings.token, settings.allowed_origins, bound_host)
 
@@ -183,11 +251,19 @@ class StreamableHttp:
                 return self._delete(request)
             allow = "POST" if self.settings.stateless else "POST, DELETE"
             if request.method == "GET":
-                raise _Reply(405, INVALID_REQUEST, "Method Not Allowed: this server opens no GET stream; every "
-                                                   "server message travels on the response to its POST",
-                             [("allow", allow)])
-            raise _Reply(405, INVALID_REQUEST, f"Method Not Allowed: {request.method}; POST one JSON-RPC message "
-                                               f"to {ENDPOINT}", [("allow", allow)])
+                raise _Reply(
+                    405,
+                    INVALID_REQUEST,
+                    "Method Not Allowed: this server opens no GET stream; every "
+                    "server message travels on the response to its POST",
+                    [("allow", allow)],
+                )
+            raise _Reply(
+                405,
+                INVALID_REQUEST,
+                f"Method Not Allowed: {request.method}; POST one JSON-RPC message to {ENDPOINT}",
+                [("allow", allow)],
+            )
         except _Reply as reply:
             return reply.response
 
@@ -195,17 +271,27 @@ class StreamableHttp:
         try:
             self.guard.check(request)
         except Refused as refused:
-            raise _Reply(refused.status, INVALID_REQUEST, refused.message, refused.headers) from None
+            raise _Reply(
+                refused.status, INVALID_REQUEST, refused.message, refused.headers
+            ) from None
 
     # -- POST ----------------------------------------------------------------------------------
 
     async def _post(self, request: Request) -> Response | StreamingResponse:
         if not is_json_content_type(request.header("content-type")):
-            raise _Reply(415, INVALID_REQUEST, "Unsupported Media Type: POST one JSON-RPC message with "
-                                               "Content-Type: application/json")
+            raise _Reply(
+                415,
+                INVALID_REQUEST,
+                "Unsupported Media Type: POST one JSON-RPC message with "
+                "Content-Type: application/json",
+            )
         if not _accepts_json_and_sse(request.header("accept") or ""):
-            raise _Reply(406, INVALID_REQUEST, "Not Acceptable: the Accept header must list both application/json "
-                                               "and text/event-stream")
+            raise _Reply(
+                406,
+                INVALID_REQUEST,
+                "Not Acceptable: the Accept header must list both application/json "
+                "and text/event-stream",
+            )
         try:
             message = decode(request.body)
         except RpcError as error:
@@ -217,31 +303,62 @@ class StreamableHttp:
         meta = params.get("_meta")
         meta_version = meta.get(revisions.META_VERSION) if isinstance(meta, dict) else None
         # The era: a 2026 _meta envelope, or a version header that is not a 2025-era revision.
-        if meta_version is not None or (header_version is not None
-                                        and header_version not in revisions.LEGACY_REVISIONS):
+        if meta_version is not None or (
+            header_version is not None and header_version not in revisions.LEGACY_REVISIONS
+        ):
             return await self._modern(request, message, params, header_version, meta_version)
         return await self._legacy(request, message, header_version)
 
     # -- 2026 era ------------------------------------------------------------------------------
 
-    async def _modern(self, request: Request, message: Message, params: dict[str, Any],
-                      header_version: str | None, meta_version: Any) -> Response | StreamingResponse:
+    async def _modern(
+        self,
+        request: Request,
+        message: Message,
+        params: dict[str, Any],
+        header_version: str | None,
+        meta_version: Any,
+    ) -> Response | StreamingResponse:
         rid = _request_id(message)
         if message.is_response:
-            raise _Reply(400, INVALID_REQUEST, "Invalid Request: under 2026-07-28 clients do not POST responses; "
-                                               "answers travel in inputResponses of a retried request")
+            raise _Reply(
+                400,
+                INVALID_REQUEST,
+                "Invalid Request: under 2026-07-28 clients do not POST responses; "
+                "answers travel in inputResponses of a retried request",
+            )
         if header_version is None:
-            raise _Reply(400, HEADER_MISMATCH, "Header mismatch: the MCP-Protocol-Version header is required and "
-                                               "must equal _meta protocolVersion", id=rid)
+            raise _Reply(
+                400,
+                HEADER_MISMATCH,
+                "Header mismatch: the MCP-Protocol-Version header is required and "
+                "must equal _meta protocolVersion",
+                id=rid,
+            )
         if header_version not in revisions.SUPPORTED:
-            raise _Reply(400, UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
-                         data={"supported": list(revisions.SUPPORTED), "requested": header_version}, id=rid)
+            raise _Reply(
+                400,
+                UNSUPPORTED_PROTOCOL_VERSION,
+                "Unsupported protocol version",
+                data={"supported": list(revisions.SUPPORTED), "requested": header_version},
+                id=rid,
+            )
         if message.is_request and meta_version is None:
-            raise _Reply(400, INVALID_PARAMS, f"Invalid params: a {header_version} request carries "
-                                              f"params._meta['{revisions.META_VERSION}']", id=rid)
+            raise _Reply(
+                400,
+                INVALID_PARAMS,
+                f"Invalid params: a {header_version} request carries "
+                f"params._meta['{revisions.META_VERSION}']",
+                id=rid,
+            )
         if meta_version is not None and meta_version != header_version:
-            raise _Reply(400, HEADER_MISMATCH, f"Header mismatch: MCP-Protocol-Version {header_version!r} differs "
-                                               f"from _meta protocolVersion {meta_version!r}", id=rid)
+            raise _Reply(
+                400,
+                HEADER_MISMATCH,
+                f"Header mismatch: MCP-Protocol-Version {header_version!r} differs "
+                f"from _meta protocolVersion {meta_version!r}",
+                id=rid,
+            )
         _check_header(request, "Mcp-Method", message.method, "method", rid)
         key = _NAMED.get(message.method)
         if key is not None:
@@ -255,20 +372,25 @@ class StreamableHttp:
             revisions.modern_envelope(params)
         except RpcError as error:
             raise _Reply(400, error.code, error.message, data=error.data, id=rid) from None
-        if ((self.server.pushes and message.method in _MAY_STREAM)
-                or (message.method == "tools/call" and _wants_progress(params))):
+        if (self.server.pushes and message.method in _MAY_STREAM) or (
+            message.method == "tools/call" and _wants_progress(params)
+        ):
             return await self._modern_stream(message)
         if message.method == "tools/call":
             # Nothing is pushed in this era, so the answer is JSON. A client that closes the
             # connection first cancels this app, and with it the call.
             with self._stream(rid):
                 response = await self._handle_call(message, Session(), None)
-            return _json(_call_status(response), response) if response is not None else _empty_stream()
+            return (
+                _json(_call_status(response), response) if response is not None else _empty_stream()
+            )
         with self._stream(rid):
             response = await self.server.handle(message, Session())
         if response is None:
             return Response(202)
-        status = _STATUS_OF_ERROR.get(response["error"]["code"], 200) if "error" in response else 200
+        status = (
+            _STATUS_OF_ERROR.get(response["error"]["code"], 200) if "error" in response else 200
+        )
         return _json(status, response)
 
     async def _modern_stream(self, message: Message) -> Response | StreamingResponse:
@@ -285,37 +407,52 @@ class StreamableHttp:
             return _empty_stream()
         if message.method == "tools/call":
             return _json(_call_status(response), response)
-        status = _STATUS_OF_ERROR.get(response["error"]["code"], 200) if "error" in response else 200
+        status = (
+            _STATUS_OF_ERROR.get(response["error"]["code"], 200) if "error" in response else 200
+        )
         return _json(status, response)
 
     def _check_param_headers(self, request: Request, params: dict[str, Any], rid: Any) -> None:
         """Mcp-Param-<Name> headers of a tool whose schema declares x-mcp-header (protocol/param_headers.py)."""
-        tool = self.server.tools.get(params.get("name")) if isinstance(params.get("name"), str) else None
+        tool = (
+            self.server.tools.get(params.get("name"))
+            if isinstance(params.get("name"), str)
+            else None
+        )
         if tool is None:
             return
         headers = self._param_headers.get((tool.name, id(tool)))
         if headers is None:
             from . import param_headers
+
             headers = self._param_headers[(tool.name, id(tool))] = param_headers.declared(
-                tool.descriptor()["inputSchema"])
+                tool.descriptor()["inputSchema"]
+            )
         if headers:
             from . import param_headers
-            problem = param_headers.problem(headers, request.header, decode_header_value, params.get("arguments"))
+
+            problem = param_headers.problem(
+                headers, request.header, decode_header_value, params.get("arguments")
+            )
             if problem is not None:
                 raise _Reply(400, HEADER_MISMATCH, problem, id=rid)
 
     # -- 2025 era ------------------------------------------------------------------------------
 
-    async def _legacy(self, request: Request, message: Message,
-                      header_version: str | None) -> Response | StreamingResponse:
+    async def _legacy(
+        self, request: Request, message: Message, header_version: str | None
+    ) -> Response | StreamingResponse:
         # A header, when sent, is a 2025-era revision we speak (anything else went to _modern).
         # It need not equal the negotiated one: the session already knows that.
-        request.cancel_on_disconnect = False   # a disconnect MUST NOT be read as a cancellation here
+        request.cancel_on_disconnect = False  # a disconnect MUST NOT be read as a cancellation here
         if message.is_request and message.method == "initialize":
             return self._initialize(message)
         if self.settings.stateless:
-            session = Session(revision=header_version or revisions.DEFAULT_HTTP_LEGACY, initialized=True,
-                              stateless=True)
+            session = Session(
+                revision=header_version or revisions.DEFAULT_HTTP_LEGACY,
+                initialized=True,
+                stateless=True,
+            )
             if not message.is_request:
                 await self.server.handle(message, session)
                 return Response(202)
@@ -341,8 +478,16 @@ class StreamableHttp:
             params = {}
         elif not isinstance(params, dict):
             # Refused as McpServer refuses it on stdio: nothing is negotiated, no session is made.
-            return _json(400, error_message(message.id, RpcError(
-                INVALID_PARAMS, f"Invalid params: params of initialize must be an object, not {type(params).__name__}")))
+            return _json(
+                400,
+                error_message(
+                    message.id,
+                    RpcError(
+                        INVALID_PARAMS,
+                        f"Invalid params: params of initialize must be an object, not {type(params).__name__}",
+                    ),
+                ),
+            )
         try:
             result = self.server.initialize(params, state)
         except RpcError as error:
@@ -354,15 +499,22 @@ class StreamableHttp:
             session_id = self.table.open(state)
         except SessionsFull:
             idle_minutes = self.settings.session_idle / 60
-            raise _Reply(503, INVALID_REQUEST, (
-                f"Service Unavailable: this server already holds its limit of {self.settings.max_sessions} "
-                f"sessions, and ends none that is in use. End sessions you no longer need with DELETE {ENDPOINT} "
-                f"(a session also ends after {idle_minutes:g} minutes unused), then send initialize again"),
-                [("retry-after", "10")], id=message.id) from None
+            raise _Reply(
+                503,
+                INVALID_REQUEST,
+                (
+                    f"Service Unavailable: this server already holds its limit of {self.settings.max_sessions} "
+                    f"sessions, and ends none that is in use. End sessions you no longer need with DELETE {ENDPOINT} "
+                    f"(a session also ends after {idle_minutes:g} minutes unused), then send initialize again"
+                ),
+                [("retry-after", "10")],
+                id=message.id,
+            ) from None
         return _json(200, response, [(SESSION_HEADER, session_id)])
 
-    async def _call(self, message: Message, session: Session,
-                    entry: HttpSession | None = None) -> Response | StreamingResponse:
+    async def _call(
+        self, message: Message, session: Session, entry: HttpSession | None = None
+    ) -> Response | StreamingResponse:
         """A 2025-era tools/call: JSON when it just answers, SSE when it has something to send first.
 
         A call that may ask (a client that declared elicitation) runs in the transport's task
@@ -382,8 +534,14 @@ class StreamableHttp:
             return first
         return _json(200, first.response) if first.response is not None else _empty_stream()
 
-    async def _streamed(self, message: Message, session: Session, entry: HttpSession | None, *,
-                        cancel_if_gone_early: bool) -> StreamingResponse | _Final:
+    async def _streamed(
+        self,
+        message: Message,
+        session: Session,
+        entry: HttpSession | None,
+        *,
+        cancel_if_gone_early: bool,
+    ) -> StreamingResponse | _Final:
         """Run a request in the transport's task group until it produces its first message: an SSE
         stream that relays it and whatever follows, or its ``_Final`` when it answered first (the
         caller writes that as JSON). Once the stream is open, its closing cancels the request: its
@@ -415,10 +573,12 @@ class StreamableHttp:
 
         def gone() -> None:
             outbox.close()
-            scope.cancel()   # a no-op once the request has finished
+            scope.cancel()  # a no-op once the request has finished
 
         if entry is not None:
-            entry.busy += 1   # counted before the task starts, so no sweep can end the session in between
+            entry.busy += (
+                1  # counted before the task starts, so no sweep can end the session in between
+            )
         self._tasks.start_soon(run)
         try:
             first = await outbox.get()
@@ -430,21 +590,31 @@ class StreamableHttp:
             return first
         return StreamingResponse(200, _Body(_relay(first, outbox), gone), list(_SSE_HEADERS))
 
-    async def _handle_call(self, message: Message, session: Session, push: Push | None) -> dict[str, Any] | None:
+    async def _handle_call(
+        self, message: Message, session: Session, push: Push | None
+    ) -> dict[str, Any] | None:
         """``server.handle`` for a tools/call, with a failure outside the tool answered as -32603."""
         try:
             return await self.server.handle(message, session, push)
         except Exception:
             log.exception("tools/call failed outside the tool; answered -32603")
-            return error_message(message.id, RpcError(
-                INTERNAL_ERROR, "Internal error: the server failed while answering; its log has the details"))
+            return error_message(
+                message.id,
+                RpcError(
+                    INTERNAL_ERROR,
+                    "Internal error: the server failed while answering; its log has the details",
+                ),
+            )
 
     def _may_ask(self, session: Session) -> bool:
         """Whether a 2025-era call of this session could push a question (and so need a stream)."""
         if self.server.pushes and not session.stateless:
-            return True    # a server with features that send during calls (logs, progress, sampling)
-        return (self.server.elicitation_enabled and not session.stateless
-                and revisions.declares_form_elicitation(session.client_capabilities))
+            return True  # a server with features that send during calls (logs, progress, sampling)
+        return (
+            self.server.elicitation_enabled
+            and not session.stateless
+            and revisions.declares_form_elicitation(session.client_capabilities)
+        )
 
     # -- sessions ------------------------------------------------------------------------------
 
@@ -452,12 +622,22 @@ class StreamableHttp:
         """The request's session, or a 400/404 refusal (carrying the request's id ``rid``, if any)."""
         session_id = request.header(SESSION_HEADER)
         if session_id is None:
-            raise _Reply(400, INVALID_REQUEST, "Bad Request: the Mcp-Session-Id header is required; send "
-                                               "initialize first to get one", id=rid)
+            raise _Reply(
+                400,
+                INVALID_REQUEST,
+                "Bad Request: the Mcp-Session-Id header is required; send "
+                "initialize first to get one",
+                id=rid,
+            )
         entry = self.table.get(session_id.strip())
         if entry is None:
-            raise _Reply(404, INVALID_REQUEST, "Not Found: this session has ended (or never existed); send "
-                                               "initialize without Mcp-Session-Id to start a new one", id=rid)
+            raise _Reply(
+                404,
+                INVALID_REQUEST,
+                "Not Found: this session has ended (or never existed); send "
+                "initialize without Mcp-Session-Id to start a new one",
+                id=rid,
+            )
         return entry
 
     def sweep(self) -> int:
@@ -471,14 +651,24 @@ class StreamableHttp:
         max_streams_per_session); returns its release."""
         per_session = self.settings.max_streams_per_session
         if entry is not None and entry.streams >= per_session:
-            raise _Reply(503, INVALID_REQUEST, f"Service Unavailable: this session already has {per_session} "
-                                               "requests being answered, the most one session may; wait for "
-                                               "one to finish (or cancel one), then retry",
-                         [("retry-after", "1")], id=request_id)
+            raise _Reply(
+                503,
+                INVALID_REQUEST,
+                f"Service Unavailable: this session already has {per_session} "
+                "requests being answered, the most one session may; wait for "
+                "one to finish (or cancel one), then retry",
+                [("retry-after", "1")],
+                id=request_id,
+            )
         if self.streams >= self.settings.max_streams:
-            raise _Reply(503, INVALID_REQUEST, f"Service Unavailable: {self.settings.max_streams} requests are "
-                                               "being answered already; retry shortly", [("retry-after", "1")],
-                         id=request_id)
+            raise _Reply(
+                503,
+                INVALID_REQUEST,
+                f"Service Unavailable: {self.settings.max_streams} requests are "
+                "being answered already; retry shortly",
+                [("retry-after", "1")],
+                id=request_id,
+            )
         self.streams += 1
         if entry is not None:
             entry.streams += 1
@@ -491,6 +681,7 @@ class StreamableHttp:
                 self.streams -= 1
                 if entry is not None:
                     entry.streams -= 1
+
         return release
 
     def _stream(self, request_id: Any, entry: HttpSession | None = None) -> _Releasing:
@@ -502,12 +693,19 @@ class StreamableHttp:
     def _delete(self, request: Request) -> Response:
         version = (request.header(VERSION_HEADER) or "").strip()
         if self.settings.stateless or (version and version not in revisions.LEGACY_REVISIONS):
-            raise _Reply(405, INVALID_REQUEST, "Method Not Allowed: there is no session to end here (stateless "
-                                               "mode, or a 2026-07-28 request)", [("allow", "POST")])
+            raise _Reply(
+                405,
+                INVALID_REQUEST,
+                "Method Not Allowed: there is no session to end here (stateless "
+                "mode, or a 2026-07-28 request)",
+                [("allow", "POST")],
+            )
         self.table.end(self._session_of(request).id)
         return Response(200)
 
-    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
+    async def run(
+        self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+    ) -> None:
         """Hosts the 2025-era calls and ends idle sessions, until cancelled."""
         async with anyio.create_task_group() as tasks:
             self._tasks = tasks
@@ -519,4 +717,5 @@ class StreamableHttp:
 
 def _wants_progress(params: Any) -> bool:
     from .progress import progress_token
+
     return progress_token(params) is not None

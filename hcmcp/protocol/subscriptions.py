@@ -23,14 +23,17 @@ if TYPE_CHECKING:
     from .server import RequestContext
 
 META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
-_FLAGS = {"toolsListChanged": "notifications/tools/list_changed",
-          "promptsListChanged": "notifications/prompts/list_changed",
-          "resourcesListChanged": "notifications/resources/list_changed"}
+_FLAGS = {
+    "toolsListChanged": "notifications/tools/list_changed",
+    "promptsListChanged": "notifications/prompts/list_changed",
+    "resourcesListChanged": "notifications/resources/list_changed",
+}
 
 
 class _Listener:
     def __init__(self, ctx: RequestContext, accepted: dict[str, Any]) -> None:
         import anyio
+
         self.ctx = ctx
         self.accepted = accepted
         self.send, self.receive = anyio.create_memory_object_stream[dict[str, Any]](64)
@@ -39,18 +42,27 @@ class _Listener:
         meta = {META_SUBSCRIPTION_ID: self.ctx.id}
         try:
             self.send.send_nowait(notification(method, {**(params or {}), "_meta": meta}))
-        except Exception:   # WouldBlock (a reader 64 messages behind) or closed: this one is dropped
+        except Exception:  # WouldBlock (a reader 64 messages behind) or closed: this one is dropped
             pass
 
 
 class Subscriptions(Feature):
     pushes = True
 
-    def __init__(self, *, tools: bool = True, prompts: bool = False, resources: bool = False,
-                 resource_updates: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        tools: bool = True,
+        prompts: bool = False,
+        resources: bool = False,
+        resource_updates: bool = False,
+    ) -> None:
         super().__init__()
-        self.honoured = {"toolsListChanged": tools, "promptsListChanged": prompts,
-                         "resourcesListChanged": resources}
+        self.honoured = {
+            "toolsListChanged": tools,
+            "promptsListChanged": prompts,
+            "resourcesListChanged": resources,
+        }
         self.resource_updates = resource_updates
         self.listeners: list[_Listener] = []
 
@@ -66,17 +78,32 @@ class Subscriptions(Feature):
         modern_only(ctx)
         wanted = ctx.params.get("notifications")
         if not isinstance(wanted, dict):
-            raise RpcError(INVALID_PARAMS, 'Invalid params: subscriptions/listen needs "notifications", an object '
-                                           "such as {\"toolsListChanged\": true}")
-        accepted: dict[str, Any] = {flag: True for flag, on in self.honoured.items() if on and wanted.get(flag) is True}
+            raise RpcError(
+                INVALID_PARAMS,
+                'Invalid params: subscriptions/listen needs "notifications", an object '
+                'such as {"toolsListChanged": true}',
+            )
+        accepted: dict[str, Any] = {
+            flag: True for flag, on in self.honoured.items() if on and wanted.get(flag) is True
+        }
         uris = wanted.get("resourceSubscriptions")
-        if self.resource_updates and isinstance(uris, list) and all(isinstance(uri, str) for uri in uris):
+        if (
+            self.resource_updates
+            and isinstance(uris, list)
+            and all(isinstance(uri, str) for uri in uris)
+        ):
             accepted["resourceSubscriptions"] = uris
         if ctx.notify is None:
-            raise RpcError(INVALID_PARAMS, "Invalid params: this transport cannot keep a listen stream open")
+            raise RpcError(
+                INVALID_PARAMS, "Invalid params: this transport cannot keep a listen stream open"
+            )
         listener = _Listener(ctx, accepted)
-        await ctx.notify(notification("notifications/subscriptions/acknowledged",
-                                    {"notifications": accepted, "_meta": {META_SUBSCRIPTION_ID: ctx.id}}))
+        await ctx.notify(
+            notification(
+                "notifications/subscriptions/acknowledged",
+                {"notifications": accepted, "_meta": {META_SUBSCRIPTION_ID: ctx.id}},
+            )
+        )
         self.listeners.append(listener)
         try:
             async with listener.receive:

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
-_TASK = "tasks.task"   # Session.features key: the Task this request runs as
+_TASK = "tasks.task"  # Session.features key: the Task this request runs as
 
 
 def _now() -> str:
@@ -47,6 +47,7 @@ def declares_extension(ctx: RequestContext) -> bool:
 class Task:
     def __init__(self, ttl_ms: int, poll_interval_ms: int, escalated: bool) -> None:
         import asyncio
+
         self.id = secrets.token_urlsafe(16)
         self.status = "working"
         self.created_at = self.updated_at = _now()
@@ -54,10 +55,10 @@ class Task:
         self.ttl_ms, self.poll_interval_ms = ttl_ms, poll_interval_ms
         self.result: dict[str, Any] | None = None
         self.error: dict[str, Any] | None = None
-        self.pending: dict[str, Any] = {}       # key -> {method, params}: asked, not answered yet
+        self.pending: dict[str, Any] = {}  # key -> {method, params}: asked, not answered yet
         self.answers: dict[str, Any] = {}
         self.escalated = escalated
-        self.became_task = asyncio.get_running_loop().create_future()   # set when the call answers
+        self.became_task = asyncio.get_running_loop().create_future()  # set when the call answers
         self._answered = asyncio.Event()
         self.runner: asyncio.Task[None] | None = None
 
@@ -67,8 +68,14 @@ class Task:
             self.updated_at = _now()
 
     def envelope(self) -> dict[str, Any]:
-        return {"taskId": self.id, "status": self.status, "createdAt": self.created_at,
-                "lastUpdatedAt": self.updated_at, "ttlMs": self.ttl_ms, "pollIntervalMs": self.poll_interval_ms}
+        return {
+            "taskId": self.id,
+            "status": self.status,
+            "createdAt": self.created_at,
+            "lastUpdatedAt": self.updated_at,
+            "ttlMs": self.ttl_ms,
+            "pollIntervalMs": self.poll_interval_ms,
+        }
 
     def detailed(self) -> dict[str, Any]:
         detail = self.envelope()
@@ -83,6 +90,7 @@ class Task:
     async def ask(self, requests: dict[str, tuple[str, dict[str, Any]]]) -> dict[str, Any]:
         """client_requests.ask inside a task: park in input_required until tasks/update answered all."""
         import asyncio
+
         for key, (method, params) in requests.items():
             if key not in self.answers:
                 self.pending[key] = {"method": method, "params": params}
@@ -96,7 +104,7 @@ class Task:
 
     def update(self, responses: dict[str, Any]) -> None:
         for key, response in responses.items():
-            if key in self.pending:          # keys we never asked are ignored
+            if key in self.pending:  # keys we never asked are ignored
                 del self.pending[key]
                 self.answers[key] = response
         self._answered.set()
@@ -112,8 +120,15 @@ class Task:
 
 
 class Tasks(Feature):
-    def __init__(self, tools: dict[str, str], *, mrtr_first: frozenset[str] = frozenset(),
-                 ttl_ms: int = 3_600_000, poll_interval_ms: int = 200, max_tasks: int = 1000) -> None:
+    def __init__(
+        self,
+        tools: dict[str, str],
+        *,
+        mrtr_first: frozenset[str] = frozenset(),
+        ttl_ms: int = 3_600_000,
+        poll_interval_ms: int = 200,
+        max_tasks: int = 1000,
+    ) -> None:
         super().__init__()
         bad = {name: mode for name, mode in tools.items() if mode not in ("optional", "required")}
         if bad:
@@ -121,55 +136,69 @@ class Tasks(Feature):
         self.modes = dict(tools)
         self.mrtr_first = mrtr_first
         self.ttl_ms, self.poll_interval_ms = ttl_ms, poll_interval_ms
-        self.max_tasks = max_tasks     # tasks kept at once (each lives ttl_ms): the memory bound
+        self.max_tasks = max_tasks  # tasks kept at once (each lives ttl_ms): the memory bound
         self.tasks: dict[str, Task] = {}
         self._sync_call = None
 
     def attach(self, server):
-        self._sync_call = server.methods["tools/call"]   # the plain tools/call, before ours replaces it
+        self._sync_call = server.methods[
+            "tools/call"
+        ]  # the plain tools/call, before ours replaces it
         return super().attach(server)
 
     def methods(self):
-        return {"tools/call": self._call, "tasks/get": self._get, "tasks/update": self._update,
-                "tasks/cancel": self._cancel}
+        return {
+            "tools/call": self._call,
+            "tasks/get": self._get,
+            "tasks/update": self._update,
+            "tasks/cancel": self._cancel,
+        }
 
     def capabilities(self, revision: str) -> dict[str, Any]:
         from . import revisions
+
         return {"extensions": {EXTENSION: {}}} if revisions.is_modern(revision) else {}
 
     # -- tools/call ---------------------------------------------------------------------------
 
     async def _call(self, ctx: RequestContext) -> Any:
         import asyncio
+
         name = ctx.params.get("name")
         mode = self.modes.get(name) if isinstance(name, str) else None
         if mode is None or not ctx.modern:
             return await self._sync_call(ctx)
         if not declares_extension(ctx):
             if mode == "required":
-                raise RpcError(MISSING_REQUIRED_CLIENT_CAPABILITY,
-                               f"Missing required client capability: the tool {name} runs only as a task; declare "
-                               f"the {EXTENSION} extension in clientCapabilities.extensions",
-                               {"requiredCapabilities": {"extensions": {EXTENSION: {}}}})
+                raise RpcError(
+                    MISSING_REQUIRED_CLIENT_CAPABILITY,
+                    f"Missing required client capability: the tool {name} runs only as a task; declare "
+                    f"the {EXTENSION} extension in clientCapabilities.extensions",
+                    {"requiredCapabilities": {"extensions": {EXTENSION: {}}}},
+                )
             return await self._sync_call(ctx)
         self._forget_expired()
         if len(self.tasks) >= self.max_tasks:
-            raise RpcError(INTERNAL_ERROR, f"Internal error: {self.max_tasks} tasks are kept already (each for ttlMs); "
-                                           "retry once some have expired")
+            raise RpcError(
+                INTERNAL_ERROR,
+                f"Internal error: {self.max_tasks} tasks are kept already (each for ttlMs); "
+                "retry once some have expired",
+            )
         task = Task(self.ttl_ms, self.poll_interval_ms, escalated=name not in self.mrtr_first)
         ctx.session.features[_TASK] = task
         task.runner = asyncio.get_running_loop().create_task(self._run(ctx, task))
         if task.escalated:
-            self.tasks[task.id] = task           # durable before the CreateTaskResult leaves
+            self.tasks[task.id] = task  # durable before the CreateTaskResult leaves
             task.became_task.set_result(None)
             return shaped(ctx, task.envelope(), "task")
-        answered = await task.became_task       # the call's own answer, or escalate()
+        answered = await task.became_task  # the call's own answer, or escalate()
         if answered is None:
             return shaped(ctx, task.envelope(), "task")
         return answered
 
     async def _run(self, ctx: RequestContext, task: Task) -> None:
         import asyncio
+
         try:
             result = await self._sync_call(ctx)
             response = {"result": result}
@@ -178,13 +207,24 @@ class Tasks(Feature):
         except asyncio.CancelledError:
             task._set("cancelled")
             raise
-        except Exception:   # the tool layer turns tool failures into -32603 already; this is a last resort
-            response = {"error": RpcError(INTERNAL_ERROR, "Internal error: the task failed unexpectedly").as_dict()}
+        except (
+            Exception
+        ):  # the tool layer turns tool failures into -32603 already; this is a last resort
+            response = {
+                "error": RpcError(
+                    INTERNAL_ERROR, "Internal error: the task failed unexpectedly"
+                ).as_dict()
+            }
         if not task.became_task.done():
             # Answered before becoming a task (an input_required round, or done at once): no task.
             if "error" in response:
-                task.became_task.set_exception(RpcError(response["error"]["code"], response["error"]["message"],
-                                                        response["error"].get("data")))
+                task.became_task.set_exception(
+                    RpcError(
+                        response["error"]["code"],
+                        response["error"]["message"],
+                        response["error"].get("data"),
+                    )
+                )
             else:
                 task.became_task.set_result(response["result"])
             return
@@ -195,16 +235,20 @@ class Tasks(Feature):
     def _task(self, ctx: RequestContext) -> Task:
         modern_only(ctx)
         if not declares_extension(ctx):
-            raise RpcError(MISSING_REQUIRED_CLIENT_CAPABILITY,
-                           f"Missing required client capability: {ctx.method} belongs to the {EXTENSION} extension; "
-                           "declare it in clientCapabilities.extensions",
-                           {"requiredCapabilities": {"extensions": {EXTENSION: {}}}})
+            raise RpcError(
+                MISSING_REQUIRED_CLIENT_CAPABILITY,
+                f"Missing required client capability: {ctx.method} belongs to the {EXTENSION} extension; "
+                "declare it in clientCapabilities.extensions",
+                {"requiredCapabilities": {"extensions": {EXTENSION: {}}}},
+            )
         task_id = string_param(ctx, "taskId")
         self._forget_expired()
         task = self.tasks.get(task_id)
         if task is None:
-            raise RpcError(INVALID_PARAMS, f"Invalid params: unknown taskId {task_id!r} (never created here, "
-                                           "or expired)")
+            raise RpcError(
+                INVALID_PARAMS,
+                f"Invalid params: unknown taskId {task_id!r} (never created here, or expired)",
+            )
         return task
 
     async def _get(self, ctx: RequestContext) -> dict[str, Any]:
@@ -214,8 +258,11 @@ class Tasks(Feature):
         task = self._task(ctx)
         responses = ctx.params.get("inputResponses")
         if not isinstance(responses, dict):
-            raise RpcError(INVALID_PARAMS, 'Invalid params: tasks/update needs "inputResponses", an object keyed '
-                                           "by the keys of the task's inputRequests")
+            raise RpcError(
+                INVALID_PARAMS,
+                'Invalid params: tasks/update needs "inputResponses", an object keyed '
+                "by the keys of the task's inputRequests",
+            )
         task.update(responses)
         return shaped(ctx, {})
 
@@ -225,7 +272,7 @@ class Tasks(Feature):
             task._set("cancelled")
             if task.runner is not None:
                 task.runner.cancel()
-        return shaped(ctx, {})   # the same ack for a task already terminal
+        return shaped(ctx, {})  # the same ack for a task already terminal
 
     def _forget_expired(self) -> None:
         now = time.monotonic()

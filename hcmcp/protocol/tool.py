@@ -61,7 +61,9 @@ class Tool:
     result: type[msgspec.Struct]
     annotations: Annotations
     handler: Handler
-    tags: frozenset[str] = field(default_factory=frozenset)   # free labels for catalogs ("essential")
+    tags: frozenset[str] = field(
+        default_factory=frozenset
+    )  # free labels for catalogs ("essential")
     presenter: Presenter | None = None
 
     def present(self, value: msgspec.Struct) -> tuple[dict[str, Any], str]:
@@ -69,6 +71,7 @@ class Tool:
         if self.presenter is not None:
             return self.presenter(value)
         import orjson
+
         structured = msgspec.to_builtins(value)
         return structured, orjson.dumps(structured).decode()
 
@@ -88,7 +91,9 @@ class Tool:
         try:
             return msgspec.convert(arguments, self.params, strict=True)
         except msgspec.ValidationError as exc:
-            raise ToolError(argument_error_text(self, str(exc)), field=_field_of(str(exc))) from None
+            raise ToolError(
+                argument_error_text(self, str(exc)), field=_field_of(str(exc))
+            ) from None
 
 
 def _field_of(error: str) -> str | None:
@@ -107,8 +112,10 @@ def argument_error_text(tool: Tool, error: str) -> str:
     props = flat_schema(tool.params).get("properties", {})
     if "unknown field" in error:
         valid = ", ".join(sorted(props)) or "none"
-        return (f"Invalid arguments for {tool.name}: unknown field '{name}'. "
-                f"Remove it; the fields this tool takes are: {valid}.")
+        return (
+            f"Invalid arguments for {tool.name}: unknown field '{name}'. "
+            f"Remove it; the fields this tool takes are: {valid}."
+        )
     problem = error.split(" - at ", 1)[0]
     expected = ""
     if name in props and not problem.startswith("Expected"):
@@ -171,7 +178,10 @@ def flat_schema(struct: type[msgspec.Struct], *, fresh: bool = False) -> dict[st
         if isinstance(node, dict):
             if "$ref" in node:
                 target = defs[node["$ref"].rsplit("/", 1)[1]]
-                merged = {**inline(target), **{k: inline(v) for k, v in node.items() if k not in ("$ref", "$defs")}}
+                merged = {
+                    **inline(target),
+                    **{k: inline(v) for k, v in node.items() if k not in ("$ref", "$defs")},
+                }
                 return merged
             return {k: inline(v) for k, v in node.items() if k != "$defs"}
         if isinstance(node, list):

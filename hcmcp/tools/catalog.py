@@ -14,9 +14,18 @@ from .selection import ESSENTIAL, _matches, select  # noqa: F401  (select is thi
 # them (that was most of the time to the first tools/list). Valid only for the exact source
 # it was generated from: a checksum of these files is stored with it, and a mismatch means
 # the schemas are generated at run time instead. Regenerate: python -m hcmcp.tools.catalog
-_HERE = os.path.dirname(os.path.abspath(__file__))   # os.path, not pathlib: pathlib costs ms to import
+_HERE = os.path.dirname(
+    os.path.abspath(__file__)
+)  # os.path, not pathlib: pathlib costs ms to import
 SCHEMA_FILE = os.path.join(_HERE, "schemas.json")
-_SCHEMA_SOURCES = ("read.py", "read_project.py", "write.py", "shaping.py", "../healthchecks/models.py", "../protocol/tool.py")
+_SCHEMA_SOURCES = (
+    "read.py",
+    "read_project.py",
+    "write.py",
+    "shaping.py",
+    "../healthchecks/models.py",
+    "../protocol/tool.py",
+)
 
 
 def _read(path: str) -> bytes:
@@ -33,6 +42,7 @@ def _source_checksum() -> str:
 
 def _preload_schema_file() -> None:
     import orjson
+
     try:
         stored = orjson.loads(_read(SCHEMA_FILE))
     except (OSError, orjson.JSONDecodeError):
@@ -54,12 +64,14 @@ def all_tools(api: HealthchecksApi) -> tuple[list[Tool], list[Tool]]:
     """(read tools, write tools), in the order tools/list shows them."""
     from .read import read_tools
     from .write import write_tools
+
     _preload_schema_file()
     return read_tools(api), write_tools(api)
 
 
 if __name__ == "__main__":
     import orjson
+
     read, write = all_tools(HealthchecksApi("https://healthchecks.io", None))
     with open(SCHEMA_FILE, "wb") as out:
         out.write(orjson.dumps(generated_schemas(read + write), option=orjson.OPT_INDENT_2) + b"\n")

@@ -18,18 +18,20 @@ from typing import Any
 from ..protocol.asking import CLIENT_CANNOT, OPERATOR_DISABLED, TRANSPORT_CANNOT
 
 OPERATION = "delete_check"
-TOKEN_LIFETIME = 300            # seconds
-ANSWER_KEY = "confirm_delete"   # the inputRequests / form key
+TOKEN_LIFETIME = 300  # seconds
+ANSWER_KEY = "confirm_delete"  # the inputRequests / form key
 CONFIRM_FIELD = "confirm"
 
-COST = ("The UUID cannot be recovered and no new check can take it, so everything still pinging "
-        "that URL breaks. pause_check is the reversible alternative.")
+COST = (
+    "The UUID cannot be recovered and no new check can take it, so everything still pinging "
+    "that URL breaks. pause_check is the reversible alternative."
+)
 
 
 @dataclass
 class Verdict:
     approved: bool
-    outcome: str      # approved_by_dialog approved_by_token declined cancelled no_answer token_issued token_refused
+    outcome: str  # approved_by_dialog approved_by_token declined cancelled no_answer token_issued token_refused
     message: str
     confirm_token: str | None = None
     token_expires_in: int | None = None
@@ -44,12 +46,15 @@ def fingerprint(targets: list[str]) -> str:
 class TokenBook:
     """Single-use tokens of this process. ``clock`` and ``source`` are injectable for tests."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic,
-                 source: Callable[[], str] = lambda: secrets.token_hex(16)) -> None:
+    def __init__(
+        self,
+        clock: Callable[[], float] = time.monotonic,
+        source: Callable[[], str] = lambda: secrets.token_hex(16),
+    ) -> None:
         self.clock = clock
         self.source = source
-        self._tokens: dict[str, tuple[str, float]] = {}   # token -> (fingerprint, expiry)
-        self._spent: dict[str, float] = {}                # token -> when it expired or was used
+        self._tokens: dict[str, tuple[str, float]] = {}  # token -> (fingerprint, expiry)
+        self._spent: dict[str, float] = {}  # token -> when it expired or was used
 
     def issue(self, bound_to: str) -> str:
         self._forget_old()
@@ -61,7 +66,11 @@ class TokenBook:
         """None when the token is good (and now spent); else why it is refused."""
         entry = self._tokens.pop(token, None)
         if entry is None:
-            return "it was already used" if token in self._spent else "it is not a token this server issued"
+            return (
+                "it was already used"
+                if token in self._spent
+                else "it is not a token this server issued"
+            )
         self._spent[token] = self.clock()
         bound, expiry = entry
         if self.clock() > expiry:
@@ -99,31 +108,42 @@ def _dialog_schema(targets: list[str]) -> dict[str, Any]:
     what = "this check" if len(targets) == 1 else f"these {len(targets)} checks"
     return {
         "type": "object",
-        "properties": {CONFIRM_FIELD: {"type": "boolean", "title": f"Delete {what} permanently",
-                                       "description": "Tick to delete. Nothing is deleted otherwise.",
-                                       "default": False}},
+        "properties": {
+            CONFIRM_FIELD: {
+                "type": "boolean",
+                "title": f"Delete {what} permanently",
+                "description": "Tick to delete. Nothing is deleted otherwise.",
+                "default": False,
+            }
+        },
         "required": [CONFIRM_FIELD],
     }
 
 
 _WHY = {
     CLIENT_CANNOT: "This MCP client did not declare that it can show a confirmation dialog (elicitation), "
-                   "so delete_check falls back to a two-call token.",
+    "so delete_check falls back to a two-call token.",
     OPERATOR_DISABLED: "This server's operator switched the confirmation dialog off (ELICITATION=false), "
-                       "so delete_check falls back to a two-call token. The client was not asked.",
+    "so delete_check falls back to a two-call token. The client was not asked.",
     TRANSPORT_CANNOT: "This server runs in stateless HTTP mode, where it has no way to ask the client "
-                      "during a call, so delete_check falls back to a two-call token.",
+    "during a call, so delete_check falls back to a two-call token.",
 }
 
-_PROVES = ("What the token proves: only that the call was made twice with the same arguments — "
-           "not that a person saw or approved it.")
+_PROVES = (
+    "What the token proves: only that the call was made twice with the same arguments — "
+    "not that a person saw or approved it."
+)
 
 
-def _token_verdict(outcome: str, why_no_dialog: str, targets: list[str], bound_to: str, prefix: str = "") -> Verdict:
+def _token_verdict(
+    outcome: str, why_no_dialog: str, targets: list[str], bound_to: str, prefix: str = ""
+) -> Verdict:
     token = TOKENS.issue(bound_to)
-    message = (f"{prefix}Nothing was deleted. {_WHY[why_no_dialog]} {_targets_text(targets)} {COST}\n"
-               f"To go ahead, call delete_check again with exactly the same check argument and "
-               f"confirm_token \"{token}\" within {TOKEN_LIFETIME // 60} minutes (single use). {_PROVES}")
+    message = (
+        f"{prefix}Nothing was deleted. {_WHY[why_no_dialog]} {_targets_text(targets)} {COST}\n"
+        f"To go ahead, call delete_check again with exactly the same check argument and "
+        f'confirm_token "{token}" within {TOKEN_LIFETIME // 60} minutes (single use). {_PROVES}'
+    )
     return Verdict(False, outcome, message, confirm_token=token, token_expires_in=TOKEN_LIFETIME)
 
 
@@ -132,22 +152,42 @@ async def ask_before_delete(ctx: Any, targets: list[str], confirm_token: str | N
     bound_to = fingerprint(targets)
     why_no_dialog = ctx.why_no_dialog
     if why_no_dialog is None:
-        answer = await ctx.elicit(key=ANSWER_KEY, message=dialog_message(targets),
-                                  requested_schema=_dialog_schema(targets), fingerprint=bound_to)
+        answer = await ctx.elicit(
+            key=ANSWER_KEY,
+            message=dialog_message(targets),
+            requested_schema=_dialog_schema(targets),
+            fingerprint=bound_to,
+        )
         if answer.action == "accept" and (answer.content or {}).get(CONFIRM_FIELD) is True:
             return Verdict(True, "approved_by_dialog", "Approved in the confirmation dialog.")
         if answer.action == "accept":
-            return Verdict(False, "declined", "Nothing was deleted: the dialog was submitted without the "
-                                              "confirmation ticked.")
+            return Verdict(
+                False,
+                "declined",
+                "Nothing was deleted: the dialog was submitted without the confirmation ticked.",
+            )
         if answer.action == "decline":
-            return Verdict(False, "declined", "Nothing was deleted: the person declined in the dialog.")
+            return Verdict(
+                False, "declined", "Nothing was deleted: the person declined in the dialog."
+            )
         if answer.action == "cancel":
-            return Verdict(False, "cancelled", "Nothing was deleted: the dialog was dismissed (cancelled).")
-        return Verdict(False, "no_answer", f"Nothing was deleted: no usable answer came back ({answer.detail}).")
+            return Verdict(
+                False, "cancelled", "Nothing was deleted: the dialog was dismissed (cancelled)."
+            )
+        return Verdict(
+            False,
+            "no_answer",
+            f"Nothing was deleted: no usable answer came back ({answer.detail}).",
+        )
     if confirm_token is None:
         return _token_verdict("token_issued", why_no_dialog, targets, bound_to)
     refused = TOKENS.redeem(confirm_token, bound_to)
     if refused is None:
         return Verdict(True, "approved_by_token", "The confirm_token matched this call. " + _PROVES)
-    return _token_verdict("token_refused", why_no_dialog, targets, bound_to,
-                          prefix=f"The confirm_token was refused: {refused}. A fresh one follows. ")
+    return _token_verdict(
+        "token_refused",
+        why_no_dialog,
+        targets,
+        bound_to,
+        prefix=f"The confirm_token was refused: {refused}. A fresh one follows. ",
+    )

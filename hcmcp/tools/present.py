@@ -34,8 +34,8 @@ import orjson
 from ..protocol.tool import Tool, ToolError
 from .shaping import MARKER, RESULT_BUDGET_BYTES, SOURCE
 
-MIN_KEPT = 64           # characters every shortened string keeps
-NOTE_ROOM = 512         # bytes kept free for the sentence the note gains
+MIN_KEPT = 64  # characters every shortened string keeps
+NOTE_ROOM = 512  # bytes kept free for the sentence the note gains
 _PROTECTED = frozenset({"untrusted", "source"})
 
 
@@ -85,7 +85,10 @@ def fit_result(structured: dict[str, Any], budget: int = RESULT_BUDGET_BYTES) ->
         return []
     leaves: list[tuple[Any, Any, str]] = []
     _long_strings(structured, "", leaves)
-    originals = [(container, key, where, container[key], _encoded(container[key])) for container, key, where in leaves]
+    originals = [
+        (container, key, where, container[key], _encoded(container[key]))
+        for container, key, where in leaves
+    ]
     target = budget - NOTE_ROOM
 
     def size_at(keep: int) -> int:
@@ -96,11 +99,14 @@ def fit_result(structured: dict[str, Any], budget: int = RESULT_BUDGET_BYTES) ->
         return total
 
     if not originals or size_at(MIN_KEPT) > target:
-        raise ToolError(f"The result of this call would be {size} bytes of JSON, more than this server's "
-                        f"{budget // 1024} KiB result budget even with every text shortened. Narrow the request "
-                        "(a lower limit, a filter) and call again.", kind="result_too_large")
+        raise ToolError(
+            f"The result of this call would be {size} bytes of JSON, more than this server's "
+            f"{budget // 1024} KiB result budget even with every text shortened. Narrow the request "
+            "(a lower limit, a filter) and call again.",
+            kind="result_too_large",
+        )
     low, high = MIN_KEPT, max(len(text) for _, _, _, text, _ in originals)
-    while low < high:                   # the largest length every long string may keep
+    while low < high:  # the largest length every long string may keep
         middle = (low + high + 1) // 2
         if size_at(middle) <= target:
             low = middle
@@ -113,8 +119,10 @@ def fit_result(structured: dict[str, Any], budget: int = RESULT_BUDGET_BYTES) ->
             cut.append(where)
     if "note" in structured and (structured["note"] is None or isinstance(structured["note"], str)):
         shown = ", ".join(cut[:5]) + (f" and {len(cut) - 5} more" if len(cut) > 5 else "")
-        sentence = (f"{shown} {'was' if len(cut) == 1 else 'were'} shortened to keep the result under "
-                    f"{budget // 1024} KiB; each cut is marked in place with how many characters were left out.")
+        sentence = (
+            f"{shown} {'was' if len(cut) == 1 else 'were'} shortened to keep the result under "
+            f"{budget // 1024} KiB; each cut is marked in place with how many characters were left out."
+        )
         structured["note"] = f"{structured['note']} {sentence}" if structured["note"] else sentence
     return cut
 

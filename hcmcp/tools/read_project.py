@@ -11,11 +11,20 @@ from msgspec import UNSET, UnsetType
 from ..healthchecks.api import KEY_SETUP, HealthchecksApi
 from ..protocol.tool import Tool
 from .read import READ, READ_ONLY_REACHABLE, READ_WRITE_ONLY, NoParams
-from .shaping import (RESULT_BUDGET_BYTES, Untrusted, budget_sentence, calling_api, fit_entries, join_note,
-                      malformed_sentence, remove_control_characters)
+from .shaping import (
+    RESULT_BUDGET_BYTES,
+    Untrusted,
+    budget_sentence,
+    calling_api,
+    fit_entries,
+    join_note,
+    malformed_sentence,
+    remove_control_characters,
+)
 
 
 # -- list_integrations ------------------------------------------------------------------------
+
 
 class IntegrationEntry(msgspec.Struct, kw_only=True):
     id: str
@@ -34,21 +43,31 @@ def _list_integrations(api: HealthchecksApi):
         listing = await calling_api(api.list_integrations)
         entries = [IntegrationEntry(id=i.id, name=i.name, kind=i.kind) for i in listing.items]
         fitted = fit_entries(entries, ListIntegrationsResult(integrations=[], returned=0))
-        shown = entries[:fitted.kept]
-        note = join_note([
-            budget_sentence(fitted.dropped, "integration", "the web UI lists them all") if fitted.dropped else "",
-            malformed_sentence(listing.malformed, "integration") if listing.malformed else "",
-        ])
+        shown = entries[: fitted.kept]
+        note = join_note(
+            [
+                budget_sentence(fitted.dropped, "integration", "the web UI lists them all")
+                if fitted.dropped
+                else "",
+                malformed_sentence(listing.malformed, "integration") if listing.malformed else "",
+            ]
+        )
         return ListIntegrationsResult(integrations=shown, returned=len(shown), note=note)
 
     return Tool(
-        name="list_integrations", title="List notification integrations",
+        name="list_integrations",
+        title="List notification integrations",
         description=(
             "🔑 The project's notification integrations (id, name, kind), with the ids that create_check and "
             "update_check accept in channels (exact names work too). Integrations themselves can only be "
             "created in the web UI; the Management API has no endpoint for it. 🔑 Needs a read-write key: "
-            "Healthchecks refuses a read-only key with 401 \"wrong api key\" here."),
-        params=NoParams, result=ListIntegrationsResult, annotations=READ, handler=handler)
+            'Healthchecks refuses a read-only key with 401 "wrong api key" here.'
+        ),
+        params=NoParams,
+        result=ListIntegrationsResult,
+        annotations=READ,
+        handler=handler,
+    )
 
 
 # -- list_badges ------------------------------------------------------------------------------
@@ -78,33 +97,57 @@ def _list_badges(api: HealthchecksApi):
         listing = await calling_api(api.list_badges)
         # The API's order is random (a Python set): "*" first, then by tag, so results are stable.
         badges = sorted(listing.items, key=lambda b: (b.tag != "*", b.tag))
-        entries = [BadgeEntry(tag=b.tag, svg=b.urls.svg, svg3=b.urls.svg3, json=b.urls.json, json3=b.urls.json3,
-                              shields=b.urls.shields, shields3=b.urls.shields3) for b in badges]
+        entries = [
+            BadgeEntry(
+                tag=b.tag,
+                svg=b.urls.svg,
+                svg3=b.urls.svg3,
+                json=b.urls.json,
+                json3=b.urls.json3,
+                shields=b.urls.shields,
+                shields3=b.urls.shields3,
+            )
+            for b in badges
+        ]
         tags = sum(1 for b in badges if b.tag != "*")
-        capped = [e for e in entries if e.tag == "*"] + [e for e in entries if e.tag != "*"][:BADGE_TAG_CEILING]
+        capped = [e for e in entries if e.tag == "*"] + [e for e in entries if e.tag != "*"][
+            :BADGE_TAG_CEILING
+        ]
         fitted = fit_entries(capped, ListBadgesResult(badges=[], returned=0, project_tags=0))
-        shown = capped[:fitted.kept]
+        shown = capped[: fitted.kept]
         shown_tags = sum(1 for e in shown if e.tag != "*")
-        note = join_note([
-            (f"The project has {tags} tags; badges for {shown_tags} of them are shown (at most "
-             f"{BADGE_TAG_CEILING}, and as many as fit in {RESULT_BUDGET_BYTES // 1024} KiB). Every badge URL "
-             "is built from its tag the same way, so the pattern of the ones shown holds for the rest.")
-            if shown_tags < tags else "",
-            malformed_sentence(listing.malformed, "badge") if listing.malformed else "",
-        ])
+        note = join_note(
+            [
+                (
+                    f"The project has {tags} tags; badges for {shown_tags} of them are shown (at most "
+                    f"{BADGE_TAG_CEILING}, and as many as fit in {RESULT_BUDGET_BYTES // 1024} KiB). Every badge URL "
+                    "is built from its tag the same way, so the pattern of the ones shown holds for the rest."
+                )
+                if shown_tags < tags
+                else "",
+                malformed_sentence(listing.malformed, "badge") if listing.malformed else "",
+            ]
+        )
         return ListBadgesResult(badges=shown, returned=len(shown), project_tags=tags, note=note)
 
     return Tool(
-        name="list_badges", title="List status badges",
+        name="list_badges",
+        title="List status badges",
         description=(
             "The project's status badge URLs: one entry per tag, plus * for the project as a whole, each in "
             "svg, json and shields form. The plain variants treat a check in its grace period as up; the "
             "ones suffixed 3 report up, late and down separately. At most 500 tags are returned, and note "
-            "says how many the project has. Works with a read-only key."),
-        params=NoParams, result=ListBadgesResult, annotations=READ, handler=handler)
+            "says how many the project has. Works with a read-only key."
+        ),
+        params=NoParams,
+        result=ListBadgesResult,
+        annotations=READ,
+        handler=handler,
+    )
 
 
 # -- get_status -------------------------------------------------------------------------------
+
 
 class GetStatusResult(msgspec.Struct, kw_only=True):
     """No untrusted marker when the instance said exactly "OK": the text is then this server's own."""
@@ -124,30 +167,48 @@ def _get_status(api: HealthchecksApi):
     async def handler(ctx: Any, params: NoParams) -> GetStatusResult:
         status = await calling_api(api.get_status)
         if status.http_status == 200 and status.text == "OK" and not status.truncated:
-            return GetStatusResult(ok=True, instance=api.site_root, http_status=200,
-                                   message=f"The Healthchecks instance at {api.site_root} is reachable and its "
-                                           "database is answering.")
+            return GetStatusResult(
+                ok=True,
+                instance=api.site_root,
+                http_status=200,
+                message=f"The Healthchecks instance at {api.site_root} is reachable and its "
+                "database is answering.",
+            )
         text, removed = remove_control_characters(status.text)
         if status.http_status >= 400 and _looks_like_html(text):
             text = f"(an HTML page of {len(status.text)} characters, not shown)"
         return GetStatusResult(
-            ok=False, instance=api.site_root, http_status=status.http_status,
-            message=(f"Something answered at {api.api_url('status/')} with {status.http_status}, but not the "
-                     "plain \"OK\" of a healthy Healthchecks instance. answer holds what it said (untrusted: "
-                     "possibly a login portal or proxy). A 5xx usually means the instance's database is down; "
-                     "otherwise check HEALTHCHECKS_URL."),
-            answer=text, truncated=status.truncated, control_characters_removed=removed,
-            untrusted=True, source="healthchecks")
+            ok=False,
+            instance=api.site_root,
+            http_status=status.http_status,
+            message=(
+                f"Something answered at {api.api_url('status/')} with {status.http_status}, but not the "
+                'plain "OK" of a healthy Healthchecks instance. answer holds what it said (untrusted: '
+                "possibly a login portal or proxy). A 5xx usually means the instance's database is down; "
+                "otherwise check HEALTHCHECKS_URL."
+            ),
+            answer=text,
+            truncated=status.truncated,
+            control_characters_removed=removed,
+            untrusted=True,
+            source="healthchecks",
+        )
 
     return Tool(
-        name="get_status", title="Check the instance is up",
+        name="get_status",
+        title="Check the instance is up",
         description=(
             "Whether the configured Healthchecks instance is reachable and its database is answering. Needs "
             "no API key, which makes it the first thing to try when something is not working: it separates "
-            "\"wrong key\" from \"wrong URL\". An answer of exactly OK is reported as healthy. Anything else "
+            '"wrong key" from "wrong URL". An answer of exactly OK is reported as healthy. Anything else '
             "is shown (up to 4 kB, cleaned of control characters) and marked untrusted: on the one endpoint "
-            "that takes no key, an SSO portal or a captive proxy may be what answered."),
-        params=NoParams, result=GetStatusResult, annotations=READ, handler=handler)
+            "that takes no key, an SSO portal or a captive proxy may be what answered."
+        ),
+        params=NoParams,
+        result=GetStatusResult,
+        annotations=READ,
+        handler=handler,
+    )
 
 
 def _looks_like_html(text: str) -> bool:
@@ -156,6 +217,7 @@ def _looks_like_html(text: str) -> bool:
 
 
 # -- get_api_key_info -------------------------------------------------------------------------
+
 
 class GetApiKeyInfoResult(msgspec.Struct, kw_only=True):
     """This server's own findings: no untrusted marker, and never the key or any part of it."""
@@ -178,17 +240,22 @@ def _version_sentence(version: int | None) -> str:
         return " Which API version the instance offers could not be told."
     if version == 3:
         return " The instance offers API v3."
-    return (f" The instance offers API v{version}, not v3 (Healthchecks before 2.0): create_check and "
-            "update_check cannot set slug there (the instance derives it from name)"
-            + (", and v1's \"started\" status is shown as v3 shows it (the status plus started: true)."
-               if version == 1 else "."))
+    return (
+        f" The instance offers API v{version}, not v3 (Healthchecks before 2.0): create_check and "
+        "update_check cannot set slug there (the instance derives it from name)"
+        + (
+            ', and v1\'s "started" status is shown as v3 shows it (the status plus started: true).'
+            if version == 1
+            else "."
+        )
+    )
 
 
 def _get_api_key_info(api: HealthchecksApi):
     async def handler(ctx: Any, params: NoParams) -> GetApiKeyInfoResult:
         result = await _key_info(ctx, params)
         if not api.has_key:
-            return result            # nothing is sent without a key, not even the version probe
+            return result  # nothing is sent without a key, not even the version probe
         version = await api.detect_api_version()
         result.api_version = version
         result.detail += _version_sentence(version)
@@ -198,46 +265,85 @@ def _get_api_key_info(api: HealthchecksApi):
         everything = READ_ONLY_REACHABLE + READ_WRITE_ONLY
         if not api.has_key:
             return GetApiKeyInfoResult(
-                instance=api.site_root, key_configured=False, accepted=False, key_kind=None, read_only=None,
-                read_write=None, identifiers="none: without a key no check can be reached",
+                instance=api.site_root,
+                key_configured=False,
+                accepted=False,
+                key_kind=None,
+                read_only=None,
+                read_write=None,
+                identifiers="none: without a key no check can be reached",
                 reachable_tools=["get_status", "get_api_key_info"],
-                unreachable_tools=[t for t in everything if t not in ("get_status", "get_api_key_info")],
-                detail="No API key is configured, so nothing was sent. " + KEY_SETUP)
+                unreachable_tools=[
+                    t for t in everything if t not in ("get_status", "get_api_key_info")
+                ],
+                detail="No API key is configured, so nothing was sent. " + KEY_SETUP,
+            )
         kind = await calling_api(api.key_kind)
         if not kind.accepted:
             return GetApiKeyInfoResult(
-                instance=api.site_root, key_configured=True, accepted=False, key_kind=None, read_only=None,
-                read_write=None, identifiers="none: the key is not accepted",
+                instance=api.site_root,
+                key_configured=True,
+                accepted=False,
+                key_kind=None,
+                read_only=None,
+                read_write=None,
+                identifiers="none: the key is not accepted",
                 reachable_tools=["get_status", "get_api_key_info"],
-                unreachable_tools=[t for t in everything if t not in ("get_status", "get_api_key_info")],
-                detail=kind.detail)
+                unreachable_tools=[
+                    t for t in everything if t not in ("get_status", "get_api_key_info")
+                ],
+                detail=kind.detail,
+            )
         if kind.read_write:
             return GetApiKeyInfoResult(
-                instance=api.site_root, key_configured=True, accepted=True, key_kind="read_write",
-                read_only=False, read_write=True,
-                identifiers=("uuid: every tool takes the check's UUID; get_check and list_flips also accept a "
-                             "40-character unique_key."),
-                reachable_tools=everything, unreachable_tools=[], detail=kind.detail)
+                instance=api.site_root,
+                key_configured=True,
+                accepted=True,
+                key_kind="read_write",
+                read_only=False,
+                read_write=True,
+                identifiers=(
+                    "uuid: every tool takes the check's UUID; get_check and list_flips also accept a "
+                    "40-character unique_key."
+                ),
+                reachable_tools=everything,
+                unreachable_tools=[],
+                detail=kind.detail,
+            )
         return GetApiKeyInfoResult(
-            instance=api.site_root, key_configured=True, accepted=True, key_kind="read_only", read_only=True,
+            instance=api.site_root,
+            key_configured=True,
+            accepted=True,
+            key_kind="read_only",
+            read_only=True,
             read_write=False,
-            identifiers=("unique_key: list_checks shows each check's unique_key instead of its uuid; get_check "
-                         "and list_flips take either."),
-            reachable_tools=list(READ_ONLY_REACHABLE), unreachable_tools=list(READ_WRITE_ONLY),
-            detail=kind.detail + " list_pings, get_ping_body, list_integrations and every write tool need a "
-                                 "read-write key.")
+            identifiers=(
+                "unique_key: list_checks shows each check's unique_key instead of its uuid; get_check "
+                "and list_flips take either."
+            ),
+            reachable_tools=list(READ_ONLY_REACHABLE),
+            unreachable_tools=list(READ_WRITE_ONLY),
+            detail=kind.detail
+            + " list_pings, get_ping_body, list_integrations and every write tool need a "
+            "read-write key.",
+        )
 
     return Tool(
-        name="get_api_key_info", title="Describe the API key",
+        name="get_api_key_info",
+        title="Describe the API key",
         description=(
             "Which Healthchecks instance is configured, whether the API key is accepted, and whether it is "
             "read-only or read-write — which decides whether checks are identified by uuid or by unique_key "
             "and which tools are reachable at all. Runs two harmless GETs (checks/ and channels/) to find out "
             "rather than guessing from the key's prefix, which only the hosted service uses. Also says which "
             "API version the instance offers (3, or 2 / 1 on an instance older than Healthchecks 2.0). Never "
-            "shows the key."),
-        params=NoParams, result=GetApiKeyInfoResult, annotations=READ, handler=handler)
-
+            "shows the key."
+        ),
+        params=NoParams,
+        result=GetApiKeyInfoResult,
+        annotations=READ,
+        handler=handler,
+    )
 
 
 def project_tools(api: HealthchecksApi) -> list[Tool]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..config import ConfigError
 
-TYPE_CHECKING = False   # not typing.TYPE_CHECKING: importing typing costs start-up time
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
 if TYPE_CHECKING:
     from ..config import Config
     from ..protocol.tool import Tool
@@ -28,12 +28,16 @@ def _matches(entry: str, tool: Tool) -> bool:
 def select(read: list[Tool], write: list[Tool], config: Config) -> list[Tool]:
     everything = read + write
     names = ", ".join(tool.name for tool in everything)
-    for variable, entries in (("HEALTHCHECKS_ALLOW_TOOLS", config.allow_tools),
-                              ("HEALTHCHECKS_DENY_TOOLS", config.deny_tools)):
+    for variable, entries in (
+        ("HEALTHCHECKS_ALLOW_TOOLS", config.allow_tools),
+        ("HEALTHCHECKS_DENY_TOOLS", config.deny_tools),
+    ):
         for entry in entries or ():
             if not any(_matches(entry, tool) for tool in everything):
-                raise ConfigError(f"{variable}: {entry!r} matches no tool. Valid entries are tool names, "
-                                  f"a prefix ending in * (e.g. list_*), or {ESSENTIAL}. Tools: {names}")
+                raise ConfigError(
+                    f"{variable}: {entry!r} matches no tool. Valid entries are tool names, "
+                    f"a prefix ending in * (e.g. list_*), or {ESSENTIAL}. Tools: {names}"
+                )
     chosen = read if config.read_only else everything
     if config.allow_tools is not None:
         chosen = [t for t in chosen if any(_matches(e, t) for e in config.allow_tools)]
@@ -41,6 +45,8 @@ def select(read: list[Tool], write: list[Tool], config: Config) -> list[Tool]:
         chosen = [t for t in chosen if not any(_matches(e, t) for e in config.deny_tools)]
     if not chosen:
         why = " (HEALTHCHECKS_READ_ONLY=true removes the write tools)" if config.read_only else ""
-        raise ConfigError(f"The tool selection leaves no tool to serve{why}. Adjust HEALTHCHECKS_ALLOW_TOOLS / "
-                          f"HEALTHCHECKS_DENY_TOOLS; tools: {names}")
+        raise ConfigError(
+            f"The tool selection leaves no tool to serve{why}. Adjust HEALTHCHECKS_ALLOW_TOOLS / "
+            f"HEALTHCHECKS_DENY_TOOLS; tools: {names}"
+        )
     return chosen

@@ -17,14 +17,23 @@ from ..healthchecks.api import HealthchecksApi, normalise_uuid
 from ..protocol.tool import Annotations, Tool, ToolError
 from .present import present_delete, presented
 from .read import UUID_TEXT, require_uuid
-from .shaping import (CheckDetail, CheckedTool, Untrusted, calling_api, check_detail, is_api_failure, join_note,
-                      refuse_separator_items, tool_error)
+from .shaping import (
+    CheckDetail,
+    CheckedTool,
+    Untrusted,
+    calling_api,
+    check_detail,
+    is_api_failure,
+    join_note,
+    refuse_separator_items,
+    tool_error,
+)
 
 ESSENTIAL = frozenset({"essential"})
 MAX_DELETE_TARGETS = 50
 SECONDS = Meta(ge=60, le=31_536_000)
-TAGS_JOINED_LIMIT = 500          # the database column
-KEYWORDS_JOINED_LIMIT = 200      # each of start_kw, success_kw, failure_kw
+TAGS_JOINED_LIMIT = 500  # the database column
+KEYWORDS_JOINED_LIMIT = 200  # each of start_kw, success_kw, failure_kw
 
 Tag = Annotated[str, Meta(min_length=1, max_length=TAGS_JOINED_LIMIT, pattern=r"^\S+$")]
 Keyword = Annotated[str, Meta(min_length=1, max_length=KEYWORDS_JOINED_LIMIT, pattern=r"^[^,]+$")]
@@ -39,54 +48,168 @@ _JOINERS = {"tags": " ", "start_kw": ",", "success_kw": ",", "failure_kw": ","}
 class CheckFields(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """The fields create_check and update_check share. UNSET = not passed, not sent."""
 
-    name: Annotated[str, Meta(max_length=100, description="Up to 100 characters.")] | UnsetType = UNSET
-    slug: Annotated[str, Meta(max_length=100, pattern=r"^[a-z0-9-_]*$", description=(
-        "Lowercase letters, digits, - and _; up to 100. Needs an instance with API v3. Not unique."))
-                    ] | UnsetType = UNSET
+    name: Annotated[str, Meta(max_length=100, description="Up to 100 characters.")] | UnsetType = (
+        UNSET
+    )
+    slug: (
+        Annotated[
+            str,
+            Meta(
+                max_length=100,
+                pattern=r"^[a-z0-9-_]*$",
+                description=(
+                    "Lowercase letters, digits, - and _; up to 100. Needs an instance with API v3. Not unique."
+                ),
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
     desc: Annotated[str, Meta(description="Free-text description.")] | UnsetType = UNSET
-    tags: Annotated[list[Tag], Meta(max_length=250, description=(
-        "Tags. Stored space-delimited, so no tag may contain a space; 500 characters in all."))] | UnsetType = UNSET
-    timeout: Annotated[int, SECONDS, Meta(description=(
-        "Expected period in seconds, 60…31536000. Makes it a simple check. Not together with schedule."))
-                       ] | UnsetType = UNSET
-    schedule: Annotated[str, Meta(min_length=1, max_length=100, description=(
-        "A cron expression (5 fields) or a systemd OnCalendar expression, up to 100 characters. Not together "
-        "with timeout."))] | UnsetType = UNSET
-    tz: Annotated[str, Meta(min_length=1, max_length=64, description=(
-        "IANA time zone for schedule, e.g. Europe/Riga."))] | UnsetType = UNSET
-    grace: Annotated[int, SECONDS, Meta(description="Grace time in seconds, 60…31536000.")] | UnsetType = UNSET
-    channels: Annotated[Literal["*"] | Annotated[list[ChannelItem], Meta(max_length=100)], Meta(description=(
-        "\"*\" for every integration of the project, or a list of integration UUIDs or exact names "
-        "(list_integrations shows them). An empty list is refused: it would switch off all alerting."))
-                        ] | UnsetType = UNSET
-    manual_resume: Annotated[bool, Meta(description=(
-        "When paused, ignore pings until resume_check, instead of un-pausing on the next ping."))] | UnsetType = UNSET
-    methods: Annotated[Literal["", "POST"], Meta(description=(
-        "\"\" accepts HEAD, GET and POST pings; \"POST\" only POST (others are logged as ign)."))] | UnsetType = UNSET
-    start_kw: Annotated[Keywords, Meta(description=(
-        "Keywords that mark a start ping. Stored comma-delimited, so none may contain a comma; 200 characters "
-        "in all."))] | UnsetType = UNSET
-    success_kw: Annotated[Keywords, Meta(description="Keywords that mark success. Same rules as start_kw.")
-                          ] | UnsetType = UNSET
-    failure_kw: Annotated[Keywords, Meta(description="Keywords that mark failure. Same rules as start_kw.")
-                          ] | UnsetType = UNSET
-    filter_subject: Annotated[bool, Meta(description="Apply the keywords to email subjects.")] | UnsetType = UNSET
-    filter_body: Annotated[bool, Meta(description="Apply the keywords to email bodies.")] | UnsetType = UNSET
-    filter_http_body: Annotated[bool, Meta(description="Apply the keywords to HTTP request bodies.")
-                                ] | UnsetType = UNSET
-    filter_default_fail: Annotated[bool, Meta(description=(
-        "When filtering and no keyword matches: count the ping as a failure (else it is ignored)."))
-                                   ] | UnsetType = UNSET
+    tags: (
+        Annotated[
+            list[Tag],
+            Meta(
+                max_length=250,
+                description=(
+                    "Tags. Stored space-delimited, so no tag may contain a space; 500 characters in all."
+                ),
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
+    timeout: (
+        Annotated[
+            int,
+            SECONDS,
+            Meta(
+                description=(
+                    "Expected period in seconds, 60…31536000. Makes it a simple check. Not together with schedule."
+                )
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
+    schedule: (
+        Annotated[
+            str,
+            Meta(
+                min_length=1,
+                max_length=100,
+                description=(
+                    "A cron expression (5 fields) or a systemd OnCalendar expression, up to 100 characters. Not together "
+                    "with timeout."
+                ),
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
+    tz: (
+        Annotated[
+            str,
+            Meta(
+                min_length=1,
+                max_length=64,
+                description=("IANA time zone for schedule, e.g. Europe/Riga."),
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
+    grace: (
+        Annotated[int, SECONDS, Meta(description="Grace time in seconds, 60…31536000.")] | UnsetType
+    ) = UNSET
+    channels: (
+        Annotated[
+            Literal["*"] | Annotated[list[ChannelItem], Meta(max_length=100)],
+            Meta(
+                description=(
+                    '"*" for every integration of the project, or a list of integration UUIDs or exact names '
+                    "(list_integrations shows them). An empty list is refused: it would switch off all alerting."
+                )
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
+    manual_resume: (
+        Annotated[
+            bool,
+            Meta(
+                description=(
+                    "When paused, ignore pings until resume_check, instead of un-pausing on the next ping."
+                )
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
+    methods: (
+        Annotated[
+            Literal["", "POST"],
+            Meta(
+                description=(
+                    '"" accepts HEAD, GET and POST pings; "POST" only POST (others are logged as ign).'
+                )
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
+    start_kw: (
+        Annotated[
+            Keywords,
+            Meta(
+                description=(
+                    "Keywords that mark a start ping. Stored comma-delimited, so none may contain a comma; 200 characters "
+                    "in all."
+                )
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
+    success_kw: (
+        Annotated[Keywords, Meta(description="Keywords that mark success. Same rules as start_kw.")]
+        | UnsetType
+    ) = UNSET
+    failure_kw: (
+        Annotated[Keywords, Meta(description="Keywords that mark failure. Same rules as start_kw.")]
+        | UnsetType
+    ) = UNSET
+    filter_subject: (
+        Annotated[bool, Meta(description="Apply the keywords to email subjects.")] | UnsetType
+    ) = UNSET
+    filter_body: (
+        Annotated[bool, Meta(description="Apply the keywords to email bodies.")] | UnsetType
+    ) = UNSET
+    filter_http_body: (
+        Annotated[bool, Meta(description="Apply the keywords to HTTP request bodies.")] | UnsetType
+    ) = UNSET
+    filter_default_fail: (
+        Annotated[
+            bool,
+            Meta(
+                description=(
+                    "When filtering and no keyword matches: count the ping as a failure (else it is ignored)."
+                )
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
 
 
 FIELD_NAMES = CheckFields.__struct_fields__
 
 
 class CreateCheckParams(CheckFields, kw_only=True):
-    unique: Annotated[list[UniqueField], Meta(max_length=5, description=(
-        "Turns the create into an upsert: if a check already has the same values of these fields (each one "
-        "must also be passed), that check is updated and returned instead (200) of a new one created (201)."))
-                      ] | UnsetType = UNSET
+    unique: (
+        Annotated[
+            list[UniqueField],
+            Meta(
+                max_length=5,
+                description=(
+                    "Turns the create into an upsert: if a check already has the same values of these fields (each one "
+                    "must also be passed), that check is updated and returned instead (200) of a new one created (201)."
+                ),
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
 
 
 class UpdateCheckParams(CheckFields, kw_only=True):
@@ -100,16 +223,22 @@ async def refuse_slug_before_v3(api: HealthchecksApi, tool: str, body: dict[str,
         return
     version = await api.detect_api_version()
     if version is not None and version < 3:
-        raise ToolError(f"{tool}: slug needs an instance with API v3, and this one offers API v{version} only "
-                        "(Healthchecks before 2.0), so nothing was sent. There the slug follows the name: pass "
-                        "name, and the instance sets slug to its slugified form (\"Nightly backup\" -> "
-                        "\"nightly-backup\"). Or upgrade the instance.", field="slug", api_version=version)
+        raise ToolError(
+            f"{tool}: slug needs an instance with API v3, and this one offers API v{version} only "
+            "(Healthchecks before 2.0), so nothing was sent. There the slug follows the name: pass "
+            'name, and the instance sets slug to its slugified form ("Nightly backup" -> '
+            '"nightly-backup"). Or upgrade the instance.',
+            field="slug",
+            api_version=version,
+        )
 
 
 def derived_slug_note(api: HealthchecksApi, body: dict[str, Any]) -> list[str]:
     if "name" in body and api.api_version is not None and api.api_version < 3:
-        return [f"On this instance (API v{api.api_version}) setting name also set slug to the name's slugified "
-                "form."]
+        return [
+            f"On this instance (API v{api.api_version}) setting name also set slug to the name's slugified "
+            "form."
+        ]
     return []
 
 
@@ -118,21 +247,30 @@ def _precheck_fields(tool: str) -> Any:
         refuse_separator_items(tool, arguments, "tags", " ", "tags space-delimited")
         for field in ("start_kw", "success_kw", "failure_kw"):
             refuse_separator_items(tool, arguments, field, ",", "keywords comma-delimited")
-        refuse_separator_items(tool, arguments, "channels", ",", "channels as one comma-separated list")
+        refuse_separator_items(
+            tool, arguments, "channels", ",", "channels as one comma-separated list"
+        )
+
     return precheck
 
 
 def request_body(tool: str, params: CheckFields) -> dict[str, Any]:
     """The passed fields as the API takes them; the cross-field rules refused with reasons."""
     if params.timeout is not UNSET and params.schedule is not UNSET:
-        raise ToolError(f"{tool}: pass timeout or schedule, not both. Upstream, schedule would win and timeout "
-                        "would be discarded without a word. timeout makes a simple check that expects a ping "
-                        "every N seconds; schedule makes a cron or OnCalendar check.", field="timeout")
+        raise ToolError(
+            f"{tool}: pass timeout or schedule, not both. Upstream, schedule would win and timeout "
+            "would be discarded without a word. timeout makes a simple check that expects a ping "
+            "every N seconds; schedule makes a cron or OnCalendar check.",
+            field="timeout",
+        )
     if isinstance(params.channels, list) and not params.channels:
-        raise ToolError(f"{tool}: channels is an empty list, which the API reads as \"no integrations\": the "
-                        "check would look healthy and never tell anyone when it stops. That is refused here; "
-                        "clearing every integration is done in the web UI, in front of someone who can see what "
-                        "it means. Pass \"*\" or the integrations to notify.", field="channels")
+        raise ToolError(
+            f'{tool}: channels is an empty list, which the API reads as "no integrations": the '
+            "check would look healthy and never tell anyone when it stops. That is refused here; "
+            "clearing every integration is done in the web UI, in front of someone who can see what "
+            'it means. Pass "*" or the integrations to notify.',
+            field="channels",
+        )
     body: dict[str, Any] = {}
     for name in FIELD_NAMES:
         value = getattr(params, name)
@@ -142,8 +280,11 @@ def request_body(tool: str, params: CheckFields) -> dict[str, Any]:
             joined = _JOINERS[name].join(value)
             limit = TAGS_JOINED_LIMIT if name == "tags" else KEYWORDS_JOINED_LIMIT
             if len(joined) > limit:
-                raise ToolError(f"{tool}: {name} joined is {len(joined)} characters; Healthchecks stores at most "
-                                f"{limit}. Pass fewer or shorter items.", field=name)
+                raise ToolError(
+                    f"{tool}: {name} joined is {len(joined)} characters; Healthchecks stores at most "
+                    f"{limit}. Pass fewer or shorter items.",
+                    field=name,
+                )
             value = joined
         elif name == "channels" and isinstance(value, list):
             # UUIDs are matched as exact lowercase strings; names exactly as given. No spaces: the
@@ -159,6 +300,7 @@ class CheckWriteResult(Untrusted, kw_only=True):
 
 
 # -- create_check -----------------------------------------------------------------------------
+
 
 class CreateCheckResult(Untrusted, kw_only=True):
     check: CheckDetail
@@ -178,10 +320,13 @@ def _create_check(api: HealthchecksApi) -> Tool:
         if params.unique is not UNSET:
             missing = [name for name in params.unique if name not in body]
             if missing:
-                raise ToolError(f"create_check: unique names {', '.join(missing)}, but "
-                                f"{'that field was' if len(missing) == 1 else 'those fields were'} not passed. "
-                                "Healthchecks then skips the lookup without a word and creates a duplicate. "
-                                "Pass every field unique names.", field="unique")
+                raise ToolError(
+                    f"create_check: unique names {', '.join(missing)}, but "
+                    f"{'that field was' if len(missing) == 1 else 'those fields were'} not passed. "
+                    "Healthchecks then skips the lookup without a word and creates a duplicate. "
+                    "Pass every field unique names.",
+                    field="unique",
+                )
             body["unique"] = list(dict.fromkeys(params.unique))
         await refuse_slug_before_v3(api, "create_check", body)
         check, created = await calling_api(lambda: api.create_check(body))
@@ -189,46 +334,67 @@ def _create_check(api: HealthchecksApi) -> Tool:
         if created:
             notes.append("A new check was created (201).")
         else:
-            notes.append("unique matched an existing check, which was updated with the fields passed and is "
-                         "returned (200); no new check was created.")
+            notes.append(
+                "unique matched an existing check, which was updated with the fields passed and is "
+                "returned (200); no new check was created."
+            )
         if default_applied:
-            notes.append("channels was not passed, so the default \"*\" was applied: every integration of the "
-                         "project is notified." + ("" if created else " That replaced the existing check's "
-                                                   "integration list."))
-        return CreateCheckResult(check=check_detail(check), created=created,
-                                 outcome="created" if created else "updated_existing",
-                                 channels_default_applied=default_applied,
-                                 note=join_note(notes + derived_slug_note(api, body)))
+            notes.append(
+                'channels was not passed, so the default "*" was applied: every integration of the '
+                "project is notified."
+                + ("" if created else " That replaced the existing check's integration list.")
+            )
+        return CreateCheckResult(
+            check=check_detail(check),
+            created=created,
+            outcome="created" if created else "updated_existing",
+            channels_default_applied=default_applied,
+            note=join_note(notes + derived_slug_note(api, body)),
+        )
 
     return CheckedTool(
-        name="create_check", title="Create a check",
+        name="create_check",
+        title="Create a check",
         description=(
             "Creates a check. All parameters are optional; everything is validated here before anything is "
             "sent. timeout (a simple check) and schedule (cron or OnCalendar, with tz) cannot be combined — "
-            "passing both is an error, where the API would silently drop timeout. channels defaults to \"*\" "
+            'passing both is an error, where the API would silently drop timeout. channels defaults to "*" '
             "(every integration): the API's own default is none, which makes a check that never alerts anyone; "
             "the result says when the default was applied. An empty channels list is refused. unique turns the "
             "create into an upsert: when a check with the same values of those fields exists, it is updated "
             "instead and the result says so (outcome updated_existing). A 403 means the account's check limit "
-            "is reached. Needs a read-write key."),
-        params=CreateCheckParams, result=CreateCheckResult,
+            "is reached. Needs a read-write key."
+        ),
+        params=CreateCheckParams,
+        result=CreateCheckResult,
         # destructive: through unique, a call can overwrite an existing check's fields and integrations.
-        annotations=Annotations(read_only=False, destructive=True, idempotent=False, open_world=True),
-        handler=handler, tags=ESSENTIAL, precheck=_precheck_fields("create_check"))
+        annotations=Annotations(
+            read_only=False, destructive=True, idempotent=False, open_world=True
+        ),
+        handler=handler,
+        tags=ESSENTIAL,
+        precheck=_precheck_fields("create_check"),
+    )
 
 
 # -- update_check -----------------------------------------------------------------------------
+
 
 def _update_check(api: HealthchecksApi) -> Tool:
     async def handler(ctx: Any, params: UpdateCheckParams) -> CheckWriteResult:
         uuid = require_uuid("update_check", params.check)
         body = request_body("update_check", params)
         if not body:
-            raise ToolError("update_check: no field to change was passed, so nothing was sent. Pass at least one "
-                            "of: " + ", ".join(FIELD_NAMES) + ".", field="check")
+            raise ToolError(
+                "update_check: no field to change was passed, so nothing was sent. Pass at least one "
+                "of: " + ", ".join(FIELD_NAMES) + ".",
+                field="check",
+            )
         await refuse_slug_before_v3(api, "update_check", body)
         check = await calling_api(lambda: api.update_check(uuid, body))
-        notes = [f"Changed: {', '.join(body)}; every other field is as it was."] + derived_slug_note(api, body)
+        notes = [
+            f"Changed: {', '.join(body)}; every other field is as it was."
+        ] + derived_slug_note(api, body)
         if "channels" in body:
             notes.append("channels replaced the check's integration list.")
         if "schedule" in body:
@@ -238,22 +404,31 @@ def _update_check(api: HealthchecksApi) -> Tool:
         return CheckWriteResult(check=check_detail(check), note=join_note(notes))
 
     return CheckedTool(
-        name="update_check", title="Update a check",
+        name="update_check",
+        title="Update a check",
         description=(
             "🆔 Changes the given fields of a check; anything not passed stays as it was. Takes the same "
-            "parameters as create_check (minus unique) plus check, the UUID. Two exceptions to \"not passed "
-            "stays as it was\": channels replaces the integration list rather than adding to it, and setting "
+            'parameters as create_check (minus unique) plus check, the UUID. Two exceptions to "not passed '
+            'stays as it was": channels replaces the integration list rather than adding to it, and setting '
             "schedule on a check that used timeout switches it over (timeout switches it back). An update with "
             "no fields at all is refused rather than sent, as are timeout with schedule and an empty channels "
             "list. A 404 means no such check in this project; a 403, another project's check. Needs a "
-            "read-write key."),
-        params=UpdateCheckParams, result=CheckWriteResult,
+            "read-write key."
+        ),
+        params=UpdateCheckParams,
+        result=CheckWriteResult,
         # destructive: channels replaces the list; not guarded (see asking-a-person.md).
-        annotations=Annotations(read_only=False, destructive=True, idempotent=True, open_world=True),
-        handler=handler, tags=ESSENTIAL, precheck=_precheck_fields("update_check"))
+        annotations=Annotations(
+            read_only=False, destructive=True, idempotent=True, open_world=True
+        ),
+        handler=handler,
+        tags=ESSENTIAL,
+        precheck=_precheck_fields("update_check"),
+    )
 
 
 # -- pause_check / resume_check ---------------------------------------------------------------
+
 
 class OneCheckParams(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     check: Annotated[str, Meta(min_length=1, max_length=100, description=UUID_TEXT)]
@@ -261,49 +436,78 @@ class OneCheckParams(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
 
 def _refuse_retired_confirm_token(arguments: dict[str, Any]) -> None:
     if "confirm_token" in arguments:
-        raise ToolError("pause_check is no longer gated, so it takes no confirm_token and does not need one: call "
-                        "it again with only check. (Pausing is reversible — resume_check puts the check back — so "
-                        "it no longer asks first; only delete_check does.)", field="confirm_token")
+        raise ToolError(
+            "pause_check is no longer gated, so it takes no confirm_token and does not need one: call "
+            "it again with only check. (Pausing is reversible — resume_check puts the check back — so "
+            "it no longer asks first; only delete_check does.)",
+            field="confirm_token",
+        )
 
 
 def _pause_check(api: HealthchecksApi) -> Tool:
     async def handler(ctx: Any, params: OneCheckParams) -> CheckWriteResult:
         uuid = require_uuid("pause_check", params.check)
         check = await calling_api(lambda: api.pause_check(uuid))
-        return CheckWriteResult(check=check_detail(check), note=(
-            "The check is paused and will not alert: while paused, a job that stops running goes unnoticed. "
-            "resume_check restores it." + (" With manual_resume it stays paused whatever pings arrive."
-                                           if check.manual_resume else " Its next ping also un-pauses it.")))
+        return CheckWriteResult(
+            check=check_detail(check),
+            note=(
+                "The check is paused and will not alert: while paused, a job that stops running goes unnoticed. "
+                "resume_check restores it."
+                + (
+                    " With manual_resume it stays paused whatever pings arrive."
+                    if check.manual_resume
+                    else " Its next ping also un-pauses it."
+                )
+            ),
+        )
 
     return CheckedTool(
-        name="pause_check", title="Pause a check",
+        name="pause_check",
+        title="Pause a check",
         description=(
             "🆔 Pauses a check: it stops expecting pings, and stops alerting. What that costs: while paused, a "
             "job that stops running goes unnoticed. resume_check puts it back and nothing is lost in between "
             "(unless manual_resume is set, the check's next ping also un-pauses it). Not gated: it takes no "
             "confirm_token. Pausing an already paused check changes nothing. A 404 means no such check in this "
-            "project; a 403, another project's check. Needs a read-write key."),
-        params=OneCheckParams, result=CheckWriteResult,
-        annotations=Annotations(read_only=False, destructive=False, idempotent=True, open_world=True),
-        handler=handler, precheck=_refuse_retired_confirm_token)
+            "project; a 403, another project's check. Needs a read-write key."
+        ),
+        params=OneCheckParams,
+        result=CheckWriteResult,
+        annotations=Annotations(
+            read_only=False, destructive=False, idempotent=True, open_world=True
+        ),
+        handler=handler,
+        precheck=_refuse_retired_confirm_token,
+    )
 
 
 def _resume_check(api: HealthchecksApi) -> Tool:
     async def handler(ctx: Any, params: OneCheckParams) -> CheckWriteResult:
         uuid = require_uuid("resume_check", params.check)
         check = await calling_api(lambda: api.resume_check(uuid))
-        return CheckWriteResult(check=check_detail(check), note=(
-            "The check is resumed: it is in the new state, alerting again, and waits for its next ping."))
+        return CheckWriteResult(
+            check=check_detail(check),
+            note=(
+                "The check is resumed: it is in the new state, alerting again, and waits for its next ping."
+            ),
+        )
 
     return Tool(
-        name="resume_check", title="Resume a paused check",
+        name="resume_check",
+        title="Resume a paused check",
         description=(
             "🆔 Puts a paused check back into the new state, waiting for its next ping; alerting is on again. "
             "Not gated: it restores alerting rather than removing it. A 409 means the check was not paused. "
-            "A 404 means no such check in this project; a 403, another project's check. Needs a read-write key."),
-        params=OneCheckParams, result=CheckWriteResult,
-        annotations=Annotations(read_only=False, destructive=False, idempotent=True, open_world=True),
-        handler=handler, tags=ESSENTIAL)
+            "A 404 means no such check in this project; a 403, another project's check. Needs a read-write key."
+        ),
+        params=OneCheckParams,
+        result=CheckWriteResult,
+        annotations=Annotations(
+            read_only=False, destructive=False, idempotent=True, open_world=True
+        ),
+        handler=handler,
+        tags=ESSENTIAL,
+    )
 
 
 # -- delete_check -----------------------------------------------------------------------------
@@ -312,12 +516,28 @@ CheckId = Annotated[str, Meta(min_length=1, max_length=100)]
 
 
 class DeleteCheckParams(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    check: Annotated[CheckId | Annotated[list[CheckId], Meta(min_length=1, max_length=MAX_DELETE_TARGETS)],
-                     Meta(description=(f"The UUID of the check to delete, or a list of up to {MAX_DELETE_TARGETS} "
-                                       "UUIDs (duplicates are folded)."))]
-    confirm_token: Annotated[str, Meta(min_length=1, max_length=128, description=(
-        "From the first call of this tool, only where the client cannot show a confirmation dialog."))
-                             ] | UnsetType = UNSET
+    check: Annotated[
+        CheckId | Annotated[list[CheckId], Meta(min_length=1, max_length=MAX_DELETE_TARGETS)],
+        Meta(
+            description=(
+                f"The UUID of the check to delete, or a list of up to {MAX_DELETE_TARGETS} "
+                "UUIDs (duplicates are folded)."
+            )
+        ),
+    ]
+    confirm_token: (
+        Annotated[
+            str,
+            Meta(
+                min_length=1,
+                max_length=128,
+                description=(
+                    "From the first call of this tool, only where the client cannot show a confirmation dialog."
+                ),
+            ),
+        ]
+        | UnsetType
+    ) = UNSET
 
 
 class DeleteFailure(msgspec.Struct, kw_only=True):
@@ -333,7 +553,7 @@ class DeleteCheckResult(Untrusted, kw_only=True):
     token_expires_in: int | None = None
     deleted: list[CheckDetail]
     failed: list[DeleteFailure] = []
-    not_attempted: list[str] | UnsetType = UNSET     # only when a failure stopped the run
+    not_attempted: list[str] | UnsetType = UNSET  # only when a failure stopped the run
     note: str | None = None
 
 
@@ -341,13 +561,20 @@ def _delete_check(api: HealthchecksApi) -> Tool:
     async def handler(ctx: Any, params: DeleteCheckParams) -> DeleteCheckResult:
         given = [params.check] if isinstance(params.check, str) else params.check
         targets = sorted({require_uuid("delete_check", value) for value in given})
-        from . import confirm   # the guard: a person (or, failing that, the two-call token) decides
+        from . import confirm  # the guard: a person (or, failing that, the two-call token) decides
+
         token = None if params.confirm_token is UNSET else params.confirm_token
         verdict = await confirm.ask_before_delete(ctx, targets, token)
         if not verdict.approved:
-            return DeleteCheckResult(outcome=verdict.outcome, message=verdict.message, targets=targets,
-                                     confirm_token=verdict.confirm_token, token_expires_in=verdict.token_expires_in,
-                                     deleted=[], note="Nothing was deleted.")
+            return DeleteCheckResult(
+                outcome=verdict.outcome,
+                message=verdict.message,
+                targets=targets,
+                confirm_token=verdict.confirm_token,
+                token_expires_in=verdict.token_expires_in,
+                deleted=[],
+                note="Nothing was deleted.",
+            )
         # One at a time, in target order, stopping at the first failure: what is reported deleted was
         # answered 200 by the instance; a failure leaves the rest untouched (not_attempted).
         deleted: list[CheckDetail] = []
@@ -361,17 +588,27 @@ def _delete_check(api: HealthchecksApi) -> Tool:
                 if total == 1:
                     raise tool_error(error) from None
                 failure = DeleteFailure(check=uuid, error=tool_error(error).message)
-                rest = targets[index + 1:]
-                await _progress(ctx, index + 1, total, f"check {uuid} could not be deleted; stopped")
+                rest = targets[index + 1 :]
+                await _progress(
+                    ctx, index + 1, total, f"check {uuid} could not be deleted; stopped"
+                )
                 return _stopped(verdict, targets, deleted, failure, rest)
             await _progress(ctx, index + 1, total, f"deleted check {uuid} ({index + 1} of {total})")
-        note = ("deleted holds each check as it was just before deletion — the last record of it (its channels "
-                "are always empty by then). The UUIDs cannot be reused.")
-        return DeleteCheckResult(outcome=verdict.outcome, message=verdict.message, targets=targets,
-                                 deleted=deleted, note=note)
+        note = (
+            "deleted holds each check as it was just before deletion — the last record of it (its channels "
+            "are always empty by then). The UUIDs cannot be reused."
+        )
+        return DeleteCheckResult(
+            outcome=verdict.outcome,
+            message=verdict.message,
+            targets=targets,
+            deleted=deleted,
+            note=note,
+        )
 
     return Tool(
-        name="delete_check", title="Delete a check permanently",
+        name="delete_check",
+        title="Delete a check permanently",
         description=(
             "👤 🆔 Deletes a check permanently — or up to 50 at once. Asks a person first: a confirmation "
             "dialog the model cannot answer. The UUID cannot be recovered and no new check can take it, so "
@@ -383,10 +620,16 @@ def _delete_check(api: HealthchecksApi) -> Tool:
             "result lists deleted, failed and not_attempted, and a check is listed as deleted only when the "
             "instance confirmed it. A request that carries a progressToken gets one progress notification per "
             "check. A 404 means no such check (or already deleted); a 403, another project's check. Needs "
-            "a read-write key."),
-        params=DeleteCheckParams, result=DeleteCheckResult,
-        annotations=Annotations(read_only=False, destructive=True, idempotent=True, open_world=True),
-        handler=handler, presenter=present_delete)
+            "a read-write key."
+        ),
+        params=DeleteCheckParams,
+        result=DeleteCheckResult,
+        annotations=Annotations(
+            read_only=False, destructive=True, idempotent=True, open_world=True
+        ),
+        handler=handler,
+        presenter=present_delete,
+    )
 
 
 async def _progress(ctx: Any, progress: int, total: int, message: str) -> None:
@@ -396,21 +639,51 @@ async def _progress(ctx: Any, progress: int, total: int, message: str) -> None:
         await report(progress, total, message)
 
 
-def _stopped(verdict: Any, targets: list[str], deleted: list[CheckDetail], failure: DeleteFailure,
-             rest: list[str]) -> DeleteCheckResult:
+def _stopped(
+    verdict: Any,
+    targets: list[str],
+    deleted: list[CheckDetail],
+    failure: DeleteFailure,
+    rest: list[str],
+) -> DeleteCheckResult:
     """The first failure ends the run: say exactly which were deleted, which failed, which were not tried."""
-    summary = (f"Stopped at the first failure: {len(deleted)} of {len(targets)} checks were deleted, "
-               f"{failure.check} was not ({failure.error})"
-               + (f", and {len(rest)} more were not attempted: " + ", ".join(rest) if rest else "") + ".")
+    summary = (
+        f"Stopped at the first failure: {len(deleted)} of {len(targets)} checks were deleted, "
+        f"{failure.check} was not ({failure.error})"
+        + (f", and {len(rest)} more were not attempted: " + ", ".join(rest) if rest else "")
+        + "."
+    )
     if not deleted:
-        raise ToolError("None of the checks was deleted. " + summary, kind="delete_failed",
-                        failed=[msgspec.to_builtins(failure)], not_attempted=rest, deleted=[])
-    note = (summary + " deleted holds each deleted check as it was just before deletion. Call delete_check "
-            "again for the ones not deleted once the cause is fixed.")
-    return DeleteCheckResult(outcome=verdict.outcome, message=verdict.message, targets=targets, deleted=deleted,
-                             failed=[failure], not_attempted=rest, note=note)
+        raise ToolError(
+            "None of the checks was deleted. " + summary,
+            kind="delete_failed",
+            failed=[msgspec.to_builtins(failure)],
+            not_attempted=rest,
+            deleted=[],
+        )
+    note = (
+        summary
+        + " deleted holds each deleted check as it was just before deletion. Call delete_check "
+        "again for the ones not deleted once the cause is fixed."
+    )
+    return DeleteCheckResult(
+        outcome=verdict.outcome,
+        message=verdict.message,
+        targets=targets,
+        deleted=deleted,
+        failed=[failure],
+        not_attempted=rest,
+        note=note,
+    )
 
 
 def write_tools(api: HealthchecksApi) -> list[Tool]:
-    return presented([_create_check(api), _update_check(api), _pause_check(api), _resume_check(api),
-                      _delete_check(api)])
+    return presented(
+        [
+            _create_check(api),
+            _update_check(api),
+            _pause_check(api),
+            _resume_check(api),
+            _delete_check(api),
+        ]
+    )
