@@ -1,4 +1,4 @@
-"""`hcmcp --http`'s fast phase (hcmcp/fast_http.py) against the full path, over real sockets.
+"""`hcmcp --http`'s fast phase (hcmcp/fast_start/http.py) against the full path, over real sockets.
 
 Each server is a real `python -m hcmcp --http 127.0.0.1:0` process. HCMCP_FAST_HTTP=0 makes
 one serve from the full path alone (the reference); HCMCP_FAST_HTTP=hold makes the fast phase
@@ -22,9 +22,9 @@ from http_raw import POST_JSON, Raw, request
 from support import validate_server_message
 from test_http_transport_process import TOKEN, Served, clean_env
 
-from hcmcp import fast_start
+from hcmcp.fast_start import handshake as fast_start
 from hcmcp.config import load
-from hcmcp.fast_http import FastHttp, bind_address, session_id
+from hcmcp.fast_start.http import FastHttp, bind_address, session_id
 from hcmcp.protocol.revisions import LEGACY_REVISIONS
 
 SESSION = re.compile(rb"mcp-session-id: ([A-Za-z0-9_-]{43})\r\n")
@@ -269,12 +269,12 @@ def test_with_a_token_only_the_right_bearer_is_answered():
 def test_a_stale_handshake_file_leaves_everything_to_the_full_path(monkeypatch):
     import socket
 
-    import hcmcp.fast_http as fast_http
     config = load(KEY_ENV)
     fast = FastHttp.prepare("127.0.0.1:0", config, False)
     assert fast is not None and fast.port != 0 and fast.handshake is not None   # fresh: it will answer
     fast.sock.close()
-    monkeypatch.setattr(fast_http, "source_checksum", lambda names: "stale")
+    fresh = fast_start.is_fresh  # the stdio sources unchanged, the HTTP ones not
+    monkeypatch.setattr(fast_start, "is_fresh", lambda data, field: field != "http_source" and fresh(data, field))
     fast = FastHttp.prepare("127.0.0.1:0", config, False)
     assert fast.handshake is None
     with socket.create_connection(("127.0.0.1", fast.port)) as client:   # connected before the hand-over
@@ -308,7 +308,7 @@ def test_session_ids_look_like_the_full_paths():
     import base64
     raw = bytes(range(32))
     number = int.from_bytes(raw, "big") << 2
-    import hcmcp.fast_http as fast_http
+    import hcmcp.fast_start.http as fast_http
     ours = "".join(fast_http._B64URL[(number >> (6 * (42 - i))) & 63] for i in range(43))
     assert ours == base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 

@@ -1,4 +1,4 @@
-"""The start-up fast path (hcmcp/fast_start.py) answers byte for byte as the full McpServer.handle.
+"""The start-up fast path (hcmcp/fast_start/) answers byte for byte as the full McpServer.handle.
 
 Every line goes to both: the fast path either answers it with exactly the full path's bytes or
 hands it over (and from then on the full path serves, with the same session state). Then the
@@ -16,8 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hcmcp import fast_start
-from hcmcp.__main__ import build_server
+from generated_files import copy_package, python_in, run_check
+from hcmcp.fast_start import handshake
+from hcmcp.fast_start import handshake as fast_start  # Handshake, DATA_FILE
+from hcmcp.tools.assemble import build_server
 from hcmcp.config import ConfigError, load
 from hcmcp.healthchecks.api import HealthchecksApi
 from hcmcp.protocol.revisions import LEGACY_REVISIONS, SUPPORTED
@@ -179,7 +181,7 @@ def test_generated_messages_get_the_full_paths_answer(messages):
 
 
 def test_a_stale_file_steps_aside(monkeypatch):
-    monkeypatch.setattr(fast_start, "source_checksum", lambda: "00000000")
+    monkeypatch.setattr(handshake.sources, "checksum", lambda names: "00000000")
     assert fast_start.Handshake.load(load({})) is None
 
 
@@ -191,18 +193,52 @@ def test_a_selection_the_full_path_refuses_is_refused_alike():
 
 def test_handshake_file_is_fresh():
     """Fails when a source it depends on changed: run python -m hcmcp.fast_start and commit the file."""
+    done = run_check("hcmcp.fast_start")
+    assert done.returncode == 0, done.stderr
+
+
+def test_the_files_listed_are_the_modules_the_generator_loaded():
+    """Every module the tools come from is listed (no hand-kept list to miss one), and so are the
+    full path's server and this generator; the HTTP list holds the full HTTP path's modules."""
     with open(fast_start.DATA_FILE, "rb") as file:
         stored = json.load(file)
-    assert stored == fast_start.generate(), "hcmcp/handshake.json is stale: python -m hcmcp.fast_start"
+    listed = set(stored["source_files"])
+    server = build_server(load({}), HealthchecksApi("https://healthchecks.io", None))
+    package = os.path.dirname(os.path.dirname(os.path.abspath(fast_start.__file__)))
+    for tool in server.tools.values():
+        for part in (tool.handler, tool.params, tool.result):
+            path = os.path.relpath(sys.modules[part.__module__].__file__, package)
+            assert path in listed, f"{path} (from {tool.name}) is not in source_files"
+    assert {"protocol/server.py", "tools/assemble.py", "fast_start/generate.py"} <= listed
+    assert {"protocol/http_serving.py", "http/request_head.py"} <= set(stored["http_source_files"])
+    assert not listed & set(stored["http_source_files"])
 
 
+@pytest.mark.parametrize("edited", ["tools/read_project.py", "protocol/server.py", "config.py"])
+def test_an_edited_source_makes_the_file_stale_and_the_fast_path_step_aside(tmp_path, edited):
+    """In a copy of the package, one changed byte in a listed source: the guard fails, and the
+    copy's own fast path finds its handshake.json stale (slow, never wrong)."""
+    copy = copy_package(tmp_path)
+    assert run_check("hcmcp.fast_start", tmp_path).returncode == 0
+    with open(copy / edited, "a") as file:
+        file.write("\n# edited\n")
+    done = run_check("hcmcp.fast_start", tmp_path)
+    assert done.returncode == 1 and "stale" in done.stderr, done
+    probe = python_in(tmp_path, "import hcmcp, hcmcp.fast_start.handshake as h, hcmcp.config as c\n"
+                                "assert hcmcp.__file__.startswith(%r), hcmcp.__file__\n"
+                                "print(h.Handshake.load(c.load({})))" % str(tmp_path))
+    assert probe.returncode == 0, probe.stderr
+    assert probe.stdout.strip() == "None"
 
-def test_every_tool_module_is_in_the_handshakes_checksum():
-    """The tools/list bytes come from every tool module (names, descriptions, schemas): one missing
-    from SOURCES could change them without changing the checksum, and the fast path would answer stale."""
-    tools = os.path.join(os.path.dirname(fast_start.__file__), "tools")
-    modules = {f"tools/{name}" for name in os.listdir(tools) if name.endswith(".py") and name != "__init__.py"}
-    assert modules - set(fast_start.SOURCES) == set()
+
+def test_a_listed_source_that_is_gone_makes_the_file_stale(tmp_path):
+    copy = copy_package(tmp_path)
+    (copy / "fast_start" / "generate.py").unlink()
+    probe = python_in(tmp_path, "import hcmcp.fast_start.handshake as h, hcmcp.config as c\n"
+                                "print(h.Handshake.load(c.load({})))")
+    assert probe.returncode == 0, probe.stderr
+    assert probe.stdout.strip() == "None"
+
 
 def _spawn(args: list[str], env: dict[str, str]) -> subprocess.Popen:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith(("HEALTHCHECKS_", "ELICITATION"))}

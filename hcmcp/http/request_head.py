@@ -30,7 +30,8 @@ from typing import Final
 _HEAD_END = re.compile(rb"\n\r?\n")
 _REQUEST_LINE = re.compile(r"([A-Z]++) (/[\x21-\x7e]*+) HTTP/1\.1\r\n")
 # Possessive throughout, and each line can match in one way only (a value is runs of visible
-# characters joined by runs of spaces or tabs), so no input makes these backtrack: a header of 16 KiB
+# characters joined by runs of spaces or tabs), so no input makes these backtrack: a header of
+# 16 KiB
 # of spaces and one control character costs a linear scan, not the quadratic one of [ \t]*V?[ \t]*.
 _TOKEN = r"[!#$%&'*+\-.^_`|~0-9A-Za-z]++"
 _VALUE = r"(?:[\x21-\x7e]++(?:[ \t]++[\x21-\x7e]++)*+)?+"
@@ -46,7 +47,7 @@ _FRAMING = frozenset(
 class PlainHead:
     """A plain request's line and headers, and where its body starts in the buffer."""
 
-    __slots__ = ("method", "target", "headers", "head_length", "body_length")
+    __slots__ = ("body_length", "head_length", "headers", "method", "target")
 
     def __init__(
         self,

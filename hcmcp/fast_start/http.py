@@ -1,4 +1,4 @@
-"""The Streamable HTTP handshake answered before the heavy imports: fast_start's twin for --http.
+"""The Streamable HTTP handshake answered before the heavy imports: the stdio fast path's twin.
 
 Before an HTTP server can listen it needs anyio (asyncio imports ssl), h11, msgspec, orjson and
 the built McpServer: ~8x the stdio server's time to the first ``initialize``. So ``hcmcp --http``
@@ -33,15 +33,9 @@ from __future__ import annotations
 import os
 import sys
 
-from .fast_start import (
-    HTTP_SOURCES,
-    Handshake,
-    Warmer,
-    _close_wakeup_pipe,
-    _wakeup_pipe,
-    source_checksum,
-)
-from .protocol.http_media import accepts_json_and_sse, is_json_content_type
+from ..protocol.http_media import accepts_json_and_sse, is_json_content_type
+from .background import Warmer, close_wakeup_pipe, wakeup_pipe
+from .handshake import Handshake
 
 WARM_UP_AFTER = 0.2  # seconds without a first initialize before the full server is built anyway
 _REQUEST_LINE = b"POST /mcp HTTP/1.1"
@@ -100,7 +94,7 @@ def _is_loopback(ipv6: bool, host: str) -> bool:
 class FastSession:
     """A 2025-era session this module opened: what the full path's Session will hold."""
 
-    __slots__ = ("id", "revision", "client_capabilities", "client_info", "initialized")
+    __slots__ = ("client_capabilities", "client_info", "id", "initialized", "revision")
 
     def __init__(
         self, session_id: str, revision: str, client_capabilities: dict, client_info: dict
@@ -126,7 +120,7 @@ class HandOver:
 
 
 class _Client:
-    __slots__ = ("sock", "buffer", "answered", "written")
+    __slots__ = ("answered", "buffer", "sock", "written")
 
     def __init__(self, sock) -> None:
         self.sock = sock
@@ -152,7 +146,7 @@ class FastHttp:
         self.host_names = _LOOPBACK_NAMES + ((bound,) if bound not in _LOOPBACK_NAMES else ())
         self.token_digest = None
         if token:
-            import _sha256  # hashlib would import _hashlib (OpenSSL): the guard's digest, same bytes
+            import _sha256  # hashlib would import _hashlib (OpenSSL): the guard's digest
 
             self.token_digest = _sha256.sha256(token.encode()).digest()
         self.sessions: dict[str, FastSession] = {}
@@ -180,9 +174,9 @@ class FastHttp:
         try:
             handshake = Handshake.load(config)
         except BaseException:
-            fast.sock.close()  # (the full path would not have bound: it refuses the selection first)
+            fast.sock.close()  # the full path would not have bound: it refuses the selection first
             raise
-        if handshake is not None and handshake.http_source == source_checksum(HTTP_SOURCES):
+        if handshake is not None and handshake.http_fresh():
             fast.handshake = handshake
         shown = f"[{host}]" if ipv6 else host
         mode = " (stateless)" if stateless else ""
@@ -220,7 +214,7 @@ class FastHttp:
         import select
         import time
 
-        wakeup = _wakeup_pipe()
+        wakeup = wakeup_pipe()
         done_read, done_write = os.pipe()
 
         def warm():
@@ -242,11 +236,11 @@ class FastHttp:
         while not hand_over:
             timeout = (
                 None
-                if warmer._thread is not None or not eager
+                if warmer.started or not eager
                 else max(0, int((warm_at - time.monotonic()) * 1000) + 1)
             )
             events = poller.poll(timeout)
-            if warmer._thread is None and (not events or time.monotonic() >= warm_at):
+            if not warmer.started and (not events or time.monotonic() >= warm_at):
                 warmer.start()
             for fd, _ in events:
                 if fd == listener_fd:
@@ -267,10 +261,10 @@ class FastHttp:
                         clients.pop(fd).sock.close()
                     elif outcome is False:
                         hand_over = True
-                    elif warmer._thread is None and eager:
-                        warmer.start()  # an initialize was answered: build the full server meanwhile
+                    elif not warmer.started and eager:
+                        warmer.start()  # an initialize was answered: build the full server now
         built = warmer.result()
-        _close_wakeup_pipe(wakeup)
+        close_wakeup_pipe(wakeup)
         os.close(done_read)
         os.close(done_write)
         connections = [
@@ -378,7 +372,7 @@ class FastHttp:
         return False if answer is None else (total, answer)
 
     def _ordinary(self, headers: dict[bytes, bytes]) -> bool:
-        """The head is one the full path lets through to a 2025-era POST, as this module reads it."""
+        """A head the full path lets through to a 2025-era POST, as this module reads it."""
         for name in _HAND_OVER_HEADERS:
             if name in headers:
                 return False
@@ -412,7 +406,7 @@ class FastHttp:
         return version is None or version.decode("latin-1").strip() in self.handshake.initialize
 
     def _host_allowed(self, value: bytes | None) -> bool:
-        """A Host the ListenerGuard accepts: a loopback name or the bound host, with an optional port."""
+        """A Host the ListenerGuard accepts: a loopback name or the bound host, optional port."""
         if value is None:
             return False
         text = value.decode("latin-1").lower()
@@ -436,7 +430,7 @@ class FastHttp:
         return _operator._compare_digest(given, self.token_digest) and scheme.lower() == "bearer"
 
     def _in_session(self, session: FastSession, body: bytes) -> bytes | None:
-        """notifications/initialized (202), tools/list, ping in a session opened here; None otherwise."""
+        """notifications/initialized (202), tools/list, ping in a session opened here; else None."""
         handshake = self.handshake
         handshake.revision, handshake.initialized = session.revision, session.initialized
         reply = handshake.answer(body)
