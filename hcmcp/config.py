@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+# ConfigError and parse_bool live in the leaf below this module and config_network.py;
+# re-exported here, where every caller has always imported them from.
+from .config_parse import ConfigError, parse_bool
+
 TYPE_CHECKING = (
     False  # not typing.TYPE_CHECKING: importing typing costs start-up time (fast_start.py)
 )
@@ -16,10 +20,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 DEFAULT_URL = "https://healthchecks.io"
-
-
-class ConfigError(Exception):
-    """A setting that cannot be used; the message says which and how to fix it."""
 
 
 class Config:
@@ -74,19 +74,6 @@ class Config:
             f"Config(site_root={self.site_root!r}, api_key={'set' if self.api_key else 'unset'}, "
             f"read_only={self.read_only}, elicitation={self.elicitation})"
         )
-
-
-def parse_bool(name: str, raw: str | None, default: bool) -> bool:
-    if raw is None:
-        return default
-    if raw == "true":
-        return True
-    if raw == "false":
-        return False
-    raise ConfigError(
-        f"{name}={raw!r} is not a valid value: use exactly true or false "
-        f"(the default is {'true' if default else 'false'})"
-    )
 
 
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")

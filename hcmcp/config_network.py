@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from .config_parse import ConfigError, parse_bool
+
 TYPE_CHECKING = (
     False  # neither typing nor re before the first reply: they cost start-up time (fast_start.py)
 )
@@ -93,8 +95,6 @@ def _split(site_root: str):
 
 def network_settings(env: Mapping[str, str], site_root: str) -> dict[str, Any]:
     """The Config fields proxy, ca_file, insecure_tls and startup_notes for ``site_root``."""
-    from .config import ConfigError, parse_bool
-
     parts = _split(site_root)
     scheme, host = parts.scheme, parts.hostname or ""
     try:
@@ -157,8 +157,6 @@ def network_settings(env: Mapping[str, str], site_root: str) -> dict[str, Any]:
 
 def _check_openssl_paths(env: Mapping[str, str]) -> None:
     """SSL_CERT_FILE / SSL_CERT_DIR replace OpenSSL's store: a wrong path would trust nothing, silently."""
-    from .config import ConfigError
-
     cert_file = env.get("SSL_CERT_FILE")
     if cert_file and not os.path.isfile(cert_file):
         raise ConfigError(

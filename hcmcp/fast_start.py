@@ -35,6 +35,7 @@ SOURCES = (
     "__init__.py",
     "__main__.py",
     "config.py",
+    "config_parse.py",
     "tools/selection.py",
     "tools/catalog.py",
     "tools/read.py",

@@ -191,7 +191,7 @@ _DEMO_NAMESPACE = uuid.UUID("8c3f0d2e-5b7a-4e61-9f1d-2a6b4c8e0f13")
 
 def seed_demo(sim: Simulator) -> None:
     """About nine checks in project A: every status, every kind, telling ping bodies."""
-    from hcmcp.healthchecks.simulator import next_run
+    from hcmcp.healthchecks.simulator_schedules import next_run
 
     now = sim.clock()
     a = sim.project_a

@@ -207,7 +207,7 @@ async def open_connection(
     """
     import anyio
 
-    from .client import ConnectFailed, Timeout
+    from .client_types import ConnectFailed, Timeout
     from .client_connection import connect_reason as _connect_reason
 
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -257,7 +257,7 @@ async def _tunnel(stream: ByteStream, route: ProxyRoute, target: str, advice: st
 
     from hcmcp import __version__
 
-    from .client import ConnectFailed
+    from .client_types import ConnectFailed
 
     conn = h11.Connection(h11.CLIENT)
     headers = [("Host", target), ("User-Agent", f"hcmcp/{__version__}")]

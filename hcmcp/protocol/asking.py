@@ -50,6 +50,10 @@ class Answer:
     detail: str = ""
 
 
+class ClientGone(Exception):
+    """request_client: the client can no longer answer (stdin closed); the text says why."""
+
+
 class InputRequired(Exception):
     """Raised inside a 2026 tools/call: the server turns it into an ``input_required`` result."""
 
@@ -139,8 +143,6 @@ def _modern_answer(
 
 async def _legacy_answer(ctx: RequestContext, params: dict[str, Any]) -> Answer:
     import anyio
-
-    from .server import ClientGone
 
     try:
         with anyio.move_on_after(ctx.server.elicitation_timeout) as scope:

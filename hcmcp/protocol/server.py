@@ -17,7 +17,13 @@ import orjson
 
 from .. import get_logger
 from . import revisions
-from .asking import CLIENT_CANNOT, OPERATOR_DISABLED, TRANSPORT_CANNOT, InputRequired
+from .asking import (  # ClientGone: re-exported, it was defined here
+    CLIENT_CANNOT,
+    OPERATOR_DISABLED,
+    TRANSPORT_CANNOT,
+    ClientGone,
+    InputRequired,
+)
 from .jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -118,10 +124,6 @@ class Session:
     def next_request_id(self) -> str:
         self._next_id += 1
         return f"hcmcp-{self._next_id}"
-
-
-class ClientGone(Exception):
-    """request_client: the client can no longer answer (stdin closed); the text says why."""
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """The nine read tools. Registered always, including under HEALTHCHECKS_READ_ONLY.
 
 This module holds the five about checks (list_checks, get_check, list_pings, get_ping_body, list_flips)
-and what all nine share; ``read_project`` the four about the project and the instance."""
+and what all nine share; ``read_project`` the four about the project and the instance, and
+``read_tools``, all nine (it imports this module, never the other way)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from ..healthchecks.api import (
 )
 from ..healthchecks.models import Check, Listing
 from ..protocol.tool import Annotations, Tool, ToolError
-from .present import present_body, presented
+from .present import present_body
 from .shaping import (
     CheckDetail,
     CheckedTool,
@@ -633,16 +634,12 @@ def _list_flips(api: HealthchecksApi):
     )
 
 
-def read_tools(api: HealthchecksApi) -> list[Tool]:
-    from .read_project import project_tools  # it imports this module's shared names
-
-    return presented(
-        [
-            _list_checks(api),
-            _get_check(api),
-            _list_pings(api),
-            _get_ping_body(api),
-            _list_flips(api),
-            *project_tools(api),
-        ]
-    )
+def check_tools(api: HealthchecksApi) -> list[Tool]:
+    """The five read tools about checks, in the order tools/list shows them."""
+    return [
+        _list_checks(api),
+        _get_check(api),
+        _list_pings(api),
+        _get_ping_body(api),
+        _list_flips(api),
+    ]

@@ -1,5 +1,6 @@
 """The four read tools about the project and the instance rather than one check: list_integrations,
-list_badges, get_status, get_api_key_info. Part of the read tools (``read.read_tools``)."""
+list_badges, get_status, get_api_key_info; and ``read_tools``, all nine read tools (the five about
+checks come from ``read``, with the names all nine share)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from msgspec import UNSET, UnsetType
 
 from ..healthchecks.api import KEY_SETUP, HealthchecksApi
 from ..protocol.tool import Tool
-from .read import READ, READ_ONLY_REACHABLE, READ_WRITE_ONLY, NoParams
+from .present import presented
+from .read import READ, READ_ONLY_REACHABLE, READ_WRITE_ONLY, NoParams, check_tools
 from .shaping import (
     RESULT_BUDGET_BYTES,
     Untrusted,
@@ -348,3 +350,8 @@ def _get_api_key_info(api: HealthchecksApi):
 
 def project_tools(api: HealthchecksApi) -> list[Tool]:
     return [_list_integrations(api), _list_badges(api), _get_status(api), _get_api_key_info(api)]
+
+
+def read_tools(api: HealthchecksApi) -> list[Tool]:
+    """All nine read tools, in the order tools/list shows them: the five about checks first."""
+    return presented([*check_tools(api), *project_tools(api)])
