@@ -40,7 +40,7 @@ from .client_exchange import content_length as _content_length
 from .client_exchange import refuse_client_owned as _refuse_client_owned
 from .client_exchange import size_text as _size
 from .client_exchange import valid_ceiling as _valid_ceiling
-from .client_request import RequestWriting
+from .client_request import RequestWriter
 from .framing import h11_buffer
 
 if TYPE_CHECKING:  # ssl is imported only when an https origin connects
@@ -61,7 +61,7 @@ class _Stale(Exception):
 # ----------------------------------------------------------------------------- client
 
 
-class HttpClient(RequestWriting):
+class HttpClient:
     """HTTP/1.1 to one origin: keep-alive pool, timeouts, byte ceilings, no redirects."""
 
     def __init__(
@@ -84,13 +84,10 @@ class HttpClient(RequestWriting):
         ``proxy``: the proxy this origin goes through (``proxy.route_for``), None for direct.
         """
         self._origin = _Origin.parse(origin)
-        self._authority = self._origin.authority
-        self._default_headers = [(str(name), str(value)) for name, value in default_headers]
-        _refuse_client_owned(self._default_headers)
+        defaults = [(str(name), str(value)) for name, value in default_headers]
+        _refuse_client_owned(defaults)
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
-        self._head_blocks: dict[tuple[str, tuple[tuple[str, str], ...]], bytes | bool] = {}
-        self._merged_headers: dict[tuple[object, ...], list[tuple[str, str]]] = {}
         self._overall_timeout = overall_timeout
         self._byte_ceiling = _valid_ceiling(byte_ceiling)
         self._ssl_context = ssl_context
@@ -106,7 +103,9 @@ class HttpClient(RequestWriting):
             if self._origin.scheme == "http":
                 self._target_base = f"http://{self._origin.authority}"
                 if proxy.authorization:
-                    self._default_headers.append(("Proxy-Authorization", proxy.authorization))
+                    defaults.append(("Proxy-Authorization", proxy.authorization))
+        # The request's target, headers and bytes on the wire (client_request.py).
+        self._writer = RequestWriter(self._origin, defaults, self._target_base)
 
     async def __aenter__(self) -> HttpClient:
         return self
@@ -146,8 +145,8 @@ class HttpClient(RequestWriting):
         exchange = _Exchange(
             method=method,
             path=path,
-            target=self._target(path, query),
-            headers=self._headers(method, headers, body),
+            target=self._writer.target(path, query),
+            headers=self._writer.headers(method, headers, body),
             body=body,
             ceiling=ceiling,
             truncate=truncate_at_ceiling,
@@ -275,7 +274,7 @@ class HttpClient(RequestWriting):
         self, conn: Connection, exchange: _Exchange, deadlines: _Deadlines
     ) -> tuple[HttpResponse, bool]:
         """Write the request, read the response. Returns it and whether conn may be reused."""
-        data, state = self._request_bytes(conn, exchange)
+        data, state = self._writer.request_bytes(conn, exchange)
         try:
             await conn.send(data)
         except Dropped:

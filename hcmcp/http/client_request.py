@@ -1,7 +1,7 @@
 """The HTTP client's request as it goes on the wire: the target, the header list (Host,
 User-Agent, the defaults and the caller's, merged), and the head written by hand from a header block
-h11 validated once for that exact list. ``RequestWriting`` is a mixin of ``client.HttpClient``,
-which provides the state declared below."""
+h11 validated once for that exact list. ``RequestWriter`` is the collaborator ``client.HttpClient``
+holds for one origin: it owns the default headers and both caches."""
 
 from __future__ import annotations
 
@@ -35,17 +35,22 @@ _STATE_REQUESTS: dict[
 ] = {}  # method -> the event that tells h11 a request went out
 
 
-class RequestWriting:
-    """Request building and writing; a mixin of ``HttpClient``, which provides what is declared here."""
+class RequestWriter:
+    """Builds and writes the requests of one origin. ``target_base`` is "http://host:port" for
+    absolute-form targets through a proxy, else empty; ``default_headers`` (validated by the
+    client, which owns the Proxy-Authorization it may add) go on every request."""
 
-    _origin: _Origin
-    _authority: str
-    _default_headers: list[tuple[str, str]]
-    _target_base: str
-    _head_blocks: dict[tuple[str, tuple[tuple[str, str], ...]], bytes | bool]
-    _merged_headers: dict[tuple[object, ...], list[tuple[str, str]]]
+    def __init__(
+        self, origin: _Origin, default_headers: list[tuple[str, str]], target_base: str = ""
+    ) -> None:
+        self._origin = origin
+        self._authority = origin.authority
+        self._default_headers = default_headers
+        self._target_base = target_base
+        self._head_blocks: dict[tuple[str, tuple[tuple[str, str], ...]], bytes | bool] = {}
+        self._merged_headers: dict[tuple[object, ...], list[tuple[str, str]]] = {}
 
-    def _target(self, path: str, query: Sequence[tuple[str, str]]) -> str:
+    def target(self, path: str, query: Sequence[tuple[str, str]]) -> str:
         path = self._origin.prefix + path
         # quote() of a path that needs none (the API's, nearly always) is the path itself.
         target = self._target_base + (
@@ -57,7 +62,7 @@ class RequestWriting:
             )
         return target
 
-    def _headers(
+    def headers(
         self, method: str, extra: Sequence[tuple[str, str]], body: bytes | None
     ) -> list[tuple[str, str]]:
         """Host, User-Agent, the defaults and ``extra``, merged; the same few lists recur on every
@@ -94,7 +99,7 @@ class RequestWriting:
             merged.append(("Content-Length", str(len(body or b""))))
         return merged
 
-    def _request_bytes(
+    def request_bytes(
         self, conn: Connection, exchange: _Exchange
     ) -> tuple[bytes, h11.Request | None]:
         """The request on the wire, and the event that tells h11 it went out (None: h11 wrote it).
