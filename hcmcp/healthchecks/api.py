@@ -35,8 +35,8 @@ from .errors import (
     Unreachable,
 )
 
-# Non-2xx answers are judged in judging.py (a mixin of HealthchecksApi); KEY_SETUP re-exported.
-from .judging import KEY_SETUP, Judging  # noqa: F401
+# Non-2xx answers are judged by judging.Judge, which the API holds; KEY_SETUP re-exported.
+from .judging import KEY_SETUP, Judge  # noqa: F401
 from .models import (
     Badge,
     Check,
@@ -81,7 +81,7 @@ def normalise_check_id(value: str) -> str | None:
 # -- the API ----------------------------------------------------------------------------------
 
 
-class HealthchecksApi(Judging):
+class HealthchecksApi:
     def __init__(
         self,
         site_root: str,
@@ -112,6 +112,8 @@ class HealthchecksApi(Judging):
         self._tls = (ca_file, insecure_tls)
         # What we learned about the key; None until an answer settles it.
         self._key_read_write: bool | None = None
+        # What a non-2xx answer means, in words without the key (judging.py).
+        self._judge = Judge(self.site_root, self._key, self._key_is_read_only)
 
     def __repr__(self) -> str:  # never the key
         return f"HealthchecksApi({self.site_root!r}, key={'set' if self._key else 'unset'})"
@@ -554,7 +556,7 @@ class HealthchecksApi(Judging):
             if rw_only:
                 self._key_read_write = True
             return response
-        return await self._judge(
+        return await self._judge.judge(
             response,
             method,
             what,
@@ -569,6 +571,18 @@ class HealthchecksApi(Judging):
             bad_request=bad_request,
             unavailable_advice=unavailable_advice,
         )
+
+    async def _key_is_read_only(self) -> bool:
+        """After a RW-only endpoint said "wrong api key": is the key valid all the same? A key
+        found read-only is remembered as such."""
+        if self._key_read_write is not None:
+            return not self._key_read_write
+        try:
+            await self._send("GET", "checks/", what="the list of checks")
+        except ApiError:
+            return False
+        self._key_read_write = False
+        return True
 
     async def _exchange(
         self,
@@ -614,21 +628,21 @@ class HealthchecksApi(Judging):
             # The client's texts are written to be shown and never carry a header value.
             raise Unreachable(
                 None,
-                f"The request for {what} timed out: {self._scrub(str(error))}",
+                f"The request for {what} timed out: {self._judge.scrub(str(error))}",
                 advice="get_status tests the instance without a key. Retry, or raise "
                 "HEALTHCHECKS_TIMEOUT if the instance is just slow.",
             ) from None
         except http.ConnectFailed as error:
             raise Unreachable(
                 None,
-                self._scrub(str(error)),
+                self._judge.scrub(str(error)),
                 advice=f"HEALTHCHECKS_URL is {self.site_root}; check it and that the instance "
                 "is up. get_status tests this without a key.",
             ) from None
         except http.HttpError as error:
             raise Unreachable(
                 None,
-                f"The exchange with {self.site_root} for {what} failed: {self._scrub(str(error))}",
+                f"The exchange with {self.site_root} for {what} failed: {self._judge.scrub(str(error))}",
                 advice="get_status tests the instance without a key.",
             ) from None
 
