@@ -16,27 +16,26 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-# The errors live in errors.py; re-exported here, where callers import them from.
-from .errors import (
-    ApiError,
-    BadRequest,
-    Conflict,
-    Forbidden,
-    InvalidIdentifier,  # noqa: F401
-    MethodNotAllowed,
-    MissingApiKey,
-    NotFound,
-    NotJson,
-    Redirected,
-    ResponseTooLarge,
-    Unauthorized,
-    Unavailable,
-    UnexpectedStatus,
-    Unreachable,
-)
+# The errors live in errors.py; re-exported here (``X as X``), where callers import them from.
+from .errors import ApiError as ApiError
+from .errors import BadRequest as BadRequest
+from .errors import Conflict as Conflict
+from .errors import Forbidden as Forbidden
+from .errors import InvalidIdentifier as InvalidIdentifier
+from .errors import MethodNotAllowed as MethodNotAllowed
+from .errors import MissingApiKey as MissingApiKey
+from .errors import NotFound as NotFound
+from .errors import NotJson as NotJson
+from .errors import Redirected as Redirected
+from .errors import ResponseTooLarge as ResponseTooLarge
+from .errors import Unauthorized as Unauthorized
+from .errors import Unavailable as Unavailable
+from .errors import UnexpectedStatus as UnexpectedStatus
+from .errors import Unreachable as Unreachable
 
 # Non-2xx answers are judged by judging.Judge, which the API holds; KEY_SETUP re-exported.
-from .judging import KEY_SETUP, Judge  # noqa: F401
+from .judging import KEY_SETUP as KEY_SETUP
+from .judging import Judge
 from .models import (
     Badge,
     Check,

@@ -33,15 +33,15 @@ from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import unquote, urlencode
 
-# Re-exported: callers import these names from here, as before the split.
-from hcmcp.healthchecks.simulator_schedules import (  # noqa: F401
-    LEGACY_TIMEZONES,
-    ScheduleError,
-    _timezones,
-    guess_kind,
-    next_run,
-    parse_schedule,
-    schedule_is_valid,
+from hcmcp.healthchecks.simulator_api import ManagementApi
+from hcmcp.healthchecks.simulator_http import (  # noqa: F401  (NOT_FOUND_PAGE: re-exported)
+    NOT_FOUND_PAGE,
+    _cors,
+    _error,
+    _Http404,
+    _json,
+    _Refusal,
+    _response,
 )
 
 # The data (projects, checks, pings, flips, time formatting) lives in simulator_model; re-exported.
@@ -58,17 +58,18 @@ from hcmcp.healthchecks.simulator_model import (  # noqa: F401
     iso_seconds,
     slugify,
 )
-from hcmcp.healthchecks.simulator_api import ManagementApi
-from hcmcp.healthchecks.simulator_http import (  # noqa: F401  (NOT_FOUND_PAGE: re-exported)
-    NOT_FOUND_PAGE,
-    _cors,
-    _Http404,
-    _Refusal,
-    _error,
-    _json,
-    _response,
-)
 from hcmcp.healthchecks.simulator_public import PING_BODY_LIMIT, PingsAndBadges
+
+# Re-exported: callers import these names from here, as before the split.
+from hcmcp.healthchecks.simulator_schedules import (  # noqa: F401
+    LEGACY_TIMEZONES,
+    ScheduleError,
+    _timezones,
+    guess_kind,
+    next_run,
+    parse_schedule,
+    schedule_is_valid,
+)
 from hcmcp.healthchecks.simulator_state import OTHER_RO_KEY, OTHER_RW_KEY, RO_KEY, RW_KEY, Instance
 from hcmcp.http.server import Request, Response, StreamingResponse
 
@@ -362,6 +363,7 @@ def _seed(sim: Simulator, seed: str) -> None:
 
 async def _serve_until_signal(sim: Simulator, port: int) -> None:
     import signal
+
     import anyio
 
     async with serve(sim, "127.0.0.1", port):
@@ -376,6 +378,7 @@ async def _serve_until_signal(sim: Simulator, port: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     import argparse
+
     import anyio
 
     parser = argparse.ArgumentParser(

@@ -13,7 +13,6 @@ from typing import Any
 
 from hcmcp.http.server import Response, StreamingResponse
 
-
 NOT_FOUND_PAGE = (
     b'\n<!doctype html>\n<html lang="en">\n<head>\n  <title>Not Found</title>\n</head>\n'
     b"<body>\n  <h1>Not Found</h1><p>The requested resource was not found on this "

@@ -12,12 +12,12 @@ import re
 import unicodedata
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from hcmcp.healthchecks.simulator_schedules import next_run
 
-UTC = timezone.utc
+UTC = UTC
 
 
 # ---------------------------------------------------------------------------------------

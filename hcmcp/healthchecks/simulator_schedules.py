@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from zoneinfo import ZoneInfo, available_timezones
 
-UTC = timezone.utc
+UTC = UTC
 _SEARCH_DAYS = 366 * 8 + 2  # how far a schedule is searched for its next run
 
 

@@ -7,7 +7,6 @@ durations and ``n_pings`` come out exactly as the real server would have made th
 from __future__ import annotations
 
 import uuid
-
 from datetime import datetime
 from typing import TYPE_CHECKING
 

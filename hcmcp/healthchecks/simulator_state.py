@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
-from hcmcp.healthchecks.simulator_http import _Http404, _json, _Refusal, _error, _response
+from hcmcp.healthchecks.simulator_http import _error, _Http404, _json, _Refusal, _response
 from hcmcp.healthchecks.simulator_model import Check, Flip, Project
 from hcmcp.http.server import Request, Response
 

@@ -21,7 +21,7 @@ What differs by version, and what hcmcp does about it (healthchecks-api.md §1):
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -127,7 +127,7 @@ def as_v3(check: Check, now: float | None = None) -> Check:
         except ValueError:
             last = None
         if last is not None:
-            moment = datetime.now(timezone.utc).timestamp() if now is None else now
+            moment = datetime.now(UTC).timestamp() if now is None else now
             deadline = last + check.timeout
             status = (
                 "up"

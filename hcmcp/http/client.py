@@ -23,17 +23,6 @@ from .client_connection import (
     is_tls_error,
     running_asyncio_loop,
 )
-from .client_types import (  # noqa: F401  -- re-exported: callers import them from here
-    BodyTooLarge,
-    ConnectFailed,
-    ConnectionLost,
-    HttpError,
-    HttpResponse,
-    ProtocolFailure,
-    Timeout,
-    _Origin,
-)
-
 from .client_exchange import Deadlines as _Deadlines
 from .client_exchange import Exchange as _Exchange
 from .client_exchange import content_length as _content_length
@@ -41,6 +30,16 @@ from .client_exchange import refuse_client_owned as _refuse_client_owned
 from .client_exchange import size_text as _size
 from .client_exchange import valid_ceiling as _valid_ceiling
 from .client_request import RequestWriter
+
+# Re-exported (``X as X``): callers import them from here.
+from .client_types import BodyTooLarge as BodyTooLarge
+from .client_types import ConnectFailed as ConnectFailed
+from .client_types import ConnectionLost as ConnectionLost
+from .client_types import HttpError as HttpError
+from .client_types import HttpResponse as HttpResponse
+from .client_types import ProtocolFailure as ProtocolFailure
+from .client_types import Timeout as Timeout
+from .client_types import _Origin
 from .framing import h11_buffer
 
 if TYPE_CHECKING:  # ssl is imported only when an https origin connects

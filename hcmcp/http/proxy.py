@@ -207,8 +207,8 @@ async def open_connection(
     """
     import anyio
 
-    from .client_types import ConnectFailed, Timeout
     from .client_connection import connect_reason as _connect_reason
+    from .client_types import ConnectFailed, Timeout
 
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     advice = f"Check {route.source}, or list {host} in NO_PROXY to connect directly. {hint}"
@@ -327,7 +327,8 @@ def _tunnel_failure(
 ) -> str:
     import anyio
 
-    from .client_connection import is_tls_error as _is_tls_error, reason as _reason
+    from .client_connection import is_tls_error as _is_tls_error
+    from .client_connection import reason as _reason
     from .tls import failure_text
 
     for candidate in (exc, exc.__cause__):

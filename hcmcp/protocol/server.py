@@ -242,7 +242,7 @@ class McpServer:
             "tools/list": self._tools_list_method,
             "tools/call": self._tools_call,
             "resources/read": self._resources_read,
-            **{method: self._empty_list for method in _EMPTY_LISTS},
+            **dict.fromkeys(_EMPTY_LISTS, self._empty_list),
         }
         # Optional features (resources, prompts, logging, ...: protocol/features.py) add their
         # methods and capabilities; a server that registers none answers as before.

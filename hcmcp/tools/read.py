@@ -29,10 +29,10 @@ from .shaping import (
     calling_api,
     check_detail,
     fit_entries,
+    is_api_failure,
     join_note,
     malformed_sentence,
     refuse_separator_items,
-    is_api_failure,
     remove_control_characters,
     tool_error,
 )

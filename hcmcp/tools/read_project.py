@@ -24,7 +24,6 @@ from .shaping import (
     remove_control_characters,
 )
 
-
 # -- list_integrations ------------------------------------------------------------------------
 
 
