@@ -17,6 +17,7 @@ TYPE_CHECKING = (
 )
 if TYPE_CHECKING:
     from typing import Any
+    from urllib.parse import SplitResult
 
 PLAIN_HTTP_LINE = (
     "hcmcp: HEALTHCHECKS_URL is {url}, plain http to a host that is not loopback: the API key "
@@ -74,7 +75,7 @@ class _Parts:
         return port
 
 
-def _split(site_root: str):
+def _split(site_root: str) -> _Parts | SplitResult:
     """urlsplit(site_root), by hand for printable ASCII without brackets (importing urllib.parse
     brings re and ipaddress: start-up time); anything else goes to urlsplit itself."""
     scheme, sep, rest = site_root.partition("://")

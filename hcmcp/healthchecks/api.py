@@ -11,6 +11,7 @@ not pay for the HTTP stack.
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -537,20 +538,24 @@ class HealthchecksApi:
                 "No Healthchecks API key is configured, so nothing was sent.",
                 advice=KEY_SETUP,
             )
-        exchange = dict(
-            query=query or [],
-            body=body,
-            needs_key=needs_key,
-            byte_ceiling=byte_ceiling,
-            truncate_at_ceiling=truncate_at_ceiling,
-        )
-        response = await self._exchange(method, rel, what, **exchange)
+
+        def exchange() -> Awaitable[HttpResponse]:
+            return self._exchange(
+                method,
+                rel,
+                what,
+                query=query or [],
+                body=body,
+                needs_key=needs_key,
+                byte_ceiling=byte_ceiling,
+                truncate_at_ceiling=truncate_at_ceiling,
+            )
+
+        response = await exchange()
         if self.api_version is None:
             from .versions import settle
 
-            response = await settle(
-                self, response, lambda: self._exchange(method, rel, what, **exchange)
-            )
+            response = await settle(self, response, exchange)
         if 200 <= response.status < 300:  # the answer asked for: nothing to judge
             if rw_only:
                 self._key_read_write = True
@@ -600,7 +605,7 @@ class HealthchecksApi:
         from ..http import client as http
 
         headers = [("accept", "application/json")]
-        if needs_key:
+        if needs_key and self._key is not None:  # _send refuses a request that needs a missing key
             headers.append(("x-api-key", self._key))  # the only place the key ever goes
         if body is not None:
             headers.append(("content-type", "application/json"))

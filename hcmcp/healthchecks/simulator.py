@@ -273,7 +273,9 @@ class Simulator:
             response = refusal.response
         return response  # HEAD: the server sends the head alone, with this body's length
 
-    def _match(self, path: str) -> tuple[Callable[..., Any], dict[str, str]] | None:
+    def _match(
+        self, path: str
+    ) -> tuple[Callable[..., Response | StreamingResponse], dict[str, Any]] | None:
         """The handler for ``path`` and its arguments, or None when no route matches."""
         if m := _API.fullmatch(path):
             version, rest = int(m[1]), m[2]
@@ -287,14 +289,15 @@ class Simulator:
                         return target, kwargs
                     return self._with_cors, dict(target=target, methods=methods, kwargs=kwargs)
             return None
-        for pattern, handler in (
+        public: tuple[tuple[re.Pattern[str], Callable[..., Response]], ...] = (
             (_PING, self._public.ping),
             (_TAG_BADGE, self._public.tag_badge),
             (_ALL_BADGE, self._public.tag_badge),
             (_CHECK_BADGE, self._public.check_badge),
-        ):
+        )
+        for pattern, answer in public:
             if route := pattern.fullmatch(path):
-                return handler, route.groupdict()
+                return answer, route.groupdict()
         return None
 
     def _route(self, request: Request, path: str) -> Response | StreamingResponse:

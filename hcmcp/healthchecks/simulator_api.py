@@ -321,10 +321,17 @@ async def _flood(unit: bytes, head: bytes, last: bytes, total: int) -> AsyncIter
             yield (b" " * total)
             return
         count, padding = divmod(room, len(unit))
-        pieces = [head, (count, unit), last, closing, (padding, b"x"), b'"}']
+        pieces: list[bytes | tuple[int, bytes]] = [
+            head,
+            (count, unit),
+            last,
+            closing,
+            (padding, b"x"),
+            b'"}',
+        ]
     else:
         count, rest = divmod(total, len(unit))
-        pieces = [(count, unit), unit[:rest]]
+        pieces = [(count, unit), unit[:rest]]  # the annotation above holds for both
     for piece in pieces:
         if isinstance(piece, bytes):
             if piece:

@@ -12,13 +12,11 @@ import re
 import unicodedata
 import uuid
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC as UTC  # re-exported by simulator.py
+from datetime import datetime
 from typing import Any
 
 from hcmcp.healthchecks.simulator_schedules import next_run
-
-UTC = UTC
-
 
 # ---------------------------------------------------------------------------------------
 # Time formatting
@@ -156,7 +154,9 @@ class Check:
             return "down"
         return "grace" if now >= start else "up"
 
-    def to_dict(self, site_root: str, v: int, now: float, *, readonly: bool = False) -> dict:
+    def to_dict(
+        self, site_root: str, v: int, now: float, *, readonly: bool = False
+    ) -> dict[str, Any]:
         result: dict[str, Any] = {
             "name": self.name,
             "slug": self.slug,

@@ -195,7 +195,12 @@ def _parse_cron(text: str) -> _Schedule:
 
 def _parse_calendar_line(
     line: str,
-) -> tuple[Callable[[date], bool], tuple, ZoneInfo | None, frozenset[int] | None]:
+) -> tuple[
+    Callable[[date], bool],
+    tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]],
+    ZoneInfo | None,
+    frozenset[int] | None,
+]:
     line = _CAL_SHORTHANDS.get(line.strip().lower(), line)
     tokens = line.split()
     zone = None
@@ -270,7 +275,12 @@ def parse_schedule(schedule: str) -> _Schedule:
         if not lines:
             raise ScheduleError("empty expression")
         parsed = [_parse_calendar_line(ln) for ln in lines]
-        return _Schedule(*(tuple(p[i] for p in parsed) for i in range(4)))
+        return _Schedule(
+            tuple(p[0] for p in parsed),
+            tuple(p[1] for p in parsed),
+            tuple(p[2] for p in parsed),
+            tuple(p[3] for p in parsed),
+        )
     except ScheduleError:
         raise
     except ValueError as exc:

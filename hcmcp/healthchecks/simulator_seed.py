@@ -11,7 +11,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from hcmcp.healthchecks.simulator import Simulator
+    from hcmcp.healthchecks.simulator_model import Channel, Check
 
 EMAIL = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
 WEBHOOK = "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb"
@@ -196,10 +199,10 @@ def seed_demo(sim: Simulator) -> None:
     a = sim.project_a
 
     # Fixed identifiers, so that `hcmcp call ... --demo` and the docs can name a check that exists.
-    def channel(name: str, kind: str):
+    def channel(name: str, kind: str) -> Channel:
         return sim.add_channel(a, name, kind, str(uuid.uuid5(_DEMO_NAMESPACE, "channel:" + name)))
 
-    def check(**fields):
+    def check(**fields: Any) -> Check:
         return sim.add_check(
             a, str(uuid.uuid5(_DEMO_NAMESPACE, "check:" + fields["slug"])), **fields
         )

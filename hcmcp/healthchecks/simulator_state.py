@@ -41,7 +41,9 @@ class Instance:
         self.projects = [self.project_a, self.project_b]
         self.checks: dict[str, Check] = {}  # every project's checks, by uuid
 
-    def authorize(self, request: Request, *, read_only_ok: bool) -> tuple[Project, bool, dict]:
+    def authorize(
+        self, request: Request, *, read_only_ok: bool
+    ) -> tuple[Project, bool, dict[str, Any]]:
         """(project, readonly, parsed body); a _Refusal (400/401) in the server's order."""
         body: Any = {}
         if request.method == "POST" and request.body and not read_only_ok:

@@ -428,7 +428,7 @@ class HttpClient:
         if conn.deadline_fresh:
             conn.deadline_fresh = False
         else:
-            conn.reading.start_reading()  # type: ignore[union-attr]   (only _exchange reads)
+            conn.reading.start_reading()  # set: only _exchange reads
         return await conn.receive()
 
     def _read_timed_out(self, exchange: _Exchange) -> Timeout:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Literal
 from urllib.parse import quote
 
 import h11
@@ -47,7 +48,9 @@ class RequestWriter:
         self._authority = origin.authority
         self._default_headers = default_headers
         self._target_base = target_base
-        self._head_blocks: dict[tuple[str, tuple[tuple[str, str], ...]], bytes | bool] = {}
+        self._head_blocks: dict[
+            tuple[str, tuple[tuple[str, str], ...]], bytes | Literal[False]
+        ] = {}
         self._merged_headers: dict[tuple[object, ...], list[tuple[str, str]]] = {}
 
     def target(self, path: str, query: Sequence[tuple[str, str]]) -> str:
@@ -128,11 +131,11 @@ class RequestWriter:
         head = f"{exchange.method} {target} HTTP/1.1\r\n".encode("ascii") + block
         return (head + exchange.body if exchange.body else head), state
 
-    def _validated_head_block(self, exchange: _Exchange) -> bytes | bool:
+    def _validated_head_block(self, exchange: _Exchange) -> bytes | Literal[False]:
         """The header block h11 writes for these headers (validated by h11), cached; False when
         h11 would do more than write them (connection management) or refuses them."""
         if any(name.lower() in _STATEFUL_HEADERS for name, _ in exchange.headers):
-            block: bytes | bool = False
+            block: bytes | Literal[False] = False
         else:
             try:
                 written = (

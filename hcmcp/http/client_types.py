@@ -62,7 +62,7 @@ class ConnectionLost(ProtocolFailure):
 class HttpResponse:
     status: int
     headers: list[tuple[str, str]]  # names lowercased, values latin-1 decoded, in order
-    body: bytes  # bytes-like: the bytearray it was read into, handed over without a copy
+    body: bytes | bytearray  # the bytearray it was read into, handed over without a copy
     truncated: bool = False  # True when truncate_at_ceiling cut the body
 
     def header(self, name: str) -> str | None:

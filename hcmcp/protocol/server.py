@@ -21,6 +21,7 @@ from .asking import (  # ClientGone: re-exported, it was defined here
     CLIENT_CANNOT,
     OPERATOR_DISABLED,
     TRANSPORT_CANNOT,
+    Answer,
     ClientGone,
     InputRequired,
 )
@@ -173,7 +174,7 @@ class RequestContext:
 
         return await report_progress(self, progress, total, message)
 
-    async def elicit(self, **kwargs: Any):  # -> asking.Answer
+    async def elicit(self, **kwargs: Any) -> Answer:
         from .asking import elicit
 
         return await elicit(self, **kwargs)

@@ -6,7 +6,7 @@ and what all nine share; ``read_project`` the four about the project and the ins
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
@@ -38,6 +38,7 @@ from .shaping import (
 )
 
 READ = Annotations(read_only=True, destructive=False, idempotent=True, open_world=True)
+_T = TypeVar("_T")
 ESSENTIAL = frozenset({"essential"})
 
 CheckStatus = Literal["new", "up", "grace", "down", "paused"]
@@ -215,7 +216,7 @@ def summary_of(check: Check) -> CheckSummary:
     )
 
 
-def _list_checks(api: HealthchecksApi):
+def _list_checks(api: HealthchecksApi) -> Tool:
     oversized: list[bool] = []  # non-empty once the whole project was refused for its size
 
     async def handler(ctx: Any, params: ListChecksParams) -> ListChecksResult:
@@ -319,7 +320,7 @@ class GetCheckResult(Untrusted, kw_only=True):
     note: str | None = None
 
 
-def _get_check(api: HealthchecksApi):
+def _get_check(api: HealthchecksApi) -> Tool:
     async def handler(ctx: Any, params: GetCheckParams) -> GetCheckResult:
         ident = require_check_id("get_check", params.check)
         # desc has no length limit upstream: the result budget (present.fit_result) cuts it.
@@ -378,7 +379,7 @@ class ListPingsResult(Untrusted, kw_only=True):
     note: str | None = None
 
 
-def _list_pings(api: HealthchecksApi):
+def _list_pings(api: HealthchecksApi) -> Tool:
     async def handler(ctx: Any, params: ListPingsParams) -> ListPingsResult:
         uuid = require_uuid("list_pings", params.check)
         listing = await calling_api(lambda: api.list_pings(uuid))
@@ -463,7 +464,7 @@ class GetPingBodyResult(Untrusted, kw_only=True):
     note: str | None = None
 
 
-def _get_ping_body(api: HealthchecksApi):
+def _get_ping_body(api: HealthchecksApi) -> Tool:
     async def handler(ctx: Any, params: GetPingBodyParams) -> GetPingBodyResult:
         uuid = require_uuid("get_ping_body", params.check)
         body = await calling_api(lambda: api.get_ping_body(uuid, params.n))
@@ -511,6 +512,10 @@ def _get_ping_body(api: HealthchecksApi):
         handler=handler,
         presenter=present_body,
     )
+
+
+def _or_none(value: _T | UnsetType) -> _T | None:
+    return None if isinstance(value, UnsetType) else value
 
 
 def _without_partial_utf8_tail(data: bytes) -> bytes:
@@ -582,7 +587,7 @@ class ListFlipsResult(Untrusted, kw_only=True):
     note: str | None = None
 
 
-def _list_flips(api: HealthchecksApi):
+def _list_flips(api: HealthchecksApi) -> Tool:
     async def handler(ctx: Any, params: ListFlipsParams) -> ListFlipsResult:
         ident = require_check_id("list_flips", params.check)
         if params.start is not UNSET and params.end is not UNSET and params.start > params.end:
@@ -591,10 +596,9 @@ def _list_flips(api: HealthchecksApi):
                 "backwards and could never contain a flip. Swap them, or drop one.",
                 field="start",
             )
-        value = lambda v: None if v is UNSET else v  # noqa: E731
         listing = await calling_api(
             lambda: api.list_flips(
-                ident, value(params.seconds), value(params.start), value(params.end)
+                ident, _or_none(params.seconds), _or_none(params.start), _or_none(params.end)
             )
         )
         entries = [FlipEntry(timestamp=f.timestamp, up=bool(f.up)) for f in listing.items]

@@ -39,7 +39,7 @@ class ListIntegrationsResult(Untrusted, kw_only=True):
     note: str | None = None
 
 
-def _list_integrations(api: HealthchecksApi):
+def _list_integrations(api: HealthchecksApi) -> Tool:
     async def handler(ctx: Any, params: NoParams) -> ListIntegrationsResult:
         listing = await calling_api(api.list_integrations)
         entries = [IntegrationEntry(id=i.id, name=i.name, kind=i.kind) for i in listing.items]
@@ -93,7 +93,7 @@ class ListBadgesResult(Untrusted, kw_only=True):
     note: str | None = None
 
 
-def _list_badges(api: HealthchecksApi):
+def _list_badges(api: HealthchecksApi) -> Tool:
     async def handler(ctx: Any, params: NoParams) -> ListBadgesResult:
         listing = await calling_api(api.list_badges)
         # The API's order is random (a Python set): "*" first, then by tag, so results are stable.
@@ -164,7 +164,7 @@ class GetStatusResult(msgspec.Struct, kw_only=True):
     source: str | UnsetType = UNSET
 
 
-def _get_status(api: HealthchecksApi):
+def _get_status(api: HealthchecksApi) -> Tool:
     async def handler(ctx: Any, params: NoParams) -> GetStatusResult:
         status = await calling_api(api.get_status)
         if status.http_status == 200 and status.text == "OK" and not status.truncated:
@@ -252,7 +252,7 @@ def _version_sentence(version: int | None) -> str:
     )
 
 
-def _get_api_key_info(api: HealthchecksApi):
+def _get_api_key_info(api: HealthchecksApi) -> Tool:
     async def handler(ctx: Any, params: NoParams) -> GetApiKeyInfoResult:
         result = await _key_info(ctx, params)
         if not api.has_key:
