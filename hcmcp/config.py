@@ -81,7 +81,8 @@ _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0
 
 def _split_url(url: str) -> tuple[str, str, str] | None:
     """(scheme, authority, path) as the regex ``(?i)([a-z][a-z0-9+.-]*)://([^/?#]*)([^?#]*)`` would
-    fullmatch them, or None. Printable ASCII is split by hand (importing re costs ~5 ms of start-up);
+    fullmatch them, or None. Printable ASCII is split by hand (importing re costs ~5 ms of
+    start-up);
     anything else goes to the regex itself, so the two can never disagree."""
     if not (url.isascii() and url.isprintable()):
         import re
@@ -162,7 +163,8 @@ def parse_seconds(name: str, raw: str | None, default: float) -> float:
         value = -1.0
     if not (0 < value <= 3600):
         raise ConfigError(
-            f"{name}={raw!r} is not a valid number of seconds: use a number above 0 and at most 3600"
+            f"{name}={raw!r} is not a valid number of seconds: use a number above 0 and at most "
+            "3600"
         )
     return value
 
@@ -204,9 +206,12 @@ def api_key_warning(key: str | None) -> str | None:
     if not problems:
         return None
     return (
-        f"hcmcp: warning: HEALTHCHECKS_API_KEY does not look like a Healthchecks API key: {'; '.join(problems)}. "
-        f"A key is {API_KEY_LENGTH} printable characters, e.g. hcw_ + 28 (read-write) or hcr_ + 28 (read-only); "
-        "copy it again from Project Settings > API Access. Healthchecks will refuse this one with 401."
+        "hcmcp: warning: HEALTHCHECKS_API_KEY does not look like a Healthchecks API key: "
+        f"{'; '.join(problems)}. "
+        f"A key is {API_KEY_LENGTH} printable characters, e.g. hcw_ + 28 (read-write) or hcr_ + 28 "
+        "(read-only); "
+        "copy it again from Project Settings > API Access. Healthchecks will refuse this one with "
+        "401."
     )
 
 

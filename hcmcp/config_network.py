@@ -1,4 +1,5 @@
-"""The variables that decide how the instance is reached: proxy, TLS trust, and the start-up warnings.
+"""The variables that decide how the instance is reached: proxy, TLS trust, and the start-up
+warnings.
 
 Read once, with the rest of config.py, and parsed as strictly: a proxy URL, CA file or
 boolean that cannot be used stops the server with a message naming the variable (and
@@ -35,7 +36,8 @@ IGNORED_PROXY_LINE = (
 
 def _loopback_v4(host: str) -> bool:
     """127.d.d.d with 1 to 3 digits each, as the regex 127(?:[.][0-9]{1,3}){3} but without re for
-    ASCII (importing re costs start-up time); other text goes to re, whose digit class is Unicode's."""
+    ASCII (importing re costs start-up time); other text goes to re, whose digit class is
+    Unicode's."""
     if not host.isascii():
         import re
 
@@ -157,7 +159,8 @@ def network_settings(env: Mapping[str, str], site_root: str) -> dict[str, Any]:
 
 
 def _check_openssl_paths(env: Mapping[str, str]) -> None:
-    """SSL_CERT_FILE / SSL_CERT_DIR replace OpenSSL's store: a wrong path would trust nothing, silently."""
+    """SSL_CERT_FILE / SSL_CERT_DIR replace OpenSSL's store: a wrong path would trust nothing,
+    silently."""
     cert_file = env.get("SSL_CERT_FILE")
     if cert_file and not os.path.isfile(cert_file):
         raise ConfigError(

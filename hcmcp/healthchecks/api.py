@@ -1,4 +1,5 @@
-"""The Healthchecks Management API: one method per endpoint, HTTP status -> typed errors (judging.py).
+"""The Healthchecks Management API: one method per endpoint, HTTP status -> typed errors
+(judging.py).
 
 Knows nothing of MCP. Follows healthchecks-api.md §5: the key goes only in X-Api-Key,
 UUIDs are lowercased, trailing slashes are exactly as §1 (collections end in "/",
@@ -199,7 +200,8 @@ class HealthchecksApi:
             byte_ceiling=PING_BODY_CEILING,
             truncate_at_ceiling=True,
             not_found=(
-                f"Healthchecks has no body for ping #{n} of check {uuid} (404). That answer means one "
+                f"Healthchecks has no body for ping #{n} of check {uuid} (404). That answer means "
+                "one "
                 f"of four things: there is no such check, the check has no ping #{n}, that ping "
                 f"carried no body, or the ping is older than the instance keeps (its ping log "
                 f"limit: 100 on a free plan, 1000 on a paid one)."
@@ -311,7 +313,8 @@ class HealthchecksApi:
     # -- write endpoints --------------------------------------------------------------------
 
     async def create_check(self, fields: dict[str, Any]) -> tuple[Check, bool]:
-        """(the check, created?) — created is False when ``unique`` matched an existing check (200)."""
+        """(the check, created?) — created is False when ``unique`` matched an existing check
+        (200)."""
         response = await self._send(
             "POST",
             "checks/",
@@ -601,7 +604,8 @@ class HealthchecksApi:
         truncate_at_ceiling: bool = False,
         version: int | None = None,
     ) -> HttpResponse:
-        """One request at API ``version`` (default: the known one, else 3); transport failures typed."""
+        """One request at API ``version`` (default: the known one, else 3); transport failures
+        typed."""
         from ..http import client as http
 
         headers = [("accept", "application/json")]
@@ -646,7 +650,8 @@ class HealthchecksApi:
         except http.HttpError as error:
             raise Unreachable(
                 None,
-                f"The exchange with {self.site_root} for {what} failed: {self._judge.scrub(str(error))}",
+                f"The exchange with {self.site_root} for {what} failed: "
+                f"{self._judge.scrub(str(error))}",
                 advice="get_status tests the instance without a key.",
             ) from None
 
@@ -663,6 +668,7 @@ def _not_found_check(ident: str) -> str:
 
 def _other_project(ident: str) -> str:
     return (
-        f"Check {ident} exists but belongs to another project (403); this API key reaches only its own "
+        f"Check {ident} exists but belongs to another project (403); this API key reaches only its "
+        "own "
         "project's checks."
     )

@@ -1,4 +1,5 @@
-"""What a Healthchecks answer that is not a 2xx means: the typed error (errors.py) with its sentence and
+"""What a Healthchecks answer that is not a 2xx means: the typed error (errors.py) with its sentence
+and
 its advice, and the instance's own words, cut and with the API key taken out in every encoding.
 
 ``Judge`` is the collaborator ``HealthchecksApi`` holds: built with the site root, the key and the
@@ -34,7 +35,7 @@ UPSTREAM_TEXT_LIMIT = 2000  # security.md: upstream error bodies cut to 2000 cha
 
 KEY_SETUP = (
     "Set HEALTHCHECKS_API_KEY to an API key of the project to manage. Keys are created in the "
-    "Healthchecks web UI under Project Settings › API Access: a read-only key is enough to list "
+    "Healthchecks web UI under Project Settings › API Access: a read-only key is enough to list "  # noqa: RUF001  (the web UI's own breadcrumb)
     "and inspect checks; a read-write key is needed for pings, ping bodies, integrations and "
     "every change."
 )
@@ -69,7 +70,8 @@ class Judge:
         bad_request: str | None,
         unavailable_advice: str,
     ) -> HttpResponse:
-        """A response that is not a 2xx (the API's _send hands over those): the typed error its status means, or the
+        """A response that is not a 2xx (the API's _send hands over those): the typed error its
+        status means, or the
         response itself when ``raise_for_status`` is off (a redirect is an error all the same)."""
         status = response.status
         if 300 <= status < 400:
@@ -166,7 +168,7 @@ class Judge:
                 'read-write key. (It answers a read-only key with the same 401 "wrong api '
                 'key" as an unknown one; the key itself is valid.)',
                 read_only_key=True,
-                advice="Use a read-write key of this project (Project Settings › API Access) "
+                advice="Use a read-write key of this project (Project Settings › API Access) "  # noqa: RUF001  (the web UI's own breadcrumb)
                 "if this is needed; everything else keeps working with this one.",
             )
         if reason == "wrong api key":

@@ -287,7 +287,7 @@ class Simulator:
                     target = getattr(self._api, handler)
                     if methods is None:
                         return target, kwargs
-                    return self._with_cors, dict(target=target, methods=methods, kwargs=kwargs)
+                    return self._with_cors, {"target": target, "methods": methods, "kwargs": kwargs}
             return None
         public: tuple[tuple[re.Pattern[str], Callable[..., Response]], ...] = (
             (_PING, self._public.ping),

@@ -1,7 +1,8 @@
 """The simulator's Management API: checks, pings, flips, integrations, the badge list, status.
 
 ``ManagementApi`` holds the handlers the API routes of ``simulator._ROUTES`` name; ``Simulator``
-routes to it and gives it the ``Instance`` (simulator_state) whose state and key checks they use. The
+routes to it and gives it the ``Instance`` (simulator_state) whose state and key checks they use.
+The
 create/update body is validated by ``simulator_validation``; ``--flood`` answers stream from here.
 """
 
@@ -264,7 +265,7 @@ class ManagementApi:
 
     def _badges(self, request: Request, v: int) -> Response:
         project = self._instance.authorize(request, read_only_ok=True)[0]
-        tags = sorted({t for c in project.checks.values() for t in c.tags_list()}) + ["*"]
+        tags = [*sorted({t for c in project.checks.values() for t in c.tags_list()}), "*"]
         variants = (
             ("svg", "svg", False),
             ("svg3", "svg", True),

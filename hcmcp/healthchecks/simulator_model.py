@@ -1,4 +1,5 @@
-"""The simulator's data: projects, checks, pings, flips and integrations, and how a check shows itself.
+"""The simulator's data: projects, checks, pings, flips and integrations, and how a check shows
+itself.
 
 ``Check.to_dict`` is the server's ``Check.to_dict`` per API version (v1 reports a running
 check as "started", v2 and v3 as its status plus ``started: true``); the HTTP side lives in

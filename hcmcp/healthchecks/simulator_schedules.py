@@ -99,7 +99,7 @@ class _Schedule:
     def next_after(self, ts: float, tz: ZoneInfo) -> float | None:
         best: float | None = None
         for rule, (hours, minutes, seconds), zone, years in zip(
-            self.day_rules, self.times, self.zones, self.years
+            self.day_rules, self.times, self.zones, self.years, strict=False
         ):
             found = _next_fire(rule, hours, minutes, seconds, ts, zone or tz, years)
             if found is not None and (best is None or found < best):
@@ -253,7 +253,8 @@ def _parse_calendar_line(
     if len(time_parts) != 3:
         raise ScheduleError(f"not a time: {time_text!r}")
     hours, minutes, seconds = (
-        tuple(sorted(_values(p, 0, hi, None, ".."))) for p, hi in zip(time_parts, (23, 59, 59))
+        tuple(sorted(_values(p, 0, hi, None, "..")))
+        for p, hi in zip(time_parts, (23, 59, 59), strict=False)
     )
     return day_ok, (hours, minutes, seconds), zone, None if years is None else frozenset(years)
 

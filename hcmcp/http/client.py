@@ -1,4 +1,5 @@
-"""A streaming HTTP/1.1 client on anyio + h11: byte ceilings enforced while reading, timeouts, no redirects.
+"""A streaming HTTP/1.1 client on anyio + h11: byte ceilings enforced while reading, timeouts, no
+redirects.
 
 It knows neither MCP nor Healthchecks. One ``HttpClient`` talks to one origin and keeps a
 small pool of idle keep-alive connections. Every failure is an ``HttpError`` whose text is
@@ -224,7 +225,8 @@ class HttpClient:
             return StreamConnection(stream)
         raise Timeout(
             f"Could not connect to {origin.label} within {self._connect_timeout:g} s: the server "
-            f"did not complete the {'TCP and TLS handshakes' if origin.scheme == 'https' else 'TCP handshake'} "
+            "did not complete the "
+            f"{'TCP and TLS handshakes' if origin.scheme == 'https' else 'TCP handshake'} "
             f"in time. {self._check_hint()}",
             phase="connect",
             seconds=self._connect_timeout,
@@ -362,8 +364,10 @@ class HttpClient:
         ):
             held = h11_buffer(conn.h11)
             if held is not None and len(held) == announced:
-                # The whole body came with the head (the usual answer), and h11 holds exactly it: taken
-                # from h11's buffer now; h11 reads it (Data, EndOfMessage) once the next request on this
+                # The whole body came with the head (the usual answer), and h11 holds exactly it:
+                # taken
+                # from h11's buffer now; h11 reads it (Data, EndOfMessage) once the next request on
+                # this
                 # connection has gone out (Connection.next_cycle), off the path to the caller.
                 conn.body_owed = True
                 return HttpResponse(
@@ -396,7 +400,8 @@ class HttpClient:
                 raise ConnectionLost(
                     self._lost_text(exchange, "closed before the body was complete")
                 )
-        # The read buffer itself, not bytes(body): a copy would double the peak for a body near the ceiling.
+        # The read buffer itself, not bytes(body): a copy would double the peak for a body near the
+        # ceiling.
         response = HttpResponse(
             status=head.status_code, headers=headers, body=body, truncated=truncated
         )
@@ -462,7 +467,8 @@ class HttpClient:
     def _too_large_text(self, exchange: _Exchange) -> str:
         return (
             f"The response to {exchange.what} from {self._origin.label} is larger than the "
-            f"{_size(exchange.ceiling)} ceiling, so it was refused. Ask for less, e.g. narrow the request."
+            f"{_size(exchange.ceiling)} ceiling, so it was refused. Ask for less, e.g. narrow the "
+            "request."
         )
 
     def _lost_text(self, exchange: _Exchange, reason: str) -> str:
@@ -478,7 +484,8 @@ class HttpClient:
         if reused:
             return (
                 f"{label} closed a kept-alive connection before answering {exchange.what}. It was "
-                "not re-sent automatically because it may have been applied; check before sending it again."
+                "not re-sent automatically because it may have been applied; check before sending "
+                "it again."
             )
         return (
             f"{label} closed the connection without answering {exchange.what}. "

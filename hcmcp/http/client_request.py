@@ -69,7 +69,8 @@ class RequestWriter:
         self, method: str, extra: Sequence[tuple[str, str]], body: bytes | None
     ) -> list[tuple[str, str]]:
         """Host, User-Agent, the defaults and ``extra``, merged; the same few lists recur on every
-        call (the API's Accept and key), so those without a body are kept, as the head blocks are."""
+        call (the API's Accept and key), so those without a body are kept, as the head blocks
+        are."""
         key = (method, *extra) if body is None and method not in _BODY_METHODS else None
         if key is not None:
             try:
@@ -169,7 +170,8 @@ class RequestWriter:
             # h11's own text quotes the offending value, which may be the API key: dropped.
             raise HttpError(
                 f"The request {exchange.what} was not sent: its method, a header name or a header "
-                "value contains characters HTTP forbids (a line break, a leading space, a non-ASCII "
+                "value contains characters HTTP forbids (a line break, a leading space, a "
+                "non-ASCII "
                 "character). "
                 "Check the configured API key and headers."
             ) from None

@@ -94,7 +94,8 @@ class _Origin:
         scheme = parts.scheme.lower()
         if scheme not in ("http", "https"):
             raise ValueError(
-                f"The origin must start with http:// or https://, not {parts.scheme or 'nothing'}:// "
+                "The origin must start with http:// or https://, not "
+                f"{parts.scheme or 'nothing'}:// "
                 "(for example https://healthchecks.io)."
             )
         # The text of the origin is not repeated in these messages: it may hold a password.

@@ -31,7 +31,8 @@ STALE_NOTE = (
     "did not match this request, or came from a server that has since restarted "
     "(the likeliest cause). Please answer again.\n\n"
 )
-# A seal made with another key: behind a load balancer, the likeliest cause is a replica without ours.
+# A seal made with another key: behind a load balancer, the likeliest cause is a replica without
+# ours.
 OTHER_KEY_NOTE = (
     "An earlier answer to this question could not be used: its state was sealed with another "
     "key, by a server that has since restarted or by another replica (replicas behind a load "

@@ -1,4 +1,5 @@
-"""The MCP server core: the method table, the request context, the lifecycle, tools/list and tools/call.
+"""The MCP server core: the method table, the request context, the lifecycle, tools/list and
+tools/call.
 
 Transports hand it decoded messages and write what it returns; it never touches I/O.
 A 2025-era ``Session`` is the state of one stdio process or one HTTP session; a
@@ -263,7 +264,8 @@ class McpServer:
     async def handle(
         self, message: Message, session: Session, push: Push | None = None
     ) -> dict[str, Any] | None:
-        """One decoded message -> the response message to write, or None (notification, response, cancelled)."""
+        """One decoded message -> the response message to write, or None (notification, response,
+        cancelled)."""
         if message.is_response:
             self._route_response(message, session)
             return None
@@ -276,7 +278,8 @@ class McpServer:
             return error_message(message.id, error)
 
     def answer_now(self, message: Message, session: Session) -> tuple[bool, dict[str, Any] | None]:
-        """(True, response) when ``message`` could be answered without an event loop, else (False, None).
+        """(True, response) when ``message`` could be answered without an event loop, else (False,
+        None).
 
         The same ``handle`` runs; it is driven by hand because these methods never suspend.
         """
@@ -529,7 +532,8 @@ class McpServer:
                 session._initialized_event.set()
         elif message.method == "notifications/cancelled":
             request_id = params.get("requestId")
-            # Unknown or finished ids are ignored, and so is a requestId that is no id (a list is not
+            # Unknown or finished ids are ignored, and so is a requestId that is no id (a list is
+            # not
             # even hashable: looking it up used to end the server).
             scope = session.inflight.get(request_id) if isinstance(request_id, (int, str)) else None
             if scope is not None:

@@ -59,9 +59,12 @@ def _list_integrations(api: HealthchecksApi) -> Tool:
         name="list_integrations",
         title="List notification integrations",
         description=(
-            "🔑 The project's notification integrations (id, name, kind), with the ids that create_check and "
-            "update_check accept in channels (exact names work too). Integrations themselves can only be "
-            "created in the web UI; the Management API has no endpoint for it. 🔑 Needs a read-write key: "
+            "🔑 The project's notification integrations (id, name, kind), with the ids that "
+            "create_check and "
+            "update_check accept in channels (exact names work too). Integrations themselves can "
+            "only be "
+            "created in the web UI; the Management API has no endpoint for it. 🔑 Needs a "
+            "read-write key: "
             'Healthchecks refuses a read-only key with 401 "wrong api key" here.'
         ),
         params=NoParams,
@@ -120,9 +123,12 @@ def _list_badges(api: HealthchecksApi) -> Tool:
         note = join_note(
             [
                 (
-                    f"The project has {tags} tags; badges for {shown_tags} of them are shown (at most "
-                    f"{BADGE_TAG_CEILING}, and as many as fit in {RESULT_BUDGET_BYTES // 1024} KiB). Every badge URL "
-                    "is built from its tag the same way, so the pattern of the ones shown holds for the rest."
+                    f"The project has {tags} tags; badges for {shown_tags} of them are shown (at "
+                    "most "
+                    f"{BADGE_TAG_CEILING}, and as many as fit in {RESULT_BUDGET_BYTES // 1024} "
+                    "KiB). Every badge URL "
+                    "is built from its tag the same way, so the pattern of the ones shown holds "
+                    "for the rest."
                 )
                 if shown_tags < tags
                 else "",
@@ -135,9 +141,12 @@ def _list_badges(api: HealthchecksApi) -> Tool:
         name="list_badges",
         title="List status badges",
         description=(
-            "The project's status badge URLs: one entry per tag, plus * for the project as a whole, each in "
-            "svg, json and shields form. The plain variants treat a check in its grace period as up; the "
-            "ones suffixed 3 report up, late and down separately. At most 500 tags are returned, and note "
+            "The project's status badge URLs: one entry per tag, plus * for the project as a "
+            "whole, each in "
+            "svg, json and shields form. The plain variants treat a check in its grace period as "
+            "up; the "
+            "ones suffixed 3 report up, late and down separately. At most 500 tags are returned, "
+            "and note "
             "says how many the project has. Works with a read-only key."
         ),
         params=NoParams,
@@ -151,7 +160,7 @@ def _list_badges(api: HealthchecksApi) -> Tool:
 
 
 class GetStatusResult(msgspec.Struct, kw_only=True):
-    """No untrusted marker when the instance said exactly "OK": the text is then this server's own."""
+    """No untrusted marker when the instance said exactly "OK": the text is then this server's own."""  # noqa: E501  (a Struct's docstring is its schema description: unchanged)
 
     ok: bool
     instance: str
@@ -183,9 +192,12 @@ def _get_status(api: HealthchecksApi) -> Tool:
             instance=api.site_root,
             http_status=status.http_status,
             message=(
-                f"Something answered at {api.api_url('status/')} with {status.http_status}, but not the "
-                'plain "OK" of a healthy Healthchecks instance. answer holds what it said (untrusted: '
-                "possibly a login portal or proxy). A 5xx usually means the instance's database is down; "
+                f"Something answered at {api.api_url('status/')} with {status.http_status}, but "
+                "not the "
+                'plain "OK" of a healthy Healthchecks instance. answer holds what it said '
+                "(untrusted: "
+                "possibly a login portal or proxy). A 5xx usually means the instance's database is "
+                "down; "
                 "otherwise check HEALTHCHECKS_URL."
             ),
             answer=text,
@@ -199,10 +211,14 @@ def _get_status(api: HealthchecksApi) -> Tool:
         name="get_status",
         title="Check the instance is up",
         description=(
-            "Whether the configured Healthchecks instance is reachable and its database is answering. Needs "
-            "no API key, which makes it the first thing to try when something is not working: it separates "
-            '"wrong key" from "wrong URL". An answer of exactly OK is reported as healthy. Anything else '
-            "is shown (up to 4 kB, cleaned of control characters) and marked untrusted: on the one endpoint "
+            "Whether the configured Healthchecks instance is reachable and its database is "
+            "answering. Needs "
+            "no API key, which makes it the first thing to try when something is not working: it "
+            "separates "
+            '"wrong key" from "wrong URL". An answer of exactly OK is reported as healthy. '
+            "Anything else "
+            "is shown (up to 4 kB, cleaned of control characters) and marked untrusted: on the one "
+            "endpoint "
             "that takes no key, an SSO portal or a captive proxy may be what answered."
         ),
         params=NoParams,
@@ -304,7 +320,8 @@ def _get_api_key_info(api: HealthchecksApi) -> Tool:
                 read_only=False,
                 read_write=True,
                 identifiers=(
-                    "uuid: every tool takes the check's UUID; get_check and list_flips also accept a "
+                    "uuid: every tool takes the check's UUID; get_check and list_flips also accept "
+                    "a "
                     "40-character unique_key."
                 ),
                 reachable_tools=everything,
@@ -319,7 +336,8 @@ def _get_api_key_info(api: HealthchecksApi) -> Tool:
             read_only=True,
             read_write=False,
             identifiers=(
-                "unique_key: list_checks shows each check's unique_key instead of its uuid; get_check "
+                "unique_key: list_checks shows each check's unique_key instead of its uuid; "
+                "get_check "
                 "and list_flips take either."
             ),
             reachable_tools=list(READ_ONLY_REACHABLE),
@@ -333,11 +351,16 @@ def _get_api_key_info(api: HealthchecksApi) -> Tool:
         name="get_api_key_info",
         title="Describe the API key",
         description=(
-            "Which Healthchecks instance is configured, whether the API key is accepted, and whether it is "
-            "read-only or read-write — which decides whether checks are identified by uuid or by unique_key "
-            "and which tools are reachable at all. Runs two harmless GETs (checks/ and channels/) to find out "
-            "rather than guessing from the key's prefix, which only the hosted service uses. Also says which "
-            "API version the instance offers (3, or 2 / 1 on an instance older than Healthchecks 2.0). Never "
+            "Which Healthchecks instance is configured, whether the API key is accepted, and "
+            "whether it is "
+            "read-only or read-write — which decides whether checks are identified by uuid or by "
+            "unique_key "
+            "and which tools are reachable at all. Runs two harmless GETs (checks/ and channels/) "
+            "to find out "
+            "rather than guessing from the key's prefix, which only the hosted service uses. Also "
+            "says which "
+            "API version the instance offers (3, or 2 / 1 on an instance older than Healthchecks "
+            "2.0). Never "
             "shows the key."
         ),
         params=NoParams,
