@@ -1,8 +1,8 @@
-"""The servers under test, how each is started, and the cached venvs some of them need.
+"""The servers under test, how each is started, and hcmcp's own non-editable venv.
 
-hcmcp and the MCPServer peer run from this interpreter (the project venv has mcp 2.3.0
-as a dev dependency). FastMCP 1.x cannot share a venv with mcp 2.x, so it gets its own
-under benchmarks/.venvs/, created once and reused.
+hcmcp runs from a plain install of this checkout under benchmarks/.venvs/; the two SDK peers
+and their cached venvs come from conformance/sdk_peers.py (MCPServer from this interpreter,
+FastMCP 1.x from a venv of its own), which replays the transcripts against the same ones.
 """
 
 from __future__ import annotations
@@ -17,16 +17,17 @@ from pathlib import Path
 
 from benchmarks._harness import PYTHON, REPO, StdioServer, ServerGone
 
-VENVS = REPO / "benchmarks" / ".venvs"
-PEERS = REPO / "benchmarks" / "peers"
-INSTALL_TIMEOUT = 900  # seconds; a cold pip install of mcp on two cores takes a minute or two
-
-# name -> requirements; the marker file records them so a changed pin rebuilds the venv.
-VENV_REQUIREMENTS = {
-    "mcp1": ["mcp==1.30.0", "httpx"],
-    "core": ["anyio", "h11", "orjson", "msgspec"],
-    "mcp2": ["mcp==2.3.0"],
-}
+# The SDK peers and their cached venvs are conformance's (it replays the transcripts against
+# them); the benchmarks use the same ones. ensure_venv is re-exported for memory.py.
+from conformance.sdk_peers import (  # noqa: F401
+    FASTMCP1_LABEL,
+    INSTALL_TIMEOUT,
+    MCPSERVER_LABEL,
+    VENVS,
+    ensure_venv,
+    fastmcp1_argv,
+    mcpserver_argv,
+)
 
 
 @dataclass
@@ -140,49 +141,18 @@ def find_pyz(path: str | None, allow_build: bool) -> tuple[Path | None, str]:
     return (PYZ_DEFAULT, "") if PYZ_DEFAULT.is_file() else (None, ".ci/build-pyz made no dist/hcmcp.pyz")
 
 
-def ensure_venv(name: str, allow_install: bool) -> tuple[Path | None, str]:
-    """The python of a cached venv, creating it if allowed; or None and the reason why not."""
-    requirements = VENV_REQUIREMENTS[name]
-    root = VENVS / name
-    python = root / "bin" / "python"
-    marker = root / ".benchmarks-installed"
-    wanted = "\n".join(requirements)
-    if python.exists() and marker.exists() and marker.read_text() == wanted:
-        return python, ""
-    if not allow_install:
-        return None, f"venv {root.relative_to(REPO)} not created (run without --no-install)"
-    print(f"[creating {root.relative_to(REPO)}: pip install {' '.join(requirements)}]",
-          file=sys.stderr, flush=True)
-    shutil.rmtree(root, ignore_errors=True)
-    try:
-        subprocess.run([PYTHON, "-m", "venv", str(root)], check=True, capture_output=True,
-                       timeout=INSTALL_TIMEOUT)
-        subprocess.run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q",
-                        *requirements], check=True, capture_output=True, timeout=INSTALL_TIMEOUT)
-    except subprocess.CalledProcessError as exc:
-        tail = (exc.stderr or b"").decode(errors="replace").strip().splitlines()[-1:] or ["?"]
-        return None, f"could not install {' '.join(requirements)}: {tail[0]}"
-    except subprocess.TimeoutExpired:
-        return None, f"installing {' '.join(requirements)} took over {INSTALL_TIMEOUT} s"
-    marker.write_text(wanted)
-    return python, ""
-
-
 def hcmcp_spec(allow_install: bool = True, extra: tuple[str, ...] = ()) -> ServerSpec:
     python, cwd, _ = hcmcp_python(allow_install)   # startup.py notes where it ran from
     return ServerSpec("hcmcp", " ".join(["hcmcp", *extra]), [python, "-m", "hcmcp", *extra], cwd=cwd)
 
 
 def mcpserver_spec() -> ServerSpec:
-    return ServerSpec("mcpserver", "MCPServer (mcp 2.3.0)", [PYTHON, str(PEERS / "sdk_server.py")])
+    return ServerSpec("mcpserver", MCPSERVER_LABEL, mcpserver_argv())
 
 
 def fastmcp1_spec(allow_install: bool) -> ServerSpec:
-    python, why = ensure_venv("mcp1", allow_install)
-    label = "FastMCP (mcp 1.30.0)"
-    if python is None:
-        return ServerSpec("fastmcp1", label, None, why)
-    return ServerSpec("fastmcp1", label, [str(python), str(PEERS / "fastmcp1_server.py")])
+    argv, why = fastmcp1_argv(allow_install)
+    return ServerSpec("fastmcp1", FASTMCP1_LABEL, argv, why)
 
 
 def selected(servers: str, allow_install: bool, among: tuple[str, ...] = ("hcmcp", "mcpserver", "fastmcp1")

@@ -5,7 +5,7 @@
 
 The peers are benchmarks/peers/sdk_server.py (mcp 2.3.0 MCPServer, from this interpreter) and
 benchmarks/peers/fastmcp1_server.py (mcp 1.30.0 FastMCP, from benchmarks/.venvs/mcp1, created on
-first use by benchmarks/_servers.py). Each is replayed exactly as an implementer would replay their
+first use by conformance/sdk_peers.py, which the benchmarks import for the same peers). Each is replayed exactly as an implementer would replay their
 own server: ``--server-command`` over stdio, ``--url`` over Streamable HTTP (the peer started on a
 free loopback port). A failure is listed with the step, what was expected, what the peer actually
 sent, and the spec sentence it breaks (the RULES below, written by a person who read the output;
@@ -19,7 +19,6 @@ import datetime
 import re
 import socket
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from pathlib import Path
 from conformance.replay.format import ROOT, find_transcripts, load
 from conformance.replay.runner import Outcome, run_transcript
 from conformance.replay.targets import Target, discover
+from conformance.sdk_peers import FASTMCP1_LABEL, MCPSERVER_LABEL, fastmcp1_argv, mcpserver_argv
 
 START_TIMEOUT_S = 60.0
 JSONRPC = "JSON-RPC 2.0 (which MCP's base protocol requires every message to follow), §5"
@@ -118,12 +118,11 @@ class Peer:
 
 
 def peers(allow_install: bool) -> list[Peer]:
-    sys.path.insert(0, str(ROOT))
-    from benchmarks._servers import fastmcp1_spec, mcpserver_spec
-    found = []
-    for spec in (mcpserver_spec(), fastmcp1_spec(allow_install)):
-        found.append(Peer(spec.key, spec.label, spec.argv, spec.unavailable))
-    return found
+    fastmcp1, why = fastmcp1_argv(allow_install)
+    return [
+        Peer("mcpserver", MCPSERVER_LABEL, mcpserver_argv()),
+        Peer("fastmcp1", FASTMCP1_LABEL, fastmcp1, why),
+    ]
 
 
 def free_port() -> int:

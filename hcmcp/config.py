@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+# ConfigError and parse_bool live in the leaf below this module and config_network.py;
+# re-exported here, where every caller has always imported them from.
+from .config_parse import ConfigError, parse_bool
+
 TYPE_CHECKING = (
     False  # not typing.TYPE_CHECKING: importing typing costs start-up time (fast_start.py)
 )
@@ -16,10 +20,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 DEFAULT_URL = "https://healthchecks.io"
-
-
-class ConfigError(Exception):
-    """A setting that cannot be used; the message says which and how to fix it."""
 
 
 class Config:
@@ -76,25 +76,13 @@ class Config:
         )
 
 
-def parse_bool(name: str, raw: str | None, default: bool) -> bool:
-    if raw is None:
-        return default
-    if raw == "true":
-        return True
-    if raw == "false":
-        return False
-    raise ConfigError(
-        f"{name}={raw!r} is not a valid value: use exactly true or false "
-        f"(the default is {'true' if default else 'false'})"
-    )
-
-
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 
 
 def _split_url(url: str) -> tuple[str, str, str] | None:
     """(scheme, authority, path) as the regex ``(?i)([a-z][a-z0-9+.-]*)://([^/?#]*)([^?#]*)`` would
-    fullmatch them, or None. Printable ASCII is split by hand (importing re costs ~5 ms of start-up);
+    fullmatch them, or None. Printable ASCII is split by hand (importing re costs ~5 ms of
+    start-up);
     anything else goes to the regex itself, so the two can never disagree."""
     if not (url.isascii() and url.isprintable()):
         import re
@@ -175,7 +163,8 @@ def parse_seconds(name: str, raw: str | None, default: float) -> float:
         value = -1.0
     if not (0 < value <= 3600):
         raise ConfigError(
-            f"{name}={raw!r} is not a valid number of seconds: use a number above 0 and at most 3600"
+            f"{name}={raw!r} is not a valid number of seconds: use a number above 0 and at most "
+            "3600"
         )
     return value
 
@@ -217,9 +206,12 @@ def api_key_warning(key: str | None) -> str | None:
     if not problems:
         return None
     return (
-        f"hcmcp: warning: HEALTHCHECKS_API_KEY does not look like a Healthchecks API key: {'; '.join(problems)}. "
-        f"A key is {API_KEY_LENGTH} printable characters, e.g. hcw_ + 28 (read-write) or hcr_ + 28 (read-only); "
-        "copy it again from Project Settings > API Access. Healthchecks will refuse this one with 401."
+        "hcmcp: warning: HEALTHCHECKS_API_KEY does not look like a Healthchecks API key: "
+        f"{'; '.join(problems)}. "
+        f"A key is {API_KEY_LENGTH} printable characters, e.g. hcw_ + 28 (read-write) or hcr_ + 28 "
+        "(read-only); "
+        "copy it again from Project Settings > API Access. Healthchecks will refuse this one with "
+        "401."
     )
 
 

@@ -1,4 +1,5 @@
-"""The variables that decide how the instance is reached: proxy, TLS trust, and the start-up warnings.
+"""The variables that decide how the instance is reached: proxy, TLS trust, and the start-up
+warnings.
 
 Read once, with the rest of config.py, and parsed as strictly: a proxy URL, CA file or
 boolean that cannot be used stops the server with a message naming the variable (and
@@ -10,11 +11,14 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from .config_parse import ConfigError, parse_bool
+
 TYPE_CHECKING = (
     False  # neither typing nor re before the first reply: they cost start-up time (fast_start.py)
 )
 if TYPE_CHECKING:
     from typing import Any
+    from urllib.parse import SplitResult
 
 PLAIN_HTTP_LINE = (
     "hcmcp: HEALTHCHECKS_URL is {url}, plain http to a host that is not loopback: the API key "
@@ -32,7 +36,8 @@ IGNORED_PROXY_LINE = (
 
 def _loopback_v4(host: str) -> bool:
     """127.d.d.d with 1 to 3 digits each, as the regex 127(?:[.][0-9]{1,3}){3} but without re for
-    ASCII (importing re costs start-up time); other text goes to re, whose digit class is Unicode's."""
+    ASCII (importing re costs start-up time); other text goes to re, whose digit class is
+    Unicode's."""
     if not host.isascii():
         import re
 
@@ -72,7 +77,7 @@ class _Parts:
         return port
 
 
-def _split(site_root: str):
+def _split(site_root: str) -> _Parts | SplitResult:
     """urlsplit(site_root), by hand for printable ASCII without brackets (importing urllib.parse
     brings re and ipaddress: start-up time); anything else goes to urlsplit itself."""
     scheme, sep, rest = site_root.partition("://")
@@ -93,8 +98,6 @@ def _split(site_root: str):
 
 def network_settings(env: Mapping[str, str], site_root: str) -> dict[str, Any]:
     """The Config fields proxy, ca_file, insecure_tls and startup_notes for ``site_root``."""
-    from .config import ConfigError, parse_bool
-
     parts = _split(site_root)
     scheme, host = parts.scheme, parts.hostname or ""
     try:
@@ -156,9 +159,8 @@ def network_settings(env: Mapping[str, str], site_root: str) -> dict[str, Any]:
 
 
 def _check_openssl_paths(env: Mapping[str, str]) -> None:
-    """SSL_CERT_FILE / SSL_CERT_DIR replace OpenSSL's store: a wrong path would trust nothing, silently."""
-    from .config import ConfigError
-
+    """SSL_CERT_FILE / SSL_CERT_DIR replace OpenSSL's store: a wrong path would trust nothing,
+    silently."""
     cert_file = env.get("SSL_CERT_FILE")
     if cert_file and not os.path.isfile(cert_file):
         raise ConfigError(

@@ -8,7 +8,7 @@ import pytest
 from hcmcp.healthchecks.api import HealthchecksApi
 from hcmcp.healthchecks.simulator import Simulator, serve
 from hcmcp.protocol.tool import ToolError
-from hcmcp.tools.read import read_tools
+from hcmcp.tools.read_project import read_tools
 
 CEILING = 64 * 1024   # about 60 checks' worth of JSON
 

@@ -19,7 +19,7 @@ from hcmcp.healthchecks.api import HealthchecksApi
 from hcmcp.healthchecks.simulator import Simulator
 from hcmcp.http.server import Request, Response, StreamingResponse, serve_in_background
 from hcmcp.protocol.tool import Tool, ToolError, flat_schema
-from hcmcp.tools.read import read_tools
+from hcmcp.tools.read_project import read_tools
 from hcmcp.tools.write import write_tools
 
 NOW = 1_796_000_000.0      # a fixed clock: 2026-12-01-ish, so statuses do not drift during a test

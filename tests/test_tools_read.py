@@ -516,7 +516,7 @@ async def test_an_unreachable_instance_is_an_error_saying_so() -> None:
     port = sock.getsockname()[1]
     sock.close()
     from hcmcp.healthchecks.api import HealthchecksApi
-    from hcmcp.tools.read import read_tools
+    from hcmcp.tools.read_project import read_tools
     api = HealthchecksApi(f"http://127.0.0.1:{port}", RW)
     tools = {t.name: t for t in read_tools(api)}
     from hcmcp.protocol.tool import ToolError

@@ -362,7 +362,7 @@ async def test_delete_check_with_a_read_only_key() -> None:
 def test_the_tool_modules_do_not_import_the_http_stack() -> None:
     import subprocess
     import sys
-    code = ("import sys; from hcmcp.healthchecks.api import HealthchecksApi; from hcmcp.tools.read import read_tools;"
+    code = ("import sys; from hcmcp.healthchecks.api import HealthchecksApi; from hcmcp.tools.read_project import read_tools;"
             " from hcmcp.tools.write import write_tools; api = HealthchecksApi('http://127.0.0.1:1', None);"
             " [t.descriptor() for t in read_tools(api) + write_tools(api)];"
             " print(sorted(m for m in sys.modules if m.startswith(('hcmcp.http', 'h11', 'anyio'))))")

@@ -1,4 +1,5 @@
-"""The Healthchecks Management API: one method per endpoint, HTTP status -> typed errors (judging.py).
+"""The Healthchecks Management API: one method per endpoint, HTTP status -> typed errors
+(judging.py).
 
 Knows nothing of MCP. Follows healthchecks-api.md §5: the key goes only in X-Api-Key,
 UUIDs are lowercased, trailing slashes are exactly as §1 (collections end in "/",
@@ -11,32 +12,32 @@ not pay for the HTTP stack.
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import msgspec
 
-# The errors live in errors.py; re-exported here, where callers import them from.
-from .errors import (
-    ApiError,
-    BadRequest,
-    Conflict,
-    Forbidden,
-    InvalidIdentifier,  # noqa: F401
-    MethodNotAllowed,
-    MissingApiKey,
-    NotFound,
-    NotJson,
-    Redirected,
-    ResponseTooLarge,
-    Unauthorized,
-    Unavailable,
-    UnexpectedStatus,
-    Unreachable,
-)
+# The errors live in errors.py; re-exported here (``X as X``), where callers import them from.
+from .errors import ApiError as ApiError
+from .errors import BadRequest as BadRequest
+from .errors import Conflict as Conflict
+from .errors import Forbidden as Forbidden
+from .errors import InvalidIdentifier as InvalidIdentifier
+from .errors import MethodNotAllowed as MethodNotAllowed
+from .errors import MissingApiKey as MissingApiKey
+from .errors import NotFound as NotFound
+from .errors import NotJson as NotJson
+from .errors import Redirected as Redirected
+from .errors import ResponseTooLarge as ResponseTooLarge
+from .errors import Unauthorized as Unauthorized
+from .errors import Unavailable as Unavailable
+from .errors import UnexpectedStatus as UnexpectedStatus
+from .errors import Unreachable as Unreachable
 
-# Non-2xx answers are judged in judging.py (a mixin of HealthchecksApi); KEY_SETUP re-exported.
-from .judging import KEY_SETUP, Judging  # noqa: F401
+# Non-2xx answers are judged by judging.Judge, which the API holds; KEY_SETUP re-exported.
+from .judging import KEY_SETUP as KEY_SETUP
+from .judging import Judge
 from .models import (
     Badge,
     Check,
@@ -81,7 +82,7 @@ def normalise_check_id(value: str) -> str | None:
 # -- the API ----------------------------------------------------------------------------------
 
 
-class HealthchecksApi(Judging):
+class HealthchecksApi:
     def __init__(
         self,
         site_root: str,
@@ -112,6 +113,8 @@ class HealthchecksApi(Judging):
         self._tls = (ca_file, insecure_tls)
         # What we learned about the key; None until an answer settles it.
         self._key_read_write: bool | None = None
+        # What a non-2xx answer means, in words without the key (judging.py).
+        self._judge = Judge(self.site_root, self._key, self._key_is_read_only)
 
     def __repr__(self) -> str:  # never the key
         return f"HealthchecksApi({self.site_root!r}, key={'set' if self._key else 'unset'})"
@@ -197,7 +200,8 @@ class HealthchecksApi(Judging):
             byte_ceiling=PING_BODY_CEILING,
             truncate_at_ceiling=True,
             not_found=(
-                f"Healthchecks has no body for ping #{n} of check {uuid} (404). That answer means one "
+                f"Healthchecks has no body for ping #{n} of check {uuid} (404). That answer means "
+                "one "
                 f"of four things: there is no such check, the check has no ping #{n}, that ping "
                 f"carried no body, or the ping is older than the instance keeps (its ping log "
                 f"limit: 100 on a free plan, 1000 on a paid one)."
@@ -309,7 +313,8 @@ class HealthchecksApi(Judging):
     # -- write endpoints --------------------------------------------------------------------
 
     async def create_check(self, fields: dict[str, Any]) -> tuple[Check, bool]:
-        """(the check, created?) — created is False when ``unique`` matched an existing check (200)."""
+        """(the check, created?) — created is False when ``unique`` matched an existing check
+        (200)."""
         response = await self._send(
             "POST",
             "checks/",
@@ -536,25 +541,29 @@ class HealthchecksApi(Judging):
                 "No Healthchecks API key is configured, so nothing was sent.",
                 advice=KEY_SETUP,
             )
-        exchange = dict(
-            query=query or [],
-            body=body,
-            needs_key=needs_key,
-            byte_ceiling=byte_ceiling,
-            truncate_at_ceiling=truncate_at_ceiling,
-        )
-        response = await self._exchange(method, rel, what, **exchange)
+
+        def exchange() -> Awaitable[HttpResponse]:
+            return self._exchange(
+                method,
+                rel,
+                what,
+                query=query or [],
+                body=body,
+                needs_key=needs_key,
+                byte_ceiling=byte_ceiling,
+                truncate_at_ceiling=truncate_at_ceiling,
+            )
+
+        response = await exchange()
         if self.api_version is None:
             from .versions import settle
 
-            response = await settle(
-                self, response, lambda: self._exchange(method, rel, what, **exchange)
-            )
+            response = await settle(self, response, exchange)
         if 200 <= response.status < 300:  # the answer asked for: nothing to judge
             if rw_only:
                 self._key_read_write = True
             return response
-        return await self._judge(
+        return await self._judge.judge(
             response,
             method,
             what,
@@ -570,6 +579,18 @@ class HealthchecksApi(Judging):
             unavailable_advice=unavailable_advice,
         )
 
+    async def _key_is_read_only(self) -> bool:
+        """After a RW-only endpoint said "wrong api key": is the key valid all the same? A key
+        found read-only is remembered as such."""
+        if self._key_read_write is not None:
+            return not self._key_read_write
+        try:
+            await self._send("GET", "checks/", what="the list of checks")
+        except ApiError:
+            return False
+        self._key_read_write = False
+        return True
+
     async def _exchange(
         self,
         method: str,
@@ -583,11 +604,12 @@ class HealthchecksApi(Judging):
         truncate_at_ceiling: bool = False,
         version: int | None = None,
     ) -> HttpResponse:
-        """One request at API ``version`` (default: the known one, else 3); transport failures typed."""
+        """One request at API ``version`` (default: the known one, else 3); transport failures
+        typed."""
         from ..http import client as http
 
         headers = [("accept", "application/json")]
-        if needs_key:
+        if needs_key and self._key is not None:  # _send refuses a request that needs a missing key
             headers.append(("x-api-key", self._key))  # the only place the key ever goes
         if body is not None:
             headers.append(("content-type", "application/json"))
@@ -614,21 +636,22 @@ class HealthchecksApi(Judging):
             # The client's texts are written to be shown and never carry a header value.
             raise Unreachable(
                 None,
-                f"The request for {what} timed out: {self._scrub(str(error))}",
+                f"The request for {what} timed out: {self._judge.scrub(str(error))}",
                 advice="get_status tests the instance without a key. Retry, or raise "
                 "HEALTHCHECKS_TIMEOUT if the instance is just slow.",
             ) from None
         except http.ConnectFailed as error:
             raise Unreachable(
                 None,
-                self._scrub(str(error)),
+                self._judge.scrub(str(error)),
                 advice=f"HEALTHCHECKS_URL is {self.site_root}; check it and that the instance "
                 "is up. get_status tests this without a key.",
             ) from None
         except http.HttpError as error:
             raise Unreachable(
                 None,
-                f"The exchange with {self.site_root} for {what} failed: {self._scrub(str(error))}",
+                f"The exchange with {self.site_root} for {what} failed: "
+                f"{self._judge.scrub(str(error))}",
                 advice="get_status tests the instance without a key.",
             ) from None
 
@@ -645,6 +668,7 @@ def _not_found_check(ident: str) -> str:
 
 def _other_project(ident: str) -> str:
     return (
-        f"Check {ident} exists but belongs to another project (403); this API key reaches only its own "
+        f"Check {ident} exists but belongs to another project (403); this API key reaches only its "
+        "own "
         "project's checks."
     )

@@ -1,20 +1,22 @@
-"""What a Healthchecks answer that is not a 2xx means: the typed error (errors.py) with its sentence and
+"""What a Healthchecks answer that is not a 2xx means: the typed error (errors.py) with its sentence
+and
 its advice, and the instance's own words, cut and with the API key taken out in every encoding.
 
-``Judging`` holds these methods; ``HealthchecksApi`` inherits them, with the state and the one
-request they use (declared below). security.md: the key never reaches an error text.
+``Judge`` is the collaborator ``HealthchecksApi`` holds: built with the site root, the key and the
+one probe it may run (is a refused key valid but read-only?), it judges each answer the API hands
+it. security.md: the key never reaches an error text.
 """
 
 from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import msgspec
 
 from .errors import (
-    ApiError,
     BadRequest,
     Conflict,
     Forbidden,
@@ -33,24 +35,25 @@ UPSTREAM_TEXT_LIMIT = 2000  # security.md: upstream error bodies cut to 2000 cha
 
 KEY_SETUP = (
     "Set HEALTHCHECKS_API_KEY to an API key of the project to manage. Keys are created in the "
-    "Healthchecks web UI under Project Settings › API Access: a read-only key is enough to list "
+    "Healthchecks web UI under Project Settings › API Access: a read-only key is enough to list "  # noqa: RUF001  (the web UI's own breadcrumb)
     "and inspect checks; a read-write key is needed for pings, ping bodies, integrations and "
     "every change."
 )
 
 
-class Judging:
-    """Non-2xx answers judged; a mixin of ``HealthchecksApi``, which provides what is declared here."""
+class Judge:
+    """Non-2xx answers judged for one instance and key. ``key_is_read_only``: after a
+    read-write-only endpoint said "wrong api key", is the key valid all the same (the API asks the
+    instance, once, and remembers)?"""
 
-    site_root: str
-    _key: str | None
-    _key_read_write: bool | None
+    def __init__(
+        self, site_root: str, key: str | None, key_is_read_only: Callable[[], Awaitable[bool]]
+    ) -> None:
+        self.site_root = site_root
+        self._key = key
+        self._key_is_read_only = key_is_read_only
 
-    if TYPE_CHECKING:
-
-        async def _send(self, method: str, rel: str, *, what: str) -> HttpResponse: ...
-
-    async def _judge(
+    async def judge(
         self,
         response: HttpResponse,
         method: str,
@@ -67,11 +70,12 @@ class Judging:
         bad_request: str | None,
         unavailable_advice: str,
     ) -> HttpResponse:
-        """A response that is not a 2xx (_send returns those): the typed error its status means, or the
+        """A response that is not a 2xx (the API's _send hands over those): the typed error its
+        status means, or the
         response itself when ``raise_for_status`` is off (a redirect is an error all the same)."""
         status = response.status
         if 300 <= status < 400:
-            location = self._scrub(response.header("location") or "")[:300]
+            location = self.scrub(response.header("location") or "")[:300]
             raise Redirected(
                 status,
                 f"The instance answered {status} with a redirect to "
@@ -158,14 +162,13 @@ class Judging:
                 advice="Check HEALTHCHECKS_API_KEY for a truncated or padded value. " + KEY_SETUP,
             )
         if rw_only and reason == "wrong api key" and await self._key_is_read_only():
-            self._key_read_write = False
             return Unauthorized(
                 401,
                 f"The API key is read-only, and Healthchecks serves {what} only to a "
                 'read-write key. (It answers a read-only key with the same 401 "wrong api '
                 'key" as an unknown one; the key itself is valid.)',
                 read_only_key=True,
-                advice="Use a read-write key of this project (Project Settings › API Access) "
+                advice="Use a read-write key of this project (Project Settings › API Access) "  # noqa: RUF001  (the web UI's own breadcrumb)
                 "if this is needed; everything else keeps working with this one.",
             )
         if reason == "wrong api key":
@@ -187,16 +190,6 @@ class Judging:
             upstream=upstream,
         )
 
-    async def _key_is_read_only(self) -> bool:
-        """After a RW-only endpoint said "wrong api key": is the key valid all the same?"""
-        if self._key_read_write is not None:
-            return not self._key_read_write
-        try:
-            await self._send("GET", "checks/", what="the list of checks")
-        except ApiError:
-            return False
-        return True
-
     def _upstream_text(self, response: HttpResponse) -> str | None:
         """The instance's words: JSON {"error"} or text; HTML dropped; cut; the key scrubbed."""
         if not response.body:
@@ -210,7 +203,7 @@ class Judging:
             document = None
         if isinstance(document, dict) and isinstance(document.get("error"), str):
             text = document["error"]
-        text = self._scrub(text).strip()
+        text = self.scrub(text).strip()
         if len(text) > UPSTREAM_TEXT_LIMIT:
             text = (
                 text[:UPSTREAM_TEXT_LIMIT]
@@ -218,7 +211,7 @@ class Judging:
             )
         return text or None
 
-    def _scrub(self, text: str) -> str:
+    def scrub(self, text: str) -> str:
         """Upstream text with the key taken out: as sent, URL-encoded or base64'd (an error page
         that echoes the request's headers back, in whatever encoding, must not pass it on)."""
         if not self._key:

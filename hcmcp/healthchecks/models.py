@@ -125,7 +125,9 @@ class Badge:
 
 @dataclass
 class PingBody:
-    data: bytes  # verbatim, possibly not UTF-8, at most the ceiling
+    data: (
+        bytes | bytearray
+    )  # verbatim (the response's buffer), possibly not UTF-8, at most the ceiling
     truncated: bool  # True when the body went on past the ceiling
 
 
@@ -154,7 +156,7 @@ _CHECK_LIST = msgspec.json.Decoder(_CheckList)
 _CHECK = msgspec.json.Decoder(Check)
 
 
-def checks_from_json(body: bytes) -> Listing[Check] | None:
+def checks_from_json(body: bytes | bytearray) -> Listing[Check] | None:
     """The answer of ``checks/`` decoded straight into Checks, in one typed pass, when every entry
     is a check; None otherwise: then the document is decoded as JSON and entries_of decides what to
     keep and what to count, and the instance's mistakes get their own texts. (Decoding to dicts and
@@ -168,7 +170,7 @@ def checks_from_json(body: bytes) -> Listing[Check] | None:
     return Listing(checks)
 
 
-def check_from_json(body: bytes) -> Check | None:
+def check_from_json(body: bytes | bytearray) -> Check | None:
     """One check object decoded straight from the answer's bytes, as check_of would accept it; None
     when it is not one (check_of on the decoded document then says why)."""
     try:

@@ -7,10 +7,11 @@ bodies, CORS and Django's headers). ``Simulator.app`` is a pure HTTP application
 ``hcmcp.http.server``; run it with ``serve(sim)`` or ``serve_in_background(sim.app)``, or
 as a process: ``python -m hcmcp.healthchecks.simulator [--port N] [--seed demo|recordings|
 bulk:N] [--flood BYTES]`` (prints ``http://127.0.0.1:PORT`` and the keys, serves until
-SIGTERM/Ctrl-C). This module holds the instance's state, its test helpers, the routing, the key
-checks and the serving; the handlers are ``simulator_api`` (the Management API) and
-``simulator_public`` (the ping endpoint and the badges), which ``Simulator`` inherits, and the
-answers are built as Django builds them by ``simulator_http``. Schedules live in
+SIGTERM/Ctrl-C). This module holds the test helpers, the routing and the serving; the state and
+the key checks are an ``Instance`` (``simulator_state``) that ``Simulator`` holds and gives to its
+two handler objects, ``simulator_api.ManagementApi`` (the Management API) and
+``simulator_public.PingsAndBadges`` (the ping endpoint and the badges); the answers are built as
+Django builds them by ``simulator_http``. Schedules live in
 ``simulator_schedules``, create/update validation in ``simulator_validation`` and the data
 (checks, pings, flips) in ``simulator_model``; their public names are re-exported here.
 ``api_versions`` makes it an instance older than v3.
@@ -24,7 +25,6 @@ Known approximations, on purpose (for schedules and time zones, see ``simulator_
 
 from __future__ import annotations
 
-import json
 import re
 import time
 import uuid
@@ -33,15 +33,15 @@ from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import unquote, urlencode
 
-# Re-exported: callers import these names from here, as before the split.
-from hcmcp.healthchecks.simulator_schedules import (  # noqa: F401
-    LEGACY_TIMEZONES,
-    ScheduleError,
-    _timezones,
-    guess_kind,
-    next_run,
-    parse_schedule,
-    schedule_is_valid,
+from hcmcp.healthchecks.simulator_api import ManagementApi
+from hcmcp.healthchecks.simulator_http import (  # noqa: F401  (NOT_FOUND_PAGE: re-exported)
+    NOT_FOUND_PAGE,
+    _cors,
+    _error,
+    _Http404,
+    _json,
+    _Refusal,
+    _response,
 )
 
 # The data (projects, checks, pings, flips, time formatting) lives in simulator_model; re-exported.
@@ -58,17 +58,19 @@ from hcmcp.healthchecks.simulator_model import (  # noqa: F401
     iso_seconds,
     slugify,
 )
-from hcmcp.healthchecks.simulator_api import ManagementApi
-from hcmcp.healthchecks.simulator_http import (  # noqa: F401  (NOT_FOUND_PAGE: re-exported)
-    NOT_FOUND_PAGE,
-    _cors,
-    _Http404,
-    _Refusal,
-    _error,
-    _json,
-    _response,
-)
 from hcmcp.healthchecks.simulator_public import PING_BODY_LIMIT, PingsAndBadges
+
+# Re-exported: callers import these names from here, as before the split.
+from hcmcp.healthchecks.simulator_schedules import (  # noqa: F401
+    LEGACY_TIMEZONES,
+    ScheduleError,
+    _timezones,
+    guess_kind,
+    next_run,
+    parse_schedule,
+    schedule_is_valid,
+)
+from hcmcp.healthchecks.simulator_state import OTHER_RO_KEY, OTHER_RW_KEY, RO_KEY, RW_KEY, Instance
 from hcmcp.http.server import Request, Response, StreamingResponse
 
 # ---------------------------------------------------------------------------------------
@@ -105,30 +107,61 @@ _ALL_BADGE = re.compile(r"/badge/(?P<key>[-\w]+)/(?P<sig>[-\w]+)\.(?P<fmt>[-\w]+
 _CHECK_BADGE = re.compile(rf"/b/(?P<states>[0-9]+)/(?P<key>{_UUID})\.(?P<fmt>[-\w]+)")
 
 
-class Simulator(ManagementApi, PingsAndBadges):
+class Simulator:
     """A whole Healthchecks instance in memory. ``await sim.app(request)`` answers one request."""
 
-    RW_KEY = "hcw_sim_project_a_read_write_key"
-    RO_KEY = "hcr_sim_project_a_read_only_key0"
-    OTHER_RW_KEY = "hcw_sim_project_b_read_write_key"
-    OTHER_RO_KEY = "hcr_sim_project_b_read_only_key0"
+    RW_KEY = RW_KEY
+    RO_KEY = RO_KEY
+    OTHER_RW_KEY = OTHER_RW_KEY
+    OTHER_RO_KEY = OTHER_RO_KEY
     WRONG_KEY = "hcw_sim_this_key_matches_nothing"
 
     def __init__(
         self, *, site_root: str = "http://127.0.0.1:8765", clock: Callable[[], float] = time.time
     ) -> None:
-        self.site_root = site_root.rstrip("/")
-        self.clock = clock
-        self.flood_bytes = 0
-        # The API versions this instance offers: {1, 2} pretends to be an instance older than
-        # Healthchecks 2.0 (no /api/v3/), {1} one older than v2; the others answer 404 everywhere.
-        self.api_versions: frozenset[int] = frozenset({1, 2, 3})
         self.requests: list[tuple[str, str]] = []
-        self._secret = uuid.uuid4().bytes  # signs badge URLs: stable per instance
-        self.project_a = Project("Project A", self.RW_KEY, self.RO_KEY, "alice-badge-key")
-        self.project_b = Project("Project B", self.OTHER_RW_KEY, self.OTHER_RO_KEY, "bob-badge-key")
-        self._projects = [self.project_a, self.project_b]
-        self._checks: dict[str, Check] = {}  # every project's checks, by uuid
+        # The state and the key checks (simulator_state), and the two sets of handlers given it.
+        self._instance = Instance(site_root=site_root.rstrip("/"), clock=clock)
+        self._api = ManagementApi(self._instance)
+        self._public = PingsAndBadges(self._instance)
+        self._checks = self._instance.checks  # the same dict
+
+    # The instance's state, read and set through the simulator as before.
+    @property
+    def site_root(self) -> str:
+        return self._instance.site_root
+
+    @site_root.setter
+    def site_root(self, value: str) -> None:
+        self._instance.site_root = value
+
+    @property
+    def flood_bytes(self) -> int:
+        return self._instance.flood_bytes
+
+    @flood_bytes.setter
+    def flood_bytes(self, value: int) -> None:
+        self._instance.flood_bytes = value
+
+    @property
+    def api_versions(self) -> frozenset[int]:
+        return self._instance.api_versions
+
+    @api_versions.setter
+    def api_versions(self, value: frozenset[int]) -> None:
+        self._instance.api_versions = value
+
+    @property
+    def clock(self) -> Callable[[], float]:
+        return self._instance.clock
+
+    @property
+    def project_a(self) -> Project:
+        return self._instance.project_a
+
+    @property
+    def project_b(self) -> Project:
+        return self._instance.project_b
 
     # ---- seeding and test helpers ------------------------------------------------------
 
@@ -208,8 +241,8 @@ class Simulator(ManagementApi, PingsAndBadges):
         if check_uuid not in self._checks:
             raise KeyError(f"no check has the uuid {check_uuid}; add it with add_check() first")
         check = self._checks[check_uuid]
-        action = self._ping_action(check, kind, method, body[:PING_BODY_LIMIT], exitstatus)
-        self._record_ping(
+        action = self._public.ping_action(check, kind, method, body[:PING_BODY_LIMIT], exitstatus)
+        self._public.record_ping(
             check,
             action,
             method=method,
@@ -224,10 +257,7 @@ class Simulator(ManagementApi, PingsAndBadges):
 
     def pause(self, check: Check, now: float | None = None) -> None:
         """Pause as the API does: a flip to paused, the run forgotten; no-op when paused."""
-        if check.status != "paused":
-            check.flips.append(Flip(self.clock() if now is None else now, check.status, "paused"))
-            check.status = "paused"
-            check.last_start = None
+        self._instance.pause(check, now)
 
     # ---- HTTP ---------------------------------------------------------------------------
 
@@ -243,7 +273,9 @@ class Simulator(ManagementApi, PingsAndBadges):
             response = refusal.response
         return response  # HEAD: the server sends the head alone, with this body's length
 
-    def _match(self, path: str) -> tuple[Callable[..., Any], dict[str, str]] | None:
+    def _match(
+        self, path: str
+    ) -> tuple[Callable[..., Response | StreamingResponse], dict[str, Any]] | None:
         """The handler for ``path`` and its arguments, or None when no route matches."""
         if m := _API.fullmatch(path):
             version, rest = int(m[1]), m[2]
@@ -252,19 +284,20 @@ class Simulator(ManagementApi, PingsAndBadges):
             for pattern, handler, methods in _ROUTES:
                 if route := pattern.fullmatch(rest):
                     kwargs = dict(route.groupdict(), v=version)
-                    target = getattr(self, handler)
+                    target = getattr(self._api, handler)
                     if methods is None:
                         return target, kwargs
-                    return self._with_cors, dict(target=target, methods=methods, kwargs=kwargs)
+                    return self._with_cors, {"target": target, "methods": methods, "kwargs": kwargs}
             return None
-        for pattern, handler in (
-            (_PING, self._ping),
-            (_TAG_BADGE, self._tag_badge),
-            (_ALL_BADGE, self._tag_badge),
-            (_CHECK_BADGE, self._check_badge),
-        ):
+        public: tuple[tuple[re.Pattern[str], Callable[..., Response]], ...] = (
+            (_PING, self._public.ping),
+            (_TAG_BADGE, self._public.tag_badge),
+            (_ALL_BADGE, self._public.tag_badge),
+            (_CHECK_BADGE, self._public.check_badge),
+        )
+        for pattern, answer in public:
             if route := pattern.fullmatch(path):
-                return handler, route.groupdict()
+                return answer, route.groupdict()
         return None
 
     def _route(self, request: Request, path: str) -> Response | StreamingResponse:
@@ -294,52 +327,6 @@ class Simulator(ManagementApi, PingsAndBadges):
         else:
             response = _response(405)
         return _cors(response, methods)
-
-    # ---- authentication -----------------------------------------------------------------
-
-    def _authorize(self, request: Request, *, read_only_ok: bool) -> tuple[Project, bool, dict]:
-        """(project, readonly, parsed body); a _Refusal (400/401) in the server's order."""
-        body: Any = {}
-        if request.method == "POST" and request.body and not read_only_ok:
-            try:
-                body = json.loads(request.body.decode())
-            except ValueError:
-                raise _Refusal(_error("could not parse request body")) from None
-            if not isinstance(body, dict):
-                raise _Refusal(_error("json validation error: value is not an object"))
-        key = request.header("x-api-key")
-        if key is None:
-            key = str(body["api_key"]) if "api_key" in body else ""
-        if len(key) != 32:
-            raise _Refusal(_error("missing api key", 401))
-        for project in self._projects:
-            if key == project.rw_key:
-                return project, False, body
-            if read_only_ok and key == project.ro_key:
-                return project, True, body
-        raise _Refusal(_error("wrong api key", 401))
-
-    def _project(self, request: Request) -> Project:
-        return self._authorize(request, read_only_ok=False)[0]
-
-    def _own_check(self, project: Project, code: str) -> Check:
-        check = self._checks.get(code)
-        if check is None:
-            raise _Http404()
-        if check.project is not project:
-            raise _Refusal(_response(403))  # it exists, in another project
-        return check
-
-    def _by_unique_key(self, project: Project, key: str) -> Check:
-        check = next((c for c in project.checks.values() if c.unique_key == key), None)
-        if check is None:
-            raise _Refusal(_response(404))  # empty, unlike the uuid routes' HTML page
-        return check
-
-    def _check_json(
-        self, check: Check, v: int, *, readonly: bool = False, status: int = 200
-    ) -> Response:
-        return _json(status, check.to_dict(self.site_root, v, self.clock(), readonly=readonly))
 
 
 # ---------------------------------------------------------------------------------------
@@ -379,6 +366,7 @@ def _seed(sim: Simulator, seed: str) -> None:
 
 async def _serve_until_signal(sim: Simulator, port: int) -> None:
     import signal
+
     import anyio
 
     async with serve(sim, "127.0.0.1", port):
@@ -393,6 +381,7 @@ async def _serve_until_signal(sim: Simulator, port: int) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     import argparse
+
     import anyio
 
     parser = argparse.ArgumentParser(

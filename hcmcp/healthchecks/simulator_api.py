@@ -1,7 +1,8 @@
 """The simulator's Management API: checks, pings, flips, integrations, the badge list, status.
 
 ``ManagementApi`` holds the handlers the API routes of ``simulator._ROUTES`` name; ``Simulator``
-inherits them, with the state, the routing and the key checks they use (declared below). The
+routes to it and gives it the ``Instance`` (simulator_state) whose state and key checks they use.
+The
 create/update body is validated by ``simulator_validation``; ``--flood`` answers stream from here.
 """
 
@@ -9,8 +10,8 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import AsyncIterator, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterator
+from typing import Any
 
 from hcmcp.healthchecks.simulator_http import (
     JSON,
@@ -25,6 +26,7 @@ from hcmcp.healthchecks.simulator_http import (
 )
 from hcmcp.healthchecks.simulator_model import Check, Flip, Ping, Project, iso_micro, slugify
 from hcmcp.healthchecks.simulator_schedules import guess_kind
+from hcmcp.healthchecks.simulator_state import Instance
 from hcmcp.healthchecks.simulator_validation import validate_spec
 from hcmcp.http.server import Request, Response, StreamingResponse
 
@@ -63,45 +65,29 @@ def _resolve_channels(project: Project, wanted: str) -> set[str]:
 
 
 class ManagementApi:
-    """The API routes' handlers; a mixin of ``Simulator``, which provides what is declared here."""
+    """The API routes' handlers, for the ``Instance`` they are given (its state, its key checks)."""
 
-    site_root: str
-    clock: Callable[[], float]
-    flood_bytes: int
-    _checks: dict[str, Check]
-
-    if TYPE_CHECKING:  # Simulator's, and simulator_public's
-
-        def _authorize(
-            self, request: Request, *, read_only_ok: bool
-        ) -> tuple[Project, bool, dict]: ...
-        def _project(self, request: Request) -> Project: ...
-        def _own_check(self, project: Project, code: str) -> Check: ...
-        def _by_unique_key(self, project: Project, key: str) -> Check: ...
-        def _check_json(
-            self, check: Check, v: int, *, readonly: bool = False, status: int = 200
-        ) -> Response: ...
-        def pause(self, check: Check, now: float | None = None) -> None: ...
-        def _badge_url(self, badge_key: str, tag: str, fmt: str, with_late: bool) -> str: ...
+    def __init__(self, instance: Instance) -> None:
+        self._instance = instance
 
     def _checks_collection(self, request: Request, v: int) -> Response | StreamingResponse:
         if request.method == "POST":
             return self._create(request, v)
-        project, readonly, _ = self._authorize(request, read_only_ok=True)
-        if self.flood_bytes > 0:
+        project, readonly, _ = self._instance.authorize(request, read_only_ok=True)
+        if self._instance.flood_bytes > 0:
             return self._flood_checks(project, v, readonly)
         tags = {value for name, value in request.query if name == "tag"}
         slug = _last(request.query, "slug")
-        now = self.clock()
+        now = self._instance.clock()
         checks = [
-            c.to_dict(self.site_root, v, now, readonly=readonly)
+            c.to_dict(self._instance.site_root, v, now, readonly=readonly)
             for c in project.checks.values()
             if (not slug or c.slug == slug) and tags.issubset(c.tags_list())
         ]
         return _json(200, {"checks": checks})
 
     def _create(self, request: Request, v: int) -> Response:
-        project, _, body = self._authorize(request, read_only_ok=False)
+        project, _, body = self._instance.authorize(request, read_only_ok=False)
         spec = _validated(body)
         check = self._lookup(project, spec)
         created = check is None
@@ -112,8 +98,8 @@ class ManagementApi:
         self._update(check, spec, v)
         if created:
             project.checks[check.code] = check
-            self._checks[check.code] = check
-        return self._check_json(check, v, status=201 if created else 200)
+            self._instance.checks[check.code] = check
+        return self._instance.check_json(check, v, status=201 if created else 200)
 
     @staticmethod
     def _lookup(project: Project, spec: dict[str, Any]) -> Check | None:
@@ -169,43 +155,47 @@ class ManagementApi:
 
     def _single(self, request: Request, code: str, v: int) -> Response:
         if request.method == "GET":
-            project, readonly, _ = self._authorize(request, read_only_ok=True)
-            return self._check_json(self._own_check(project, code), v, readonly=readonly)
-        project, _, body = self._authorize(request, read_only_ok=False)
-        check = self._own_check(project, code)
+            project, readonly, _ = self._instance.authorize(request, read_only_ok=True)
+            return self._instance.check_json(
+                self._instance.own_check(project, code), v, readonly=readonly
+            )
+        project, _, body = self._instance.authorize(request, read_only_ok=False)
+        check = self._instance.own_check(project, code)
         if request.method == "DELETE":
-            del project.checks[code], self._checks[code]
+            del project.checks[code], self._instance.checks[code]
             check.channels = set()  # the links go first: the answer shows none
         else:
             self._update(check, _validated(body), v)
-        return self._check_json(check, v)
+        return self._instance.check_json(check, v)
 
     def _get_by_key(self, request: Request, key: str, v: int) -> Response:
-        project, readonly, _ = self._authorize(request, read_only_ok=True)
-        return self._check_json(self._by_unique_key(project, key), v, readonly=readonly)
+        project, readonly, _ = self._instance.authorize(request, read_only_ok=True)
+        return self._instance.check_json(
+            self._instance.by_unique_key(project, key), v, readonly=readonly
+        )
 
     def _pause(self, request: Request, code: str, v: int) -> Response:
-        check = self._own_check(self._project(request), code)
-        self.pause(check)  # already paused: unchanged, and no new flip
-        return self._check_json(check, v)
+        check = self._instance.own_check(self._instance.project(request), code)
+        self._instance.pause(check)  # already paused: unchanged, and no new flip
+        return self._instance.check_json(check, v)
 
     def _resume(self, request: Request, code: str, v: int) -> Response:
-        check = self._own_check(self._project(request), code)
+        check = self._instance.own_check(self._instance.project(request), code)
         if check.status != "paused":
             return _response(409, b"check is not paused")
-        check.flips.append(Flip(self.clock(), "paused", "new"))
+        check.flips.append(Flip(self._instance.clock(), "paused", "new"))
         check.status, check.last_start, check.last_ping = "new", None, None
-        return self._check_json(check, v)
+        return self._instance.check_json(check, v)
 
     def _pings(self, request: Request, code: str, v: int) -> Response:
-        project = self._project(request)
-        check = self._own_check(project, code)
+        project = self._instance.project(request)
+        check = self._instance.own_check(project, code)
         durations = _durations(check.pings)
         limit = min(project.ping_log_limit, 1000)
         pings = []
         for ping in reversed(check.pings[-limit:] if limit > 0 else []):
             body_url = (
-                f"{self.site_root}/api/v{v}/checks/{check.code}/pings/{ping.n}/body"
+                f"{self._instance.site_root}/api/v{v}/checks/{check.code}/pings/{ping.n}/body"
                 if ping.body
                 else None
             )
@@ -228,12 +218,12 @@ class ManagementApi:
     def _ping_body(
         self, request: Request, code: str, n: str, v: int
     ) -> Response | StreamingResponse:
-        project = self._project(request)
-        check = self._own_check(project, code)
-        if self.flood_bytes > 0:
+        project = self._instance.project(request)
+        check = self._instance.own_check(project, code)
+        if self._instance.flood_bytes > 0:
             return StreamingResponse(
                 200,
-                _flood(_FLOOD_LOG_LINES, b"", b"", self.flood_bytes),
+                _flood(_FLOOD_LOG_LINES, b"", b"", self._instance.flood_bytes),
                 _response(200, content_type="text/plain").headers,
             )
         if int(n) <= check.n_pings - project.ping_log_limit:
@@ -244,12 +234,12 @@ class ManagementApi:
         return _response(200, ping.body, "text/plain")
 
     def _flips_by_uuid(self, request: Request, code: str, v: int) -> Response:
-        project = self._authorize(request, read_only_ok=True)[0]
-        return self._flips(request, self._own_check(project, code))
+        project = self._instance.authorize(request, read_only_ok=True)[0]
+        return self._flips(request, self._instance.own_check(project, code))
 
     def _flips_by_key(self, request: Request, key: str, v: int) -> Response:
-        project = self._authorize(request, read_only_ok=True)[0]
-        return self._flips(request, self._by_unique_key(project, key))
+        project = self._instance.authorize(request, read_only_ok=True)[0]
+        return self._flips(request, self._instance.by_unique_key(project, key))
 
     def _flips(self, request: Request, check: Check) -> Response:
         try:
@@ -258,7 +248,7 @@ class ManagementApi:
             seconds = _seconds_param(_last(request.query, "seconds"))
         except ValueError:
             return _response(400)
-        now = self.clock()
+        now = self._instance.clock()
         flips = [
             f.to_dict()
             for f in reversed(check.flips)
@@ -269,11 +259,13 @@ class ManagementApi:
         return _json(200, {"flips": flips})
 
     def _channels(self, request: Request, v: int) -> Response:
-        return _json(200, {"channels": [c.to_dict() for c in self._project(request).channels]})
+        return _json(
+            200, {"channels": [c.to_dict() for c in self._instance.project(request).channels]}
+        )
 
     def _badges(self, request: Request, v: int) -> Response:
-        project = self._authorize(request, read_only_ok=True)[0]
-        tags = sorted({t for c in project.checks.values() for t in c.tags_list()}) + ["*"]
+        project = self._instance.authorize(request, read_only_ok=True)[0]
+        tags = [*sorted({t for c in project.checks.values() for t in c.tags_list()}), "*"]
         variants = (
             ("svg", "svg", False),
             ("svg3", "svg", True),
@@ -284,7 +276,7 @@ class ManagementApi:
         )
         badges = {
             tag: {
-                name: self._badge_url(project.badge_key, tag, fmt, late)
+                name: self._instance.badge_url(project.badge_key, tag, fmt, late)
                 for name, fmt, late in variants
             }
             for tag in tags
@@ -306,10 +298,12 @@ class ManagementApi:
             name="Flood",
             badge_key="00000000-0000-4000-8000-00000000f10d",
         )
-        unit = json.dumps(sample.to_dict(self.site_root, v, 0.0, readonly=readonly)).encode()
+        unit = json.dumps(
+            sample.to_dict(self._instance.site_root, v, 0.0, readonly=readonly)
+        ).encode()
         headers = _response(200, content_type=JSON).headers  # CORS: added by the wrapper
         return StreamingResponse(
-            200, _flood(unit + b", ", b'{"checks": [', unit, self.flood_bytes), headers
+            200, _flood(unit + b", ", b'{"checks": [', unit, self._instance.flood_bytes), headers
         )
 
 
@@ -328,10 +322,17 @@ async def _flood(unit: bytes, head: bytes, last: bytes, total: int) -> AsyncIter
             yield (b" " * total)
             return
         count, padding = divmod(room, len(unit))
-        pieces = [head, (count, unit), last, closing, (padding, b"x"), b'"}']
+        pieces: list[bytes | tuple[int, bytes]] = [
+            head,
+            (count, unit),
+            last,
+            closing,
+            (padding, b"x"),
+            b'"}',
+        ]
     else:
         count, rest = divmod(total, len(unit))
-        pieces = [(count, unit), unit[:rest]]
+        pieces = [(count, unit), unit[:rest]]  # the annotation above holds for both
     for piece in pieces:
         if isinstance(piece, bytes):
             if piece:

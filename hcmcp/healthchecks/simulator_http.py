@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, TypeVar
 
 from hcmcp.http.server import Response, StreamingResponse
 
+_R = TypeVar("_R", bound=Response | StreamingResponse)  # _cors gives back what it was given
 
 NOT_FOUND_PAGE = (
     b'\n<!doctype html>\n<html lang="en">\n<head>\n  <title>Not Found</title>\n</head>\n'
@@ -51,7 +52,7 @@ def _error(message: str, status: int = 400) -> Response:
     return _json(status, {"error": message})
 
 
-def _cors(response: Response | StreamingResponse, methods: str) -> Response | StreamingResponse:
+def _cors(response: _R, methods: str) -> _R:
     response.headers[1:1] = [
         ("Access-Control-Allow-Origin", "*"),
         ("Access-Control-Allow-Headers", "X-Api-Key"),

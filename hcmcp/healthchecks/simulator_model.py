@@ -1,4 +1,5 @@
-"""The simulator's data: projects, checks, pings, flips and integrations, and how a check shows itself.
+"""The simulator's data: projects, checks, pings, flips and integrations, and how a check shows
+itself.
 
 ``Check.to_dict`` is the server's ``Check.to_dict`` per API version (v1 reports a running
 check as "started", v2 and v3 as its status plus ``started: true``); the HTTP side lives in
@@ -12,13 +13,11 @@ import re
 import unicodedata
 import uuid
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC as UTC  # re-exported by simulator.py
+from datetime import datetime
 from typing import Any
 
 from hcmcp.healthchecks.simulator_schedules import next_run
-
-UTC = timezone.utc
-
 
 # ---------------------------------------------------------------------------------------
 # Time formatting
@@ -156,7 +155,9 @@ class Check:
             return "down"
         return "grace" if now >= start else "up"
 
-    def to_dict(self, site_root: str, v: int, now: float, *, readonly: bool = False) -> dict:
+    def to_dict(
+        self, site_root: str, v: int, now: float, *, readonly: bool = False
+    ) -> dict[str, Any]:
         result: dict[str, Any] = {
             "name": self.name,
             "slug": self.slug,

@@ -1,22 +1,19 @@
 """The simulator's keyless endpoints: the ping endpoint (and its state machine) and the badges.
 
-``PingsAndBadges`` holds their handlers, which ``Simulator`` inherits with the state they use
-(declared below); ``Simulator.add_ping`` delivers a test's ping through the same state machine.
+``PingsAndBadges`` holds their handlers, for the ``Instance`` (simulator_state) ``Simulator`` gives
+it; ``Simulator.add_ping`` delivers a test's ping through the same state machine.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import re
 import uuid
-from base64 import urlsafe_b64encode
-from collections.abc import Callable
 from email.utils import formatdate
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 from hcmcp.healthchecks.simulator_http import _cors, _Http404, _json, _last, _response
-from hcmcp.healthchecks.simulator_model import Check, Flip, Ping, Project, _match_keywords
+from hcmcp.healthchecks.simulator_model import Check, Flip, Ping, _match_keywords
+from hcmcp.healthchecks.simulator_state import Instance
 from hcmcp.http.server import Request, Response
 
 PING_BODY_LIMIT = 10_000
@@ -24,18 +21,15 @@ _ANY_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f
 
 
 class PingsAndBadges:
-    """The ping and badge handlers; a mixin of ``Simulator``, which provides what is declared here."""
+    """The ping and badge handlers, for the ``Instance`` they are given."""
 
-    site_root: str
-    clock: Callable[[], float]
-    _checks: dict[str, Check]
-    _projects: list[Project]
-    _secret: bytes
+    def __init__(self, instance: Instance) -> None:
+        self._instance = instance
 
     # ---- the ping state machine --------------------------------------------------------
 
     @staticmethod
-    def _ping_action(
+    def ping_action(
         check: Check, action: str, method: str, body: bytes, exitstatus: int | None
     ) -> str:
         if exitstatus is not None and exitstatus > 0:
@@ -54,7 +48,7 @@ class PingsAndBadges:
                 action = "fail" if check.filter_default_fail else "ign"
         return action
 
-    def _record_ping(
+    def record_ping(
         self,
         check: Check,
         action: str,
@@ -105,12 +99,12 @@ class PingsAndBadges:
 
     # ---- the ping endpoint and the badges -------------------------------------------------
 
-    def _ping(self, request: Request, code: str, action: str | None) -> Response:
+    def ping(self, request: Request, code: str, action: str | None) -> Response:
         no_cache = [
-            ("Expires", formatdate(self.clock(), usegmt=True)),
+            ("Expires", formatdate(self._instance.clock(), usegmt=True)),
             ("Cache-Control", "max-age=0, no-cache, no-store, must-revalidate, private"),
         ]
-        check = self._checks.get(code)
+        check = self._instance.checks.get(code)
         if check is None:
             return _response(404, b"not found", extra=no_cache)
         exitstatus = int(action) if action and action.isdigit() else None
@@ -120,13 +114,13 @@ class PingsAndBadges:
         remote_addr = (forwarded or (request.client[0] if request.client else "")).split(",")[0]
         body = request.body[:PING_BODY_LIMIT]
         kind = action if action in ("fail", "start", "log") else "success"
-        kind = self._ping_action(check, kind, request.method, body, exitstatus)
+        kind = self.ping_action(check, kind, request.method, body, exitstatus)
         rid = _last(request.query, "rid")
         if rid is not None:
             if not _ANY_UUID.fullmatch(rid):
                 return _response(400, b"invalid uuid format", extra=no_cache)
             rid = str(uuid.UUID(rid))
-        self._record_ping(
+        self.record_ping(
             check,
             kind,
             method=request.method,
@@ -136,7 +130,7 @@ class PingsAndBadges:
             scheme=request.header("x-forwarded-proto") or "http",
             rid=rid,
             exitstatus=exitstatus,
-            now=self.clock(),
+            now=self._instance.clock(),
         )
         extra = [("Ping-Body-Limit", str(PING_BODY_LIMIT)), ("Access-Control-Allow-Origin", "*")]
         return _response(200, b"OK", extra=extra + no_cache)
@@ -145,7 +139,7 @@ class PingsAndBadges:
         self, request: Request, fmt: str, label: str, status: str, counts: dict[str, int]
     ) -> Response:
         extra = [
-            ("Expires", formatdate(self.clock(), usegmt=True)),
+            ("Expires", formatdate(self._instance.clock(), usegmt=True)),
             ("Cache-Control", "max-age=0, no-cache, no-store, must-revalidate, private"),
         ]
         if fmt == "json":
@@ -161,30 +155,28 @@ class PingsAndBadges:
         response.headers[1:1] = extra
         return _cors(response, "OPTIONS, GET")
 
-    def _check_badge(self, request: Request, states: str, key: str, fmt: str) -> Response:
-        check = next((c for c in self._checks.values() if c.badge_key == key), None)
+    def check_badge(self, request: Request, states: str, key: str, fmt: str) -> Response:
+        check = next((c for c in self._instance.checks.values() if c.badge_key == key), None)
         if fmt not in ("svg", "json", "shields"):
             return _cors(_response(404), "OPTIONS, GET")
         if check is None:
             raise _Http404()
-        status = check.current_status(self.clock())
+        status = check.current_status(self._instance.clock())
         shown = {"down": "down", "grace": "late" if states == "3" else "up"}.get(status, "up")
         counts = {"total": 1, "grace": int(status == "grace"), "down": int(status == "down")}
         return self._badge_response(request, fmt, check.name or check.code, shown, counts)
 
-    def _tag_badge(
-        self, request: Request, key: str, sig: str, fmt: str, tag: str = "*"
-    ) -> Response:
+    def tag_badge(self, request: Request, key: str, sig: str, fmt: str, tag: str = "*") -> Response:
         tag = unquote(tag)
-        project = next((p for p in self._projects if p.badge_key == key), None)
+        project = next((p for p in self._instance.projects if p.badge_key == key), None)
         if (
             fmt not in ("svg", "json", "shields")
             or project is None
-            or self._badge_signature(key, tag) != sig[:8]
+            or self._instance.badge_signature(key, tag) != sig[:8]
         ):
             return _cors(_response(404), "OPTIONS, GET")
         with_late = not (len(sig) == 10 and sig.endswith("-2"))
-        now = self.clock()
+        now = self._instance.clock()
         statuses = [
             c.current_status(now)
             for c in project.checks.values()
@@ -194,17 +186,6 @@ class PingsAndBadges:
         status = "down" if down else ("late" if grace and with_late else "up")
         counts = {"total": len(statuses), "grace": grace, "down": down}
         return self._badge_response(request, fmt, "Status" if tag == "*" else tag, status, counts)
-
-    def _badge_signature(self, badge_key: str, tag: str) -> str:
-        key = hashlib.sha1(badge_key.encode() + self._secret).digest()
-        digest = hmac.new(key, tag.encode(), hashlib.sha1).digest()
-        return urlsafe_b64encode(digest).decode()[:8]
-
-    def _badge_url(self, badge_key: str, tag: str, fmt: str, with_late: bool) -> str:
-        sig = self._badge_signature(badge_key, tag) + ("" if with_late else "-2")
-        if tag == "*":
-            return f"{self.site_root}/badge/{badge_key}/{sig}.{fmt}"
-        return f"{self.site_root}/badge/{badge_key}/{sig}/{quote(tag, safe='')}.{fmt}"
 
 
 def _badge_svg(label: str, status: str) -> bytes:

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from zoneinfo import ZoneInfo, available_timezones
 
-UTC = timezone.utc
+UTC = UTC
 _SEARCH_DAYS = 366 * 8 + 2  # how far a schedule is searched for its next run
 
 
@@ -99,7 +99,7 @@ class _Schedule:
     def next_after(self, ts: float, tz: ZoneInfo) -> float | None:
         best: float | None = None
         for rule, (hours, minutes, seconds), zone, years in zip(
-            self.day_rules, self.times, self.zones, self.years
+            self.day_rules, self.times, self.zones, self.years, strict=False
         ):
             found = _next_fire(rule, hours, minutes, seconds, ts, zone or tz, years)
             if found is not None and (best is None or found < best):
@@ -195,7 +195,12 @@ def _parse_cron(text: str) -> _Schedule:
 
 def _parse_calendar_line(
     line: str,
-) -> tuple[Callable[[date], bool], tuple, ZoneInfo | None, frozenset[int] | None]:
+) -> tuple[
+    Callable[[date], bool],
+    tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]],
+    ZoneInfo | None,
+    frozenset[int] | None,
+]:
     line = _CAL_SHORTHANDS.get(line.strip().lower(), line)
     tokens = line.split()
     zone = None
@@ -248,7 +253,8 @@ def _parse_calendar_line(
     if len(time_parts) != 3:
         raise ScheduleError(f"not a time: {time_text!r}")
     hours, minutes, seconds = (
-        tuple(sorted(_values(p, 0, hi, None, ".."))) for p, hi in zip(time_parts, (23, 59, 59))
+        tuple(sorted(_values(p, 0, hi, None, "..")))
+        for p, hi in zip(time_parts, (23, 59, 59), strict=False)
     )
     return day_ok, (hours, minutes, seconds), zone, None if years is None else frozenset(years)
 
@@ -270,7 +276,12 @@ def parse_schedule(schedule: str) -> _Schedule:
         if not lines:
             raise ScheduleError("empty expression")
         parsed = [_parse_calendar_line(ln) for ln in lines]
-        return _Schedule(*(tuple(p[i] for p in parsed) for i in range(4)))
+        return _Schedule(
+            tuple(p[0] for p in parsed),
+            tuple(p[1] for p in parsed),
+            tuple(p[2] for p in parsed),
+            tuple(p[3] for p in parsed),
+        )
     except ScheduleError:
         raise
     except ValueError as exc:

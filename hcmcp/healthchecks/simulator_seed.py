@@ -7,12 +7,14 @@ durations and ``n_pings`` come out exactly as the real server would have made th
 from __future__ import annotations
 
 import uuid
-
 from datetime import datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from hcmcp.healthchecks.simulator import Simulator
+    from hcmcp.healthchecks.simulator_model import Channel, Check
 
 EMAIL = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
 WEBHOOK = "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb"
@@ -191,16 +193,16 @@ _DEMO_NAMESPACE = uuid.UUID("8c3f0d2e-5b7a-4e61-9f1d-2a6b4c8e0f13")
 
 def seed_demo(sim: Simulator) -> None:
     """About nine checks in project A: every status, every kind, telling ping bodies."""
-    from hcmcp.healthchecks.simulator import next_run
+    from hcmcp.healthchecks.simulator_schedules import next_run
 
     now = sim.clock()
     a = sim.project_a
 
     # Fixed identifiers, so that `hcmcp call ... --demo` and the docs can name a check that exists.
-    def channel(name: str, kind: str):
+    def channel(name: str, kind: str) -> Channel:
         return sim.add_channel(a, name, kind, str(uuid.uuid5(_DEMO_NAMESPACE, "channel:" + name)))
 
-    def check(**fields):
+    def check(**fields: Any) -> Check:
         return sim.add_check(
             a, str(uuid.uuid5(_DEMO_NAMESPACE, "check:" + fields["slug"])), **fields
         )

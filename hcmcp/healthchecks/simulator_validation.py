@@ -51,24 +51,25 @@ def _methods(v: Any) -> str:
 
 
 def _slug(v: Any) -> str:
-    v = _string(100)(v)
-    if not re.fullmatch(r"[a-z0-9\-_]*", v):
+    text = _string(100)(v)
+    if not re.fullmatch(r"[a-z0-9\-_]*", text):
         raise _Invalid("%s does not match pattern")
-    return v
+    return text
 
 
 def _schedule(v: Any) -> str:
-    v = _string(100)(v)
-    if not schedule_is_valid(v):
+    text = _string(100)(v)
+    if not schedule_is_valid(text):
         raise _Invalid("%s is not a valid cron or OnCalendar expression")
-    return v
+    return text
 
 
 def _tz(v: Any) -> str:
-    v = LEGACY_TIMEZONES.get(_string()(v), v)
-    if v not in _timezones():
+    name = _string()(v)
+    name = LEGACY_TIMEZONES.get(name, name)
+    if name not in _timezones():
         raise _Invalid("%s is not a valid timezone")
-    return v
+    return name
 
 
 def _unique(v: Any) -> list[str]:

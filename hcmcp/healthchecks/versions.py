@@ -21,7 +21,7 @@ What differs by version, and what hcmcp does about it (healthchecks-api.md §1):
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -41,7 +41,8 @@ STATUS_PROBE_CEILING = 4 * 1024
 async def settle(
     api: HealthchecksApi, response: HttpResponse, resend: Callable[[], Awaitable[HttpResponse]]
 ) -> HttpResponse:
-    """After the first v3 request: remember what ``response`` proves; maybe send it again at v2/v1."""
+    """After the first v3 request: remember what ``response`` proves; maybe send it again at
+    v2/v1."""
     status = response.status
     if 200 <= status < 300 or status in PROVES_ROUTES:
         api.api_version = 3
@@ -55,7 +56,8 @@ async def settle(
             404,
             f"No Healthchecks API answers under {api.site_root}: /api/v3/, /api/v2/ and "
             "/api/v1/ all answer 404, even for status/, which every instance has.",
-            advice="HEALTHCHECKS_URL must be the site root of the instance, with its sub-path if it "
+            advice="HEALTHCHECKS_URL must be the site root of the instance, with its sub-path "
+            "if it "
             "has one (e.g. https://ops.example.com/hc), and without /api/v3/.",
         )
     if version is None or version == 3:
@@ -76,7 +78,8 @@ async def detect(api: HealthchecksApi) -> int | None:
     if not api.has_key:
         api.no_api_found = True
         return None
-    # status/ is missing in every version: an instance older than status/ (2021). checks/ exists in all.
+    # status/ is missing in every version: an instance older than status/ (2021). checks/ exists in
+    # all.
     for version in VERSIONS:
         status = await _probe(api, "checks/", version, needs_key=True)
         if status != 404:
@@ -108,7 +111,8 @@ async def _probe(api: HealthchecksApi, rel: str, version: int, *, needs_key: boo
 
 
 def as_v3(check: Check, now: float | None = None) -> Check:
-    """A v1 check with ``status: "started"`` as v3 reports it: the status without the run, ``started: true``.
+    """A v1 check with ``status: "started"`` as v3 reports it: the status without the run,
+    ``started: true``.
 
     v1 does not send the status underneath the run, so it is rebuilt from what it does send:
     no success or failure ever (``last_ping`` null) is ``new``; a simple check is ``up``,
@@ -127,7 +131,7 @@ def as_v3(check: Check, now: float | None = None) -> Check:
         except ValueError:
             last = None
         if last is not None:
-            moment = datetime.now(timezone.utc).timestamp() if now is None else now
+            moment = datetime.now(UTC).timestamp() if now is None else now
             deadline = last + check.timeout
             status = (
                 "up"

@@ -1,4 +1,5 @@
-"""A streaming HTTP/1.1 client on anyio + h11: byte ceilings enforced while reading, timeouts, no redirects.
+"""A streaming HTTP/1.1 client on anyio + h11: byte ceilings enforced while reading, timeouts, no
+redirects.
 
 It knows neither MCP nor Healthchecks. One ``HttpClient`` talks to one origin and keeps a
 small pool of idle keep-alive connections. Every failure is an ``HttpError`` whose text is
@@ -23,24 +24,23 @@ from .client_connection import (
     is_tls_error,
     running_asyncio_loop,
 )
-from .client_types import (  # noqa: F401  -- re-exported: callers import them from here
-    BodyTooLarge,
-    ConnectFailed,
-    ConnectionLost,
-    HttpError,
-    HttpResponse,
-    ProtocolFailure,
-    Timeout,
-    _Origin,
-)
-
 from .client_exchange import Deadlines as _Deadlines
 from .client_exchange import Exchange as _Exchange
 from .client_exchange import content_length as _content_length
 from .client_exchange import refuse_client_owned as _refuse_client_owned
 from .client_exchange import size_text as _size
 from .client_exchange import valid_ceiling as _valid_ceiling
-from .client_request import RequestWriting
+from .client_request import RequestWriter
+
+# Re-exported (``X as X``): callers import them from here.
+from .client_types import BodyTooLarge as BodyTooLarge
+from .client_types import ConnectFailed as ConnectFailed
+from .client_types import ConnectionLost as ConnectionLost
+from .client_types import HttpError as HttpError
+from .client_types import HttpResponse as HttpResponse
+from .client_types import ProtocolFailure as ProtocolFailure
+from .client_types import Timeout as Timeout
+from .client_types import _Origin
 from .framing import h11_buffer
 
 if TYPE_CHECKING:  # ssl is imported only when an https origin connects
@@ -61,7 +61,7 @@ class _Stale(Exception):
 # ----------------------------------------------------------------------------- client
 
 
-class HttpClient(RequestWriting):
+class HttpClient:
     """HTTP/1.1 to one origin: keep-alive pool, timeouts, byte ceilings, no redirects."""
 
     def __init__(
@@ -84,13 +84,10 @@ class HttpClient(RequestWriting):
         ``proxy``: the proxy this origin goes through (``proxy.route_for``), None for direct.
         """
         self._origin = _Origin.parse(origin)
-        self._authority = self._origin.authority
-        self._default_headers = [(str(name), str(value)) for name, value in default_headers]
-        _refuse_client_owned(self._default_headers)
+        defaults = [(str(name), str(value)) for name, value in default_headers]
+        _refuse_client_owned(defaults)
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
-        self._head_blocks: dict[tuple[str, tuple[tuple[str, str], ...]], bytes | bool] = {}
-        self._merged_headers: dict[tuple[object, ...], list[tuple[str, str]]] = {}
         self._overall_timeout = overall_timeout
         self._byte_ceiling = _valid_ceiling(byte_ceiling)
         self._ssl_context = ssl_context
@@ -106,7 +103,9 @@ class HttpClient(RequestWriting):
             if self._origin.scheme == "http":
                 self._target_base = f"http://{self._origin.authority}"
                 if proxy.authorization:
-                    self._default_headers.append(("Proxy-Authorization", proxy.authorization))
+                    defaults.append(("Proxy-Authorization", proxy.authorization))
+        # The request's target, headers and bytes on the wire (client_request.py).
+        self._writer = RequestWriter(self._origin, defaults, self._target_base)
 
     async def __aenter__(self) -> HttpClient:
         return self
@@ -146,8 +145,8 @@ class HttpClient(RequestWriting):
         exchange = _Exchange(
             method=method,
             path=path,
-            target=self._target(path, query),
-            headers=self._headers(method, headers, body),
+            target=self._writer.target(path, query),
+            headers=self._writer.headers(method, headers, body),
             body=body,
             ceiling=ceiling,
             truncate=truncate_at_ceiling,
@@ -226,7 +225,8 @@ class HttpClient(RequestWriting):
             return StreamConnection(stream)
         raise Timeout(
             f"Could not connect to {origin.label} within {self._connect_timeout:g} s: the server "
-            f"did not complete the {'TCP and TLS handshakes' if origin.scheme == 'https' else 'TCP handshake'} "
+            "did not complete the "
+            f"{'TCP and TLS handshakes' if origin.scheme == 'https' else 'TCP handshake'} "
             f"in time. {self._check_hint()}",
             phase="connect",
             seconds=self._connect_timeout,
@@ -275,7 +275,7 @@ class HttpClient(RequestWriting):
         self, conn: Connection, exchange: _Exchange, deadlines: _Deadlines
     ) -> tuple[HttpResponse, bool]:
         """Write the request, read the response. Returns it and whether conn may be reused."""
-        data, state = self._request_bytes(conn, exchange)
+        data, state = self._writer.request_bytes(conn, exchange)
         try:
             await conn.send(data)
         except Dropped:
@@ -364,8 +364,10 @@ class HttpClient(RequestWriting):
         ):
             held = h11_buffer(conn.h11)
             if held is not None and len(held) == announced:
-                # The whole body came with the head (the usual answer), and h11 holds exactly it: taken
-                # from h11's buffer now; h11 reads it (Data, EndOfMessage) once the next request on this
+                # The whole body came with the head (the usual answer), and h11 holds exactly it:
+                # taken
+                # from h11's buffer now; h11 reads it (Data, EndOfMessage) once the next request on
+                # this
                 # connection has gone out (Connection.next_cycle), off the path to the caller.
                 conn.body_owed = True
                 return HttpResponse(
@@ -398,7 +400,8 @@ class HttpClient(RequestWriting):
                 raise ConnectionLost(
                     self._lost_text(exchange, "closed before the body was complete")
                 )
-        # The read buffer itself, not bytes(body): a copy would double the peak for a body near the ceiling.
+        # The read buffer itself, not bytes(body): a copy would double the peak for a body near the
+        # ceiling.
         response = HttpResponse(
             status=head.status_code, headers=headers, body=body, truncated=truncated
         )
@@ -430,7 +433,7 @@ class HttpClient(RequestWriting):
         if conn.deadline_fresh:
             conn.deadline_fresh = False
         else:
-            conn.reading.start_reading()  # type: ignore[union-attr]   (only _exchange reads)
+            conn.reading.start_reading()  # set: only _exchange reads
         return await conn.receive()
 
     def _read_timed_out(self, exchange: _Exchange) -> Timeout:
@@ -464,7 +467,8 @@ class HttpClient(RequestWriting):
     def _too_large_text(self, exchange: _Exchange) -> str:
         return (
             f"The response to {exchange.what} from {self._origin.label} is larger than the "
-            f"{_size(exchange.ceiling)} ceiling, so it was refused. Ask for less, e.g. narrow the request."
+            f"{_size(exchange.ceiling)} ceiling, so it was refused. Ask for less, e.g. narrow the "
+            "request."
         )
 
     def _lost_text(self, exchange: _Exchange, reason: str) -> str:
@@ -480,7 +484,8 @@ class HttpClient(RequestWriting):
         if reused:
             return (
                 f"{label} closed a kept-alive connection before answering {exchange.what}. It was "
-                "not re-sent automatically because it may have been applied; check before sending it again."
+                "not re-sent automatically because it may have been applied; check before sending "
+                "it again."
             )
         return (
             f"{label} closed the connection without answering {exchange.what}. "

@@ -1,12 +1,13 @@
 """The HTTP client's request as it goes on the wire: the target, the header list (Host,
 User-Agent, the defaults and the caller's, merged), and the head written by hand from a header block
-h11 validated once for that exact list. ``RequestWriting`` is a mixin of ``client.HttpClient``,
-which provides the state declared below."""
+h11 validated once for that exact list. ``RequestWriter`` is the collaborator ``client.HttpClient``
+holds for one origin: it owns the default headers and both caches."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Literal
 from urllib.parse import quote
 
 import h11
@@ -35,17 +36,24 @@ _STATE_REQUESTS: dict[
 ] = {}  # method -> the event that tells h11 a request went out
 
 
-class RequestWriting:
-    """Request building and writing; a mixin of ``HttpClient``, which provides what is declared here."""
+class RequestWriter:
+    """Builds and writes the requests of one origin. ``target_base`` is "http://host:port" for
+    absolute-form targets through a proxy, else empty; ``default_headers`` (validated by the
+    client, which owns the Proxy-Authorization it may add) go on every request."""
 
-    _origin: _Origin
-    _authority: str
-    _default_headers: list[tuple[str, str]]
-    _target_base: str
-    _head_blocks: dict[tuple[str, tuple[tuple[str, str], ...]], bytes | bool]
-    _merged_headers: dict[tuple[object, ...], list[tuple[str, str]]]
+    def __init__(
+        self, origin: _Origin, default_headers: list[tuple[str, str]], target_base: str = ""
+    ) -> None:
+        self._origin = origin
+        self._authority = origin.authority
+        self._default_headers = default_headers
+        self._target_base = target_base
+        self._head_blocks: dict[
+            tuple[str, tuple[tuple[str, str], ...]], bytes | Literal[False]
+        ] = {}
+        self._merged_headers: dict[tuple[object, ...], list[tuple[str, str]]] = {}
 
-    def _target(self, path: str, query: Sequence[tuple[str, str]]) -> str:
+    def target(self, path: str, query: Sequence[tuple[str, str]]) -> str:
         path = self._origin.prefix + path
         # quote() of a path that needs none (the API's, nearly always) is the path itself.
         target = self._target_base + (
@@ -57,11 +65,12 @@ class RequestWriting:
             )
         return target
 
-    def _headers(
+    def headers(
         self, method: str, extra: Sequence[tuple[str, str]], body: bytes | None
     ) -> list[tuple[str, str]]:
         """Host, User-Agent, the defaults and ``extra``, merged; the same few lists recur on every
-        call (the API's Accept and key), so those without a body are kept, as the head blocks are."""
+        call (the API's Accept and key), so those without a body are kept, as the head blocks
+        are."""
         key = (method, *extra) if body is None and method not in _BODY_METHODS else None
         if key is not None:
             try:
@@ -94,7 +103,7 @@ class RequestWriting:
             merged.append(("Content-Length", str(len(body or b""))))
         return merged
 
-    def _request_bytes(
+    def request_bytes(
         self, conn: Connection, exchange: _Exchange
     ) -> tuple[bytes, h11.Request | None]:
         """The request on the wire, and the event that tells h11 it went out (None: h11 wrote it).
@@ -123,11 +132,11 @@ class RequestWriting:
         head = f"{exchange.method} {target} HTTP/1.1\r\n".encode("ascii") + block
         return (head + exchange.body if exchange.body else head), state
 
-    def _validated_head_block(self, exchange: _Exchange) -> bytes | bool:
+    def _validated_head_block(self, exchange: _Exchange) -> bytes | Literal[False]:
         """The header block h11 writes for these headers (validated by h11), cached; False when
         h11 would do more than write them (connection management) or refuses them."""
         if any(name.lower() in _STATEFUL_HEADERS for name, _ in exchange.headers):
-            block: bytes | bool = False
+            block: bytes | Literal[False] = False
         else:
             try:
                 written = (
@@ -161,7 +170,8 @@ class RequestWriting:
             # h11's own text quotes the offending value, which may be the API key: dropped.
             raise HttpError(
                 f"The request {exchange.what} was not sent: its method, a header name or a header "
-                "value contains characters HTTP forbids (a line break, a leading space, a non-ASCII "
+                "value contains characters HTTP forbids (a line break, a leading space, a "
+                "non-ASCII "
                 "character). "
                 "Check the configured API key and headers."
             ) from None

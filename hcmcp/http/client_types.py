@@ -62,7 +62,7 @@ class ConnectionLost(ProtocolFailure):
 class HttpResponse:
     status: int
     headers: list[tuple[str, str]]  # names lowercased, values latin-1 decoded, in order
-    body: bytes  # bytes-like: the bytearray it was read into, handed over without a copy
+    body: bytes | bytearray  # the bytearray it was read into, handed over without a copy
     truncated: bool = False  # True when truncate_at_ceiling cut the body
 
     def header(self, name: str) -> str | None:
@@ -94,7 +94,8 @@ class _Origin:
         scheme = parts.scheme.lower()
         if scheme not in ("http", "https"):
             raise ValueError(
-                f"The origin must start with http:// or https://, not {parts.scheme or 'nothing'}:// "
+                "The origin must start with http:// or https://, not "
+                f"{parts.scheme or 'nothing'}:// "
                 "(for example https://healthchecks.io)."
             )
         # The text of the origin is not repeated in these messages: it may hold a password.

@@ -84,7 +84,7 @@ def _first_set(env: Mapping[str, str], names: tuple[str, ...]) -> tuple[str, str
 def proxy_variables(scheme: str) -> tuple[str, ...]:
     """The variables consulted for an origin of ``scheme``, in curl's order."""
     specific = ("http_proxy",) if scheme == "http" else ("https_proxy", "HTTPS_PROXY")
-    return specific + ("all_proxy", "ALL_PROXY")
+    return (*specific, "all_proxy", "ALL_PROXY")
 
 
 def route_for(env: Mapping[str, str], scheme: str, host: str, port: int) -> ProxyRoute | None:
@@ -99,7 +99,8 @@ def route_for(env: Mapping[str, str], scheme: str, host: str, port: int) -> Prox
 
 
 def ignored_variables(env: Mapping[str, str], scheme: str) -> list[str]:
-    """Set variables that curl (and so hcmcp) does not use for ``scheme``: worth one line at start."""
+    """Set variables that curl (and so hcmcp) does not use for ``scheme``: worth one line at
+    start."""
     if scheme == "http" and env.get("HTTP_PROXY", "").strip() and "http_proxy" not in env:
         return ["HTTP_PROXY"]
     return []
@@ -207,8 +208,8 @@ async def open_connection(
     """
     import anyio
 
-    from .client import ConnectFailed, Timeout
     from .client_connection import connect_reason as _connect_reason
+    from .client_types import ConnectFailed, Timeout
 
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     advice = f"Check {route.source}, or list {host} in NO_PROXY to connect directly. {hint}"
@@ -226,7 +227,8 @@ async def open_connection(
             late = f"{route.subject} did not answer CONNECT {target} within {connect_timeout:g} s"
             await _tunnel(stream, route, target, advice)
             late = (
-                f"The TLS handshake with {target} through {route.described} did not complete within "
+                f"The TLS handshake with {target} through {route.described} did not complete "
+                "within "
                 f"{connect_timeout:g} s"
             )
             from anyio.streams.tls import TLSStream
@@ -257,7 +259,7 @@ async def _tunnel(stream: ByteStream, route: ProxyRoute, target: str, advice: st
 
     from hcmcp import __version__
 
-    from .client import ConnectFailed
+    from .client_types import ConnectFailed
 
     conn = h11.Connection(h11.CLIENT)
     headers = [("Host", target), ("User-Agent", f"hcmcp/{__version__}")]
@@ -327,15 +329,20 @@ def _tunnel_failure(
 ) -> str:
     import anyio
 
-    from .client_connection import is_tls_error as _is_tls_error, reason as _reason
+    from .client_connection import is_tls_error as _is_tls_error
+    from .client_connection import reason as _reason
     from .tls import failure_text
 
     for candidate in (exc, exc.__cause__):
         if candidate is not None and _is_tls_error(candidate):
-            return f"{failure_text(candidate, host, port)} (The connection went through {route.described}.)"
+            return (
+                f"{failure_text(candidate, host, port)} "
+                f"(The connection went through {route.described}.)"
+            )
     if isinstance(exc, (anyio.EndOfStream, anyio.BrokenResourceError)):
         return (
-            f"The connection through {route.described} to {target} was closed during the TLS handshake. "
+            f"The connection through {route.described} to {target} was closed during the TLS "
+            "handshake. "
             f"Check that {target} speaks https. {advice}"
         )
     return f"The tunnel through {route.described} to {target} failed: {_reason(exc)}. {advice}"
@@ -350,7 +357,8 @@ def forward_failure(route: ProxyRoute, what: str) -> str:
     )
     return (
         f"{route.subject} answered {what} with 407 Proxy Authentication Required: it wants proxy "
-        f"credentials, and {credentials}. Put them in {route.source} as http://user:password@host:port "
+        f"credentials, and {credentials}. Put them in {route.source} as "
+        "http://user:password@host:port "
         "(percent-encode special characters)."
     )
 

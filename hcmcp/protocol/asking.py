@@ -31,7 +31,8 @@ STALE_NOTE = (
     "did not match this request, or came from a server that has since restarted "
     "(the likeliest cause). Please answer again.\n\n"
 )
-# A seal made with another key: behind a load balancer, the likeliest cause is a replica without ours.
+# A seal made with another key: behind a load balancer, the likeliest cause is a replica without
+# ours.
 OTHER_KEY_NOTE = (
     "An earlier answer to this question could not be used: its state was sealed with another "
     "key, by a server that has since restarted or by another replica (replicas behind a load "
@@ -48,6 +49,10 @@ class Answer:
     action: str
     content: dict[str, Any] | None = None
     detail: str = ""
+
+
+class ClientGone(Exception):
+    """request_client: the client can no longer answer (stdin closed); the text says why."""
 
 
 class InputRequired(Exception):
@@ -139,8 +144,6 @@ def _modern_answer(
 
 async def _legacy_answer(ctx: RequestContext, params: dict[str, Any]) -> Answer:
     import anyio
-
-    from .server import ClientGone
 
     try:
         with anyio.move_on_after(ctx.server.elicitation_timeout) as scope:

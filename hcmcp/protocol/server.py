@@ -1,4 +1,5 @@
-"""The MCP server core: the method table, the request context, the lifecycle, tools/list and tools/call.
+"""The MCP server core: the method table, the request context, the lifecycle, tools/list and
+tools/call.
 
 Transports hand it decoded messages and write what it returns; it never touches I/O.
 A 2025-era ``Session`` is the state of one stdio process or one HTTP session; a
@@ -17,7 +18,14 @@ import orjson
 
 from .. import get_logger
 from . import revisions
-from .asking import CLIENT_CANNOT, OPERATOR_DISABLED, TRANSPORT_CANNOT, InputRequired
+from .asking import (  # ClientGone: re-exported, it was defined here
+    CLIENT_CANNOT,
+    OPERATOR_DISABLED,
+    TRANSPORT_CANNOT,
+    Answer,
+    ClientGone,
+    InputRequired,
+)
 from .jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -120,10 +128,6 @@ class Session:
         return f"hcmcp-{self._next_id}"
 
 
-class ClientGone(Exception):
-    """request_client: the client can no longer answer (stdin closed); the text says why."""
-
-
 @dataclass
 class RequestContext:
     server: McpServer
@@ -171,7 +175,7 @@ class RequestContext:
 
         return await report_progress(self, progress, total, message)
 
-    async def elicit(self, **kwargs: Any):  # -> asking.Answer
+    async def elicit(self, **kwargs: Any) -> Answer:
         from .asking import elicit
 
         return await elicit(self, **kwargs)
@@ -240,7 +244,7 @@ class McpServer:
             "tools/list": self._tools_list_method,
             "tools/call": self._tools_call,
             "resources/read": self._resources_read,
-            **{method: self._empty_list for method in _EMPTY_LISTS},
+            **dict.fromkeys(_EMPTY_LISTS, self._empty_list),
         }
         # Optional features (resources, prompts, logging, ...: protocol/features.py) add their
         # methods and capabilities; a server that registers none answers as before.
@@ -260,7 +264,8 @@ class McpServer:
     async def handle(
         self, message: Message, session: Session, push: Push | None = None
     ) -> dict[str, Any] | None:
-        """One decoded message -> the response message to write, or None (notification, response, cancelled)."""
+        """One decoded message -> the response message to write, or None (notification, response,
+        cancelled)."""
         if message.is_response:
             self._route_response(message, session)
             return None
@@ -273,7 +278,8 @@ class McpServer:
             return error_message(message.id, error)
 
     def answer_now(self, message: Message, session: Session) -> tuple[bool, dict[str, Any] | None]:
-        """(True, response) when ``message`` could be answered without an event loop, else (False, None).
+        """(True, response) when ``message`` could be answered without an event loop, else (False,
+        None).
 
         The same ``handle`` runs; it is driven by hand because these methods never suspend.
         """
@@ -526,7 +532,8 @@ class McpServer:
                 session._initialized_event.set()
         elif message.method == "notifications/cancelled":
             request_id = params.get("requestId")
-            # Unknown or finished ids are ignored, and so is a requestId that is no id (a list is not
+            # Unknown or finished ids are ignored, and so is a requestId that is no id (a list is
+            # not
             # even hashable: looking it up used to end the server).
             scope = session.inflight.get(request_id) if isinstance(request_id, (int, str)) else None
             if scope is not None:

@@ -64,7 +64,7 @@ def generated_schemas(tools: list[Tool]) -> dict[str, object]:
 
 def all_tools(api: HealthchecksApi) -> tuple[list[Tool], list[Tool]]:
     """(read tools, write tools), in the order tools/list shows them."""
-    from .read import read_tools
+    from .read_project import read_tools
     from .write import write_tools
 
     _preload_schema_file()

@@ -1,5 +1,6 @@
 """The four read tools about the project and the instance rather than one check: list_integrations,
-list_badges, get_status, get_api_key_info. Part of the read tools (``read.read_tools``)."""
+list_badges, get_status, get_api_key_info; and ``read_tools``, all nine read tools (the five about
+checks come from ``read``, with the names all nine share)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from msgspec import UNSET, UnsetType
 
 from ..healthchecks.api import KEY_SETUP, HealthchecksApi
 from ..protocol.tool import Tool
-from .read import READ, READ_ONLY_REACHABLE, READ_WRITE_ONLY, NoParams
+from .present import presented
+from .read import READ, READ_ONLY_REACHABLE, READ_WRITE_ONLY, NoParams, check_tools
 from .shaping import (
     RESULT_BUDGET_BYTES,
     Untrusted,
@@ -21,7 +23,6 @@ from .shaping import (
     malformed_sentence,
     remove_control_characters,
 )
-
 
 # -- list_integrations ------------------------------------------------------------------------
 
@@ -38,7 +39,7 @@ class ListIntegrationsResult(Untrusted, kw_only=True):
     note: str | None = None
 
 
-def _list_integrations(api: HealthchecksApi):
+def _list_integrations(api: HealthchecksApi) -> Tool:
     async def handler(ctx: Any, params: NoParams) -> ListIntegrationsResult:
         listing = await calling_api(api.list_integrations)
         entries = [IntegrationEntry(id=i.id, name=i.name, kind=i.kind) for i in listing.items]
@@ -58,9 +59,12 @@ def _list_integrations(api: HealthchecksApi):
         name="list_integrations",
         title="List notification integrations",
         description=(
-            "🔑 The project's notification integrations (id, name, kind), with the ids that create_check and "
-            "update_check accept in channels (exact names work too). Integrations themselves can only be "
-            "created in the web UI; the Management API has no endpoint for it. 🔑 Needs a read-write key: "
+            "🔑 The project's notification integrations (id, name, kind), with the ids that "
+            "create_check and "
+            "update_check accept in channels (exact names work too). Integrations themselves can "
+            "only be "
+            "created in the web UI; the Management API has no endpoint for it. 🔑 Needs a "
+            "read-write key: "
             'Healthchecks refuses a read-only key with 401 "wrong api key" here.'
         ),
         params=NoParams,
@@ -92,7 +96,7 @@ class ListBadgesResult(Untrusted, kw_only=True):
     note: str | None = None
 
 
-def _list_badges(api: HealthchecksApi):
+def _list_badges(api: HealthchecksApi) -> Tool:
     async def handler(ctx: Any, params: NoParams) -> ListBadgesResult:
         listing = await calling_api(api.list_badges)
         # The API's order is random (a Python set): "*" first, then by tag, so results are stable.
@@ -119,9 +123,12 @@ def _list_badges(api: HealthchecksApi):
         note = join_note(
             [
                 (
-                    f"The project has {tags} tags; badges for {shown_tags} of them are shown (at most "
-                    f"{BADGE_TAG_CEILING}, and as many as fit in {RESULT_BUDGET_BYTES // 1024} KiB). Every badge URL "
-                    "is built from its tag the same way, so the pattern of the ones shown holds for the rest."
+                    f"The project has {tags} tags; badges for {shown_tags} of them are shown (at "
+                    "most "
+                    f"{BADGE_TAG_CEILING}, and as many as fit in {RESULT_BUDGET_BYTES // 1024} "
+                    "KiB). Every badge URL "
+                    "is built from its tag the same way, so the pattern of the ones shown holds "
+                    "for the rest."
                 )
                 if shown_tags < tags
                 else "",
@@ -134,9 +141,12 @@ def _list_badges(api: HealthchecksApi):
         name="list_badges",
         title="List status badges",
         description=(
-            "The project's status badge URLs: one entry per tag, plus * for the project as a whole, each in "
-            "svg, json and shields form. The plain variants treat a check in its grace period as up; the "
-            "ones suffixed 3 report up, late and down separately. At most 500 tags are returned, and note "
+            "The project's status badge URLs: one entry per tag, plus * for the project as a "
+            "whole, each in "
+            "svg, json and shields form. The plain variants treat a check in its grace period as "
+            "up; the "
+            "ones suffixed 3 report up, late and down separately. At most 500 tags are returned, "
+            "and note "
             "says how many the project has. Works with a read-only key."
         ),
         params=NoParams,
@@ -150,7 +160,7 @@ def _list_badges(api: HealthchecksApi):
 
 
 class GetStatusResult(msgspec.Struct, kw_only=True):
-    """No untrusted marker when the instance said exactly "OK": the text is then this server's own."""
+    """No untrusted marker when the instance said exactly "OK": the text is then this server's own."""  # noqa: E501  (a Struct's docstring is its schema description: unchanged)
 
     ok: bool
     instance: str
@@ -163,7 +173,7 @@ class GetStatusResult(msgspec.Struct, kw_only=True):
     source: str | UnsetType = UNSET
 
 
-def _get_status(api: HealthchecksApi):
+def _get_status(api: HealthchecksApi) -> Tool:
     async def handler(ctx: Any, params: NoParams) -> GetStatusResult:
         status = await calling_api(api.get_status)
         if status.http_status == 200 and status.text == "OK" and not status.truncated:
@@ -182,9 +192,12 @@ def _get_status(api: HealthchecksApi):
             instance=api.site_root,
             http_status=status.http_status,
             message=(
-                f"Something answered at {api.api_url('status/')} with {status.http_status}, but not the "
-                'plain "OK" of a healthy Healthchecks instance. answer holds what it said (untrusted: '
-                "possibly a login portal or proxy). A 5xx usually means the instance's database is down; "
+                f"Something answered at {api.api_url('status/')} with {status.http_status}, but "
+                "not the "
+                'plain "OK" of a healthy Healthchecks instance. answer holds what it said '
+                "(untrusted: "
+                "possibly a login portal or proxy). A 5xx usually means the instance's database is "
+                "down; "
                 "otherwise check HEALTHCHECKS_URL."
             ),
             answer=text,
@@ -198,10 +211,14 @@ def _get_status(api: HealthchecksApi):
         name="get_status",
         title="Check the instance is up",
         description=(
-            "Whether the configured Healthchecks instance is reachable and its database is answering. Needs "
-            "no API key, which makes it the first thing to try when something is not working: it separates "
-            '"wrong key" from "wrong URL". An answer of exactly OK is reported as healthy. Anything else '
-            "is shown (up to 4 kB, cleaned of control characters) and marked untrusted: on the one endpoint "
+            "Whether the configured Healthchecks instance is reachable and its database is "
+            "answering. Needs "
+            "no API key, which makes it the first thing to try when something is not working: it "
+            "separates "
+            '"wrong key" from "wrong URL". An answer of exactly OK is reported as healthy. '
+            "Anything else "
+            "is shown (up to 4 kB, cleaned of control characters) and marked untrusted: on the one "
+            "endpoint "
             "that takes no key, an SSO portal or a captive proxy may be what answered."
         ),
         params=NoParams,
@@ -251,7 +268,7 @@ def _version_sentence(version: int | None) -> str:
     )
 
 
-def _get_api_key_info(api: HealthchecksApi):
+def _get_api_key_info(api: HealthchecksApi) -> Tool:
     async def handler(ctx: Any, params: NoParams) -> GetApiKeyInfoResult:
         result = await _key_info(ctx, params)
         if not api.has_key:
@@ -303,7 +320,8 @@ def _get_api_key_info(api: HealthchecksApi):
                 read_only=False,
                 read_write=True,
                 identifiers=(
-                    "uuid: every tool takes the check's UUID; get_check and list_flips also accept a "
+                    "uuid: every tool takes the check's UUID; get_check and list_flips also accept "
+                    "a "
                     "40-character unique_key."
                 ),
                 reachable_tools=everything,
@@ -318,7 +336,8 @@ def _get_api_key_info(api: HealthchecksApi):
             read_only=True,
             read_write=False,
             identifiers=(
-                "unique_key: list_checks shows each check's unique_key instead of its uuid; get_check "
+                "unique_key: list_checks shows each check's unique_key instead of its uuid; "
+                "get_check "
                 "and list_flips take either."
             ),
             reachable_tools=list(READ_ONLY_REACHABLE),
@@ -332,11 +351,16 @@ def _get_api_key_info(api: HealthchecksApi):
         name="get_api_key_info",
         title="Describe the API key",
         description=(
-            "Which Healthchecks instance is configured, whether the API key is accepted, and whether it is "
-            "read-only or read-write — which decides whether checks are identified by uuid or by unique_key "
-            "and which tools are reachable at all. Runs two harmless GETs (checks/ and channels/) to find out "
-            "rather than guessing from the key's prefix, which only the hosted service uses. Also says which "
-            "API version the instance offers (3, or 2 / 1 on an instance older than Healthchecks 2.0). Never "
+            "Which Healthchecks instance is configured, whether the API key is accepted, and "
+            "whether it is "
+            "read-only or read-write — which decides whether checks are identified by uuid or by "
+            "unique_key "
+            "and which tools are reachable at all. Runs two harmless GETs (checks/ and channels/) "
+            "to find out "
+            "rather than guessing from the key's prefix, which only the hosted service uses. Also "
+            "says which "
+            "API version the instance offers (3, or 2 / 1 on an instance older than Healthchecks "
+            "2.0). Never "
             "shows the key."
         ),
         params=NoParams,
@@ -348,3 +372,8 @@ def _get_api_key_info(api: HealthchecksApi):
 
 def project_tools(api: HealthchecksApi) -> list[Tool]:
     return [_list_integrations(api), _list_badges(api), _get_status(api), _get_api_key_info(api)]
+
+
+def read_tools(api: HealthchecksApi) -> list[Tool]:
+    """All nine read tools, in the order tools/list shows them: the five about checks first."""
+    return presented([*check_tools(api), *project_tools(api)])
