@@ -1,11 +1,45 @@
-"""Lets tests/ and conformance/ share tests/support.py; the long-run option of the fuzzing families."""
+"""Lets tests/ and conformance/ share tests/support.py; the long-run option of the fuzzing families;
+the session's own .pyz cache, and the check that a run leaves no hcmcp cache behind."""
 
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent / "tests"))
+
+# A .pyz spawned with the session's environment (HCMCP_SERVER_CMD in .ci/run's second pass) would
+# otherwise unpack into ~/.cache/hcmcp/pyz: the user's next "first run" would not be a first run.
+# Tests that test the cache's own rules pass HCMCP_PYZ_CACHE or TMPDIR themselves.
+_PYZ_CACHE = None
+if "HCMCP_PYZ_CACHE" not in os.environ:
+    _PYZ_CACHE = tempfile.mkdtemp(prefix="hcmcp-test-session-cache-")
+    os.environ["HCMCP_PYZ_CACHE"] = _PYZ_CACHE
+
+# .ci/node.sh's cache of Node 22 and the conformance suites, kept on purpose.
+_KEPT = ("node22", "conformance-")
+
+
+def _hcmcp_caches() -> set[str]:
+    """What an hcmcp process may leave outside a test's own directories: the .pyz's fallback
+    ${TMPDIR:-/tmp}/hcmcp-<uid>/pyz/<hash>, and ~/.cache/hcmcp (or $XDG_CACHE_HOME/hcmcp) but for _KEPT."""
+    found: set[str] = set()
+    for temp in {tempfile.gettempdir(), "/tmp"}:
+        for top in Path(temp).glob("hcmcp-[0-9]*"):
+            found |= {str(top), *(str(p) for p in top.glob("pyz/*"))}
+    homes = {Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hcmcp",
+             Path.home() / ".cache" / "hcmcp"}
+    for cache in homes:
+        if cache.is_dir():
+            found |= {str(p) for p in cache.iterdir() if not p.name.startswith(_KEPT)}
+            found |= {str(p) for p in cache.glob("pyz/*")}
+    return found
+
+
+_CACHES_BEFORE = _hcmcp_caches()
 
 # How many examples each fuzz family ran in this session, for the summary (issue 13).
 FUZZ_EXAMPLES: dict[str, int] = {}
@@ -36,7 +70,21 @@ def fuzz_record():
     return record
 
 
+def pytest_sessionfinish(session, exitstatus):
+    if _PYZ_CACHE:
+        shutil.rmtree(_PYZ_CACHE, ignore_errors=True)
+    left = sorted(_hcmcp_caches() - _CACHES_BEFORE)
+    if left:
+        session.config._hcmcp_left_behind = left
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 def pytest_terminal_summary(terminalreporter):
+    left = getattr(terminalreporter.config, "_hcmcp_left_behind", None)
+    if left:
+        terminalreporter.write_line("FAILED: the run left hcmcp caches outside its temporary directories "
+                                    "(a test must point HCMCP_PYZ_CACHE or TMPDIR into its tmp_path): "
+                                    + ", ".join(left), red=True)
     if FUZZ_EXAMPLES:
         counts = ", ".join(f"{name}: {count}" for name, count in sorted(FUZZ_EXAMPLES.items()))
         terminalreporter.write_line(f"fuzz examples run: {sum(FUZZ_EXAMPLES.values())} ({counts})")
