@@ -19,27 +19,23 @@ if "HCMCP_PYZ_CACHE" not in os.environ:
     _PYZ_CACHE = tempfile.mkdtemp(prefix="hcmcp-test-session-cache-")
     os.environ["HCMCP_PYZ_CACHE"] = _PYZ_CACHE
 
-# .ci/node.sh's cache of Node 22 and the conformance suites, kept on purpose.
-_KEPT = ("node22", "conformance-")
-
-
 def _hcmcp_caches() -> set[str]:
-    """What an hcmcp process may leave outside a test's own directories: the .pyz's fallback
-    ${TMPDIR:-/tmp}/hcmcp-<uid>/pyz/<hash>, and ~/.cache/hcmcp (or $XDG_CACHE_HOME/hcmcp) but for _KEPT."""
+    """Where a .pyz this session ran (tests/pyz_build.py records their payload hashes) may have
+    unpacked outside a test's own directories: ${TMPDIR:-/tmp}/hcmcp-<uid>/pyz/<hash> (the fallback
+    without HOME) and ~/.cache/hcmcp/pyz/<hash> (or $XDG_CACHE_HOME's). Only this session's hashes
+    count: other checkouts' runs on the same machine build other payloads. .ci/node.sh's Node 22 and
+    conformance suites under ~/.cache/hcmcp are kept there on purpose and never looked at."""
+    builds = sys.modules.get("pyz_build")
+    hashes = set(getattr(builds, "SEEN", ()))
     found: set[str] = set()
     for temp in {tempfile.gettempdir(), "/tmp"}:
-        for top in Path(temp).glob("hcmcp-[0-9]*"):
-            found |= {str(top), *(str(p) for p in top.glob("pyz/*"))}
-    homes = {Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hcmcp",
-             Path.home() / ".cache" / "hcmcp"}
-    for cache in homes:
-        if cache.is_dir():
-            found |= {str(p) for p in cache.iterdir() if not p.name.startswith(_KEPT)}
-            found |= {str(p) for p in cache.glob("pyz/*")}
+        for hash in hashes:
+            found |= {str(p) for p in Path(temp).glob(f"hcmcp-[0-9]*/pyz/{hash}")}
+    caches = {Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"), Path.home() / ".cache"}
+    for cache in caches:
+        found |= {str(cache / "hcmcp" / "pyz" / hash) for hash in hashes
+                  if (cache / "hcmcp" / "pyz" / hash).exists()}
     return found
-
-
-_CACHES_BEFORE = _hcmcp_caches()
 
 # How many examples each fuzz family ran in this session, for the summary (issue 13).
 FUZZ_EXAMPLES: dict[str, int] = {}
@@ -73,7 +69,7 @@ def fuzz_record():
 def pytest_sessionfinish(session, exitstatus):
     if _PYZ_CACHE:
         shutil.rmtree(_PYZ_CACHE, ignore_errors=True)
-    left = sorted(_hcmcp_caches() - _CACHES_BEFORE)
+    left = sorted(_hcmcp_caches())
     if left:
         session.config._hcmcp_left_behind = left
         session.exitstatus = pytest.ExitCode.TESTS_FAILED

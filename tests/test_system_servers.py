@@ -76,3 +76,39 @@ def test_nginx_hidden_by_path_skips_or_fails_as_a_fresh_machine_would(tmp_path):
     failed = run_probe(tmp_path, "nginx", "nginx", only_python, "true")
     assert failed.returncode == 1 and "1 failed" in failed.stdout, failed.stdout
     assert "apt-get install nginx" in failed.stdout
+
+
+# -- conftest.py's session-end check: a run that leaves an hcmcp cache behind fails -----------------
+
+LEAKY = '''
+import os
+from pathlib import Path
+
+import pyz_build
+
+def test_leaves_a_cache_behind():
+    pyz_build.SEEN.add("0123abcd")   # as if this session had run a .pyz of that payload
+    Path(os.environ["HOME"], ".cache", "hcmcp", "pyz", "0123abcd").mkdir(parents=True)
+    Path(os.environ["HOME"], ".cache", "hcmcp", "node22").mkdir(exist_ok=True)   # kept on purpose
+'''
+
+
+@pytest.mark.parametrize("leaks", [True, False])
+def test_a_run_that_leaves_an_hcmcp_cache_behind_fails(tmp_path, leaks):
+    home = tmp_path / "home"
+    (home / ".cache" / "hcmcp").mkdir(parents=True)
+    probe = tmp_path / "test_leaky.py"
+    probe.write_text(LEAKY if leaks else "def test_clean():\n    pass\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "XDG_CACHE_HOME", "HCMCP_PYZ_CACHE")}
+    env.update(HOME=str(home), TMPDIR=str(tmp_path), PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
+    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "conftest", "-p", "no:cacheprovider", "-q",
+                           "--rootdir", str(tmp_path), "-c", os.devnull, str(probe)],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    if leaks:
+        assert done.returncode == 1 and "1 passed" in done.stdout, done.stdout + done.stderr
+        left = lines_with(done.stdout, "left hcmcp caches")
+        assert len(left) == 1 and str(home / ".cache" / "hcmcp" / "pyz" / "0123abcd") in left[0], done.stdout
+        assert "node22" not in left[0]
+    else:
+        assert done.returncode == 0 and "left hcmcp caches" not in done.stdout, done.stdout + done.stderr
+    assert not list(tmp_path.glob("hcmcp-test-session-cache-*"))   # the session's own cache is removed
