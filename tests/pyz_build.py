@@ -15,6 +15,9 @@ from pathlib import Path
 from support import ROOT
 
 BUILD = ROOT / ".ci" / "build-pyz"
+# The payload hashes of the .pyz files this session ran: conftest.py fails the session when one of
+# them was unpacked into ~/.cache/hcmcp/pyz or ${TMPDIR:-/tmp}/hcmcp-<uid>/pyz.
+SEEN: set[str] = set()
 
 
 @lru_cache(maxsize=None)
@@ -23,6 +26,7 @@ def built_pyz() -> Path:
     if given:
         path = Path(given).resolve()
         assert path.is_file(), f"HCMCP_PYZ={given} does not exist: build it with .ci/build-pyz"
+        SEEN.add(payload_hash(path))
         return path
     folder = Path(tempfile.mkdtemp(prefix="hcmcp-test-pyz-"))
     atexit.register(shutil.rmtree, folder, True)
@@ -30,6 +34,7 @@ def built_pyz() -> Path:
     done = subprocess.run([sys.executable, str(BUILD), "--python", "host", "--output", str(output)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f".ci/build-pyz failed:\n{done.stderr}"
+    SEEN.add(payload_hash(output))
     return output
 
 

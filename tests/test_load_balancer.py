@@ -1,7 +1,8 @@
-"""Two `hcmcp --http` replicas behind a real nginx, configured by exactly the README's block.
+"""Two `hcmcp --http` replicas behind a real nginx, configured by exactly the documented block.
 
-The block under the `hcmcp-nginx-config` marker in README.md is read here and given only loopback
-addresses, a port and a log path; nginx (Debian's package; .ci/run installs it) runs unprivileged
+The block under the `hcmcp-nginx-config` marker in docs/load-balancer.md is read here and given only loopback
+addresses, a port and a log path; nginx (Debian's package; .ci/run installs it; without it on PATH these tests skip, or fail under
+CI=true: tests/system_servers.py) runs unprivileged
 from a temporary directory, in the foreground, in front of two replicas of one simulated instance.
 The official mcp 2.3.0 client drives it: in 2026 mode a delete_check whose answer lands on the other
 replica deletes the check when the replicas share HEALTHCHECKS_STATE_KEY and deletes nothing, saying
@@ -33,27 +34,28 @@ from mcp import types
 from mcp.client import Client
 
 from support import ROOT
+from system_servers import require
 from test_http_transport_process import Served, clean_env
 
 MARKER = "<!-- hcmcp-nginx-config:"
 NOBODY = 65534
 DEADLINE = 60.0
-# What the README's block names, and how often: the test replaces these and nothing else.
+# What the documented block names, and how often: the test replaces these and nothing else.
 PLACEHOLDERS = {"server hcmcp-1:8000;": 2, "server hcmcp-2:8000;": 2, "listen 8080;": 1,
                 "/var/log/nginx/hcmcp.access.log": 1}
 
 
 def readme_config() -> str:
-    text = (ROOT / "README.md").read_text()
-    assert MARKER in text, "README.md lost the hcmcp-nginx-config marker"
+    text = (ROOT / "docs" / "load-balancer.md").read_text()
+    assert MARKER in text, "docs/load-balancer.md lost the hcmcp-nginx-config marker"
     block = re.search(r"```nginx\n(.*?)```", text[text.index(MARKER):], re.S)
-    assert block, "no ```nginx block after the marker in README.md"
+    assert block, "no ```nginx block after the marker in docs/load-balancer.md"
     return block.group(1)
 
 
 def localised(config: str, replicas: list[int], port: int, log: Path) -> str:
     for placeholder, count in PLACEHOLDERS.items():
-        assert config.count(placeholder) == count, f"README's nginx block: expected {placeholder!r} x{count}"
+        assert config.count(placeholder) == count, f"docs/load-balancer.md's nginx block: expected {placeholder!r} x{count}"
     config = config.replace("server hcmcp-1:8000;", f"server 127.0.0.1:{replicas[0]};")
     config = config.replace("server hcmcp-2:8000;", f"server 127.0.0.1:{replicas[1]};")
     config = config.replace("listen 8080;", f"listen 127.0.0.1:{port};")
@@ -68,10 +70,10 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+@pytest.fixture(scope="module", autouse=True)
 def nginx_binary() -> str:
-    found = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if os.path.exists(p)), None)
-    assert found, "nginx is not installed: apt-get install nginx (.ci/run does this when it is missing)"
-    return found
+    """nginx on PATH, first of all (before any replica starts): else one skip line, or a failure under CI=true."""
+    return require("nginx", apt="nginx")
 
 
 def as_nobody() -> dict:
@@ -87,9 +89,9 @@ class Proxy:
 
 
 @contextmanager
-def nginx(replicas: list[int]):
-    """nginx in the foreground with the README's block; yields a Proxy."""
-    folder = Path(tempfile.mkdtemp(prefix="hcmcp-nginx-", dir="/tmp"))
+def nginx(binary: str, replicas: list[int]):
+    """nginx in the foreground with the documented block; yields a Proxy."""
+    folder = Path(tempfile.mkdtemp(prefix="hcmcp-nginx-", dir="/tmp"))   # nginx runs as nobody: a parent it can enter; removed below
     try:
         folder.chmod(0o755)
         for sub in ("logs", "temp"):
@@ -117,7 +119,6 @@ http {{
 {localised(readme_config(), replicas, port, log)}
 }}
 """)
-        binary = nginx_binary()
         proc = subprocess.Popen([binary, "-p", str(folder), "-e", str(folder / "logs" / "error.log"),
                                  "-c", str(conf)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, cwd=folder, **as_nobody())
@@ -220,10 +221,10 @@ async def create(client: Client, name: str) -> str:
     return made.structured_content["check"]["uuid"]
 
 
-def test_2026_the_answer_lands_on_the_other_replica_and_deletes_with_a_shared_key(simulator):
+def test_2026_the_answer_lands_on_the_other_replica_and_deletes_with_a_shared_key(simulator, nginx_binary):
     key = secrets.token_hex(32)
     seen: list = []
-    with replicas(simulator, [key, key]) as ports, nginx(ports) as proxy:
+    with replicas(simulator, [key, key]) as ports, nginx(nginx_binary, ports) as proxy:
         async def scenario():
             with anyio.fail_after(DEADLINE):
                 async with Client(proxy.url, mode="2026-07-28", elicitation_callback=accept(seen)) as client:
@@ -239,9 +240,9 @@ def test_2026_the_answer_lands_on_the_other_replica_and_deletes_with_a_shared_ke
     assert {line["upstream"] for line in deletes} == {f"127.0.0.1:{port}" for port in ports}   # one each
 
 
-def test_2026_with_different_keys_nothing_is_deleted_and_the_question_says_why(simulator):
+def test_2026_with_different_keys_nothing_is_deleted_and_the_question_says_why(simulator, nginx_binary):
     seen: list = []   # the callback declares elicitation; the questions are answered by hand here
-    with replicas(simulator, [secrets.token_hex(32), secrets.token_hex(32)]) as ports, nginx(ports) as proxy:
+    with replicas(simulator, [secrets.token_hex(32), secrets.token_hex(32)]) as ports, nginx(nginx_binary, ports) as proxy:
         async def scenario():
             with anyio.fail_after(DEADLINE):
                 async with Client(proxy.url, mode="2026-07-28", elicitation_callback=accept(seen)) as client:
@@ -263,10 +264,10 @@ def test_2026_with_different_keys_nothing_is_deleted_and_the_question_says_why(s
     assert len(deletes) == 2 and deletes[0]["upstream"] != deletes[1]["upstream"]
 
 
-def test_2025_a_session_stays_on_one_replica_and_the_dialog_is_answered(simulator):
+def test_2025_a_session_stays_on_one_replica_and_the_dialog_is_answered(simulator, nginx_binary):
     key = secrets.token_hex(32)
     seen: list = []
-    with replicas(simulator, [key, key]) as ports, nginx(ports) as proxy:
+    with replicas(simulator, [key, key]) as ports, nginx(nginx_binary, ports) as proxy:
         async def scenario():
             with anyio.fail_after(DEADLINE):
                 async with Client(proxy.url, mode="legacy", elicitation_callback=accept(seen)) as client:

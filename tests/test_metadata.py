@@ -2,7 +2,7 @@
 
 server.json is checked against the shape the MCP registry documents for its 2025-12-11 schema (no
 copy of the schema ships in a package we can install, so the shape is written out here), and
-against hcmcp/config.py and README.md: every variable the server reads is declared, with isSecret
+against hcmcp/config.py and docs/configuration.md: every variable the server reads is declared, with isSecret
 exactly on the secrets, and a declared default changes nothing when set.
 """
 
@@ -73,10 +73,11 @@ def variables_read_by_the_server() -> set[str]:
 
 
 def readme_rows() -> list[set[str]]:
-    """The names in the first column of each row of README.md's table of variables."""
-    text = (ROOT / "README.md").read_text()
+    """The names in the first column of each row of docs/configuration.md's table of variables."""
+    text = (ROOT / "docs" / "configuration.md").read_text()
     table = text[text.index("## Environment variables"):]
-    table = table[:table.index("\n## ", 1)]
+    end = table.find("\n## ", 1)
+    table = table if end < 0 else table[:end]
     return [set(re.findall(r"`([A-Za-z][A-Za-z0-9_]+)`", line.split("|")[1]))
             for line in table.splitlines() if line.startswith("| `")]
 
@@ -94,13 +95,13 @@ def test_server_json_has_the_registry_shape():
 
 def test_every_variable_the_server_reads_is_declared_and_only_the_secrets_are_secret():
     documented = set().union(*readme_rows())
-    assert variables_read_by_the_server() <= documented, "README.md's table lacks a variable hcmcp/config*.py reads"
+    assert variables_read_by_the_server() <= documented, "docs/configuration.md's table lacks a variable hcmcp/config*.py reads"
     for package in server_json()["packages"]:
         declared = {variable["name"]: variable for variable in package["environmentVariables"]}
         assert set(declared) <= documented, (package["registryType"], set(declared) - documented)
         assert variables_read_by_the_server() <= set(declared)
         for row in readme_rows():
-            assert row & set(declared), (package["registryType"], f"no variable of README's row {sorted(row)}")
+            assert row & set(declared), (package["registryType"], f"no variable of docs/configuration.md's row {sorted(row)}")
         assert {name for name, v in declared.items() if v.get("isSecret")} == SECRETS
         assert all(v.get("isSecret") is False for name, v in declared.items() if name not in SECRETS)
         assert "ELICITATION" in declared

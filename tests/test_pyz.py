@@ -55,12 +55,18 @@ def place():
     python = next((candidate for candidate in ("/usr/bin/python3", sys._base_executable, sys.executable)
                    if _runs_as_nobody(candidate)), None)
     assert python, "no Python 3.11+ interpreter that uid 65534 may run (tried /usr/bin/python3 and this one)"
-    fallback = Path("/tmp", f"hcmcp-{NOBODY if as_nobody() else os.getuid()}", "pyz", payload_hash(pyz))
-    existed = fallback.exists()
-    yield {"pyz": pyz, "cwd": workdir, "python": python, "folder": folder}
-    if not existed:
-        shutil.rmtree(fallback, ignore_errors=True)   # what these tests unpacked into /tmp
+    # Without HOME the .pyz falls back to ${TMPDIR:-/tmp}/hcmcp-<uid>: a TMPDIR of our own, sticky and
+    # world-writable as /tmp is, keeps that fallback (7.8 MB, owned by nobody) inside this folder.
+    temp = folder / "tmp"
+    temp.mkdir()
+    temp.chmod(0o1777)
+    yield {"pyz": pyz, "cwd": workdir, "python": python, "folder": folder, "tmp": temp}
     shutil.rmtree(folder, ignore_errors=True)
+
+
+def our_env(place, env: dict | None = None) -> dict:
+    """OUR_ENV, the fixture's TMPDIR (unless the test names another), and the test's own variables."""
+    return {**OUR_ENV, "TMPDIR": str(place["tmp"]), **(env or {})}
 
 
 def _runs_as_nobody(python: str) -> bool:
@@ -73,7 +79,7 @@ def _runs_as_nobody(python: str) -> bool:
 
 
 def restricted(place, *args: str, env: dict | None = None, **popen) -> subprocess.Popen:
-    return subprocess.Popen([place["python"], "-I", str(place["pyz"]), *args], env={**OUR_ENV, **(env or {})},
+    return subprocess.Popen([place["python"], "-I", str(place["pyz"]), *args], env=our_env(place, env),
                             cwd=place["cwd"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, **as_nobody(), **popen)
 
 
@@ -169,7 +175,7 @@ def test_it_serves_the_demo_over_http_as_nobody_without_home_from_a_read_only_di
 
 def _run(place, *args: str, env: dict | None = None, nobody: bool = True) -> subprocess.CompletedProcess:
     argv = [place["python"], "-I", str(place["pyz"]), *args]
-    return subprocess.run(argv, env={**OUR_ENV, **(env or {})}, cwd=place["cwd"], capture_output=True,
+    return subprocess.run(argv, env=our_env(place, env), cwd=place["cwd"], capture_output=True,
                           timeout=TIMEOUT, stdin=subprocess.DEVNULL, **(as_nobody() if nobody else {}))
 
 
@@ -179,7 +185,7 @@ def _tree(root: Path) -> list[tuple[str, float]]:
 
 def test_processes_starting_at_once_unpack_once_and_each_sees_a_whole_directory(place):
     cache = place["folder"] / "race"
-    env = {**OUR_ENV, "HCMCP_PYZ_CACHE": str(cache)}
+    env = our_env(place, {"HCMCP_PYZ_CACHE": str(cache)})
     procs = [subprocess.Popen([place["python"], "-I", str(place["pyz"]), "--version"], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
              for _ in range(3)]
@@ -253,7 +259,7 @@ def test_an_interpreter_it_has_no_native_modules_for_is_told_so_in_one_line(plac
         copy.writestr("__main__.py", loader)
         copy.writestr("payload.zip", source.read("payload.zip"))
     done = subprocess.run([place["python"], "-I", str(other), "--demo"], capture_output=True, timeout=TIMEOUT,
-                          env=OUR_ENV, cwd=place["cwd"], stdin=subprocess.DEVNULL)
+                          env=our_env(place), cwd=place["cwd"], stdin=subprocess.DEVNULL)
     lines = done.stderr.decode().splitlines()
     assert done.returncode == 1 and done.stdout == b"" and len(lines) == 1, done.stderr
     assert "native modules for CPython 3.11 on linux sparc64" in lines[0] and ".ci/build-pyz" in lines[0]
