@@ -21,17 +21,30 @@ from __future__ import annotations
 import os
 import select
 import socket
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 import h11
-from anyio.abc import ByteStream, SocketAttribute
+from anyio.abc import SocketAttribute
 
 from .socket_stream import RawSocketStream
 
 READ_CHUNK = 64 * 1024
 _ATTEMPT_DELAY = 0.25  # seconds before the next address is tried beside a slow one (anyio's value)
 _UNKNOWN = object()
+
+
+class Stream(Protocol):
+    """What a StreamConnection uses of its stream: an anyio ByteStream (TLS, a proxy tunnel), or
+    socket_stream's RawSocketStream, which has that interface without anyio's slot-less classes."""
+
+    async def send(self, item: bytes) -> None: ...
+
+    async def receive(self, max_bytes: int = 65536) -> bytes: ...
+
+    def extra(self, attribute: Any, default: Any = None) -> Any: ...
+
+    async def aclose(self) -> None: ...
 
 
 class Dropped(Exception):
@@ -45,7 +58,7 @@ class Dropped(Exception):
 class _Base:
     """What both kinds share: the h11 state machine and the exchange's read-timeout scope."""
 
-    __slots__ = ("h11", "eof_fed", "reading", "deadline_fresh", "cycle_done", "body_owed")
+    __slots__ = ("body_owed", "cycle_done", "deadline_fresh", "eof_fed", "h11", "reading")
 
     def __init__(self) -> None:
         self.h11 = h11.Connection(h11.CLIENT)
@@ -94,9 +107,9 @@ class _Base:
 class StreamConnection(_Base):
     """An anyio byte stream: TLS, a proxy tunnel, or an event loop other than asyncio."""
 
-    __slots__ = ("stream", "_sock")
+    __slots__ = ("_sock", "stream")
 
-    def __init__(self, stream: ByteStream) -> None:
+    def __init__(self, stream: Stream) -> None:
         super().__init__()
         self.stream = stream
         self._sock: object = (
@@ -121,12 +134,14 @@ class StreamConnection(_Base):
         if self._sock is _UNKNOWN:
             self._sock = self.stream.extra(SocketAttribute.raw_socket, None)
         sock = self._sock
-        return None if sock is None else sock.fileno()  # type: ignore[attr-defined]
+        return None if sock is None else sock.fileno()  # type: ignore[attr-defined]  # a socket: _UNKNOWN is gone above
 
     async def close(self) -> None:
         # Shielded: a connection is also closed while its request is being cancelled.
-        with anyio.CancelScope(shield=True):
-            await anyio.aclose_forcefully(self.stream)
+        # Then closed forcefully, as anyio.aclose_forcefully does (it takes only anyio's own kind).
+        with anyio.CancelScope(shield=True), anyio.CancelScope() as forcefully:
+            forcefully.cancel()
+            await self.stream.aclose()
 
 
 class SocketConnection(StreamConnection):
@@ -141,7 +156,7 @@ class SocketConnection(StreamConnection):
 
     @property
     def sock(self) -> socket.socket:
-        return self._sock  # type: ignore[return-value]
+        return self._sock  # type: ignore[return-value]  # the socket __init__ set, never _UNKNOWN
 
     async def close(self) -> None:
         await self.stream.aclose()  # closes the socket at once: nothing to shield

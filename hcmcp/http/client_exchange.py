@@ -32,14 +32,14 @@ class Deadlines:
     """
 
     __slots__ = (
-        "scope",
-        "overall",
-        "read_timeout",
-        "read_by",
-        "reading",
-        "fired",
         "_loop",
         "_timer",
+        "fired",
+        "overall",
+        "read_by",
+        "read_timeout",
+        "reading",
+        "scope",
     )
 
     def __init__(self, loop: Any, overall_timeout: float, read_timeout: float) -> None:

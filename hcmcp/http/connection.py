@@ -15,17 +15,21 @@ import h11
 from anyio.abc import SocketAttribute
 
 from .framing import Refusal, head_size, split_target
+from .idle_wait import suspends_once, unattended
 from .messages import Request, Response, StreamingResponse, error_payload
 from .request_head import PlainHead, asks_keep_alive
 from .request_reader import RECEIVE_SIZE, ClientGone, RequestReader
 from .response_head import END_OF_MESSAGE, STATE_RESPONSE, plain_head, reason, without_headers
-from .idle_wait import suspends_once, unattended
 from .socket_stream import RawSocketStream, linger_and_close
 
 if TYPE_CHECKING:
     from .server import HttpServer
 
 logger = logging.getLogger("hcmcp.http.server")
+
+# The h11 event types by names of their own: inside _Connection, `h11` is its h11 property.
+_H11Request = h11.Request
+_H11Response = h11.Response
 
 _NO_BODY_STATUSES = frozenset({204, 304})
 
@@ -70,7 +74,12 @@ class _Connection:
         try:
             remote = stream.extra(SocketAttribute.remote_address)
             self.client: tuple[str, int] | None = (str(remote[0]), int(remote[1]))
-        except Exception:
+        except (
+            OSError,
+            LookupError,
+            TypeError,
+            ValueError,
+        ):  # no peer address, or not (host, port)
             self.client = None
 
     @property
@@ -180,11 +189,10 @@ class _Connection:
 
     # -- one request ---------------------------------------------------------
 
-    async def _handle(self, head: PlainHead | h11.Request) -> bool:
+    async def _handle(self, head: PlainHead | _H11Request) -> bool:
         """Read the body, call the app, send its answer. False when the connection must close."""
-        plain = head if isinstance(head, PlainHead) else None
-        if plain is not None:
-            method, target = plain.method, plain.target
+        if isinstance(head, PlainHead):
+            method, target = head.method, head.target
         else:
             if head_size(head) > self.limits.max_header_bytes:
                 await self._answer_error(431, self.reader.headers_too_large())
@@ -215,14 +223,14 @@ class _Connection:
                 return False
             if body is None:
                 return False  # the client hung up mid-request
-            if plain is not None:
-                headers = plain.headers
+            if isinstance(head, PlainHead):
+                headers = head.headers
             else:
                 # raw_items(): iterating head.headers costs a Python-level __getitem__ per header.
                 headers = [
                     (name.lower().decode("latin-1"), value.decode("latin-1"))
                     for name, value in head.headers.raw_items()
-                ]  # type: ignore[union-attr]
+                ]
             request = Request(
                 method=method,
                 path=path,
@@ -234,9 +242,9 @@ class _Connection:
             )
             del body
             # A plain request is HTTP/1.1 and asks for nothing but keep-alive (request_head.py).
-            self._ordinary = plain is not None or asks_keep_alive(
+            self._ordinary = isinstance(head, PlainHead) or asks_keep_alive(
                 head.http_version, request.header("connection")
-            )  # type: ignore[union-attr]
+            )
             response = await self._call_app(request)
         finally:
             self.reader.release_reserved()
@@ -308,7 +316,7 @@ class _Connection:
         """(the app's answer, None) or (None, what it raised); a cancellation passes through."""
         try:
             response = await self.server.app(request)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any failure of the app is answered 500 and logged by the caller
             return None, exc
         if not isinstance(response, (Response, StreamingResponse)):
             return None, TypeError(
@@ -335,10 +343,10 @@ class _Connection:
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             raise ClientGone() from exc
 
-    def _response_event(self, status: int, headers: list[tuple[str, str]]) -> h11.Response | None:
+    def _response_event(self, status: int, headers: list[tuple[str, str]]) -> _H11Response | None:
         """The h11 event for the app's head, or None (logged) when the app gave an invalid one."""
         if self.server._closing:
-            headers = without_headers(headers, "connection") + [("connection", "close")]
+            headers = [*without_headers(headers, "connection"), ("connection", "close")]
         try:
             return h11.Response(status_code=status, reason=reason(status), headers=headers)
         except (h11.LocalProtocolError, TypeError, ValueError):

@@ -69,7 +69,7 @@ def buffered(connection: h11.Connection) -> int:
     """How many bytes h11 holds unparsed (without copying them)."""
     buffer = getattr(connection, "_receive_buffer", None)
     try:
-        return len(buffer)  # type: ignore[arg-type]
+        return len(buffer)  # type: ignore[arg-type]  # h11's private buffer, or None: TypeError below
     except TypeError:
         return len(connection.trailing_data[0])
 
@@ -157,7 +157,8 @@ def check_chunk_framing(connection: h11.Connection, remaining: int) -> None:
     if getattr(reader, "_reading_trailer", False):
         _check_trailer(data)
         return
-    digits = _HEX.match(data).group()
+    match = _HEX.match(data)  # `[0-9A-Fa-f]*` matches every string, if only its empty start
+    digits = match.group() if match is not None else b""
     if len(digits) > 16 or (digits and int(digits, 16) > remaining):
         raise Refusal(
             413,
@@ -222,7 +223,7 @@ def protocol_error_message(text: str) -> str:
         return "An HTTP/1.1 request must carry a Host header; add 'Host: <host>:<port>'."
     if text.startswith("Found multiple Host"):
         return "The Host header appears more than once; send it once."
-    if text.startswith("conflicting Content-Length") or text.startswith("bad Content-Length"):
+    if text.startswith(("conflicting Content-Length", "bad Content-Length")):
         return "Content-Length must be one non-negative decimal number of bytes."
     if text.startswith("Illegal header name"):
         return "A header name holds a character HTTP does not allow (only letters, digits and !#$%&'*+-.^_`|~)."
@@ -235,6 +236,6 @@ def protocol_error_message(text: str) -> str:
         )
     if text.startswith("illegal request line"):
         return "The request line is not 'METHOD /path HTTP/1.1'."
-    if text.startswith("illegal chunk header") or text.startswith("malformed chunk footer"):
+    if text.startswith(("illegal chunk header", "malformed chunk footer")):
         return "The chunked body is malformed; each chunk is its size in hex, CRLF, the data, CRLF."
     return "The request is not valid HTTP/1.1, so the server could not read it."

@@ -27,8 +27,9 @@ from __future__ import annotations
 import math
 import select
 import types
+from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any, Callable
+from typing import Any
 
 _MAX_REGISTERED = 16  # descriptors the loop watches: more and a poll set costs more than the trip
 _MAX_TIMERS = (
@@ -115,7 +116,7 @@ def suspends_once(coroutine: Any, on_suspend: Any) -> Any:
         except GeneratorExit:
             coroutine.close()
             raise
-        except BaseException as exc:
+        except BaseException as exc:  # noqa: BLE001 - whatever is thrown in goes on to the coroutine
             try:
                 yielded = coroutine.throw(exc)
             except StopIteration as done:

@@ -160,8 +160,8 @@ class RequestReader:
                         self._unparsed, self.limits.max_request_line, self.limits.max_header_bytes
                     )
                     if plain.__class__ is PlainHead:
-                        self.untold = plain.method  # type: ignore[union-attr]
-                        return plain  # type: ignore[return-value]
+                        self.untold = plain.method
+                        return plain
                     if plain is NOT_PLAIN:
                         self._hand_to_h11()
                 if self.peer_closed and not self._h11_reads:
@@ -230,9 +230,9 @@ class RequestReader:
     async def body(self, head: PlainHead | h11.Request) -> bytes | None:
         """The whole body under max_body_bytes, body_timeout and the server's buffer budget; None
         when the client hung up mid-request; raises Refusal (413, 408, 503, a malformed body)."""
-        if head.__class__ is PlainHead:
-            return await self._plain_body(head)  # type: ignore[arg-type]
-        return await self._h11_body(head)  # type: ignore[arg-type]
+        if isinstance(head, PlainHead):
+            return await self._plain_body(head)
+        return await self._h11_body(head)
 
     def _too_large(self) -> Refusal:
         return Refusal(

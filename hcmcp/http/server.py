@@ -234,7 +234,11 @@ class HttpServer:
         await self._stopped.wait()
 
     async def _accept_loop(
-        self, listener: anyio.abc.SocketListener, connections: anyio.abc.TaskGroup
+        self,
+        listener: anyio.abc.Listener[
+            anyio.abc.SocketStream
+        ],  # a TCP listener: accept() takes its socket
+        connections: anyio.abc.TaskGroup,
     ) -> None:
         while True:
             try:

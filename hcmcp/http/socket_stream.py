@@ -32,7 +32,7 @@ if (
 class RawSocketStream:
     """One TCP connection, non-blocking, driven by the running asyncio loop."""
 
-    __slots__ = ("_sock", "_loop", "_fd", "_closed", "_eof", "_waiters")
+    __slots__ = ("_closed", "_eof", "_fd", "_loop", "_sock", "_waiters")
 
     def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop | None = None) -> None:
         sock.setblocking(False)

@@ -45,7 +45,7 @@ def declares(ctx: RequestContext, method: str) -> bool:
     capability = _CAPABILITY.get(method)
     if capability == "elicitation":
         return revisions.declares_form_elicitation(ctx.client_capabilities)
-    return isinstance(ctx.client_capabilities.get(capability), dict)
+    return capability is not None and isinstance(ctx.client_capabilities.get(capability), dict)
 
 
 def require(ctx: RequestContext, method: str) -> None:
@@ -96,7 +96,8 @@ async def ask(
             "tasks.task"
         )  # inside a task (protocol/tasks.py): wait for tasks/update
         if task is not None and task.escalated:
-            return await task.ask(requests)
+            answers: dict[str, Any] = await task.ask(requests)
+            return answers
         return _modern(ctx, requests, bad_state, need_state)
     return await _legacy(ctx, requests)
 

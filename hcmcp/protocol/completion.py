@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from .features import Feature, shaped
+from .features import Feature, Handler, shaped
 from .jsonrpc import INVALID_PARAMS, RpcError
 
 if TYPE_CHECKING:
@@ -26,7 +26,7 @@ class Completions(Feature):
         super().__init__()
         self.completer = completer
 
-    def methods(self):
+    def methods(self) -> dict[str, Handler]:
         return {"completion/complete": self._complete}
 
     def capabilities(self, revision: str) -> dict[str, Any]:

@@ -84,7 +84,7 @@ class SessionTable:
 class _Busy:
     """A class, not a contextlib generator: it runs on every request of a session."""
 
-    __slots__ = ("entry", "clock")
+    __slots__ = ("clock", "entry")
 
     def __init__(self, entry: HttpSession | None, clock: Callable[[], float]) -> None:
         self.entry = entry

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import revisions
-from .features import Feature, legacy_only, notification, request_meta
+from .features import Feature, Handler, legacy_only, notification, request_meta
 from .jsonrpc import INVALID_PARAMS, RpcError
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ _LEVEL = "logs.level"  # Session.features key
 
 
 def _check(level: Any, where: str) -> str:
-    if level not in _RANK:
+    if not isinstance(level, str) or level not in _RANK:
         raise RpcError(
             INVALID_PARAMS,
             f"Invalid params: {where} must be one of {', '.join(LEVELS)}; got {level!r}",
@@ -34,7 +34,7 @@ def _check(level: Any, where: str) -> str:
 class Logging(Feature):
     pushes = True
 
-    def methods(self):
+    def methods(self) -> dict[str, Handler]:
         return {"logging/setLevel": self._set_level}
 
     def capabilities(self, revision: str) -> dict[str, Any]:

@@ -8,7 +8,7 @@ a getter may ask the client (client_requests.ask), so under 2026 prompts/get can
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -16,7 +16,7 @@ import msgspec
 from . import revisions
 from .asking import InputRequired
 from .content import Content
-from .features import Feature, input_required, no_cursor, shaped, string_param
+from .features import Feature, Handler, input_required, no_cursor, shaped, string_param
 from .jsonrpc import INVALID_PARAMS, RpcError
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ Getter = Callable[["RequestContext", dict[str, str]], Awaitable[list[PromptMessa
 
 class Prompts(Feature):
     def __init__(
-        self, prompts: list[tuple[Prompt, Getter]] = (), *, list_changed: bool = False
+        self, prompts: Sequence[tuple[Prompt, Getter]] = (), *, list_changed: bool = False
     ) -> None:
         super().__init__()
         self.prompts = {prompt.name: (prompt, getter) for prompt, getter in prompts}
@@ -54,7 +54,7 @@ class Prompts(Feature):
             list_changed  # notified on 2026 subscriptions/listen streams (subscriptions.py)
         )
 
-    def methods(self):
+    def methods(self) -> dict[str, Handler]:
         return {"prompts/list": self._list, "prompts/get": self._get}
 
     def capabilities(self, revision: str) -> dict[str, Any]:

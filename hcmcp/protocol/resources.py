@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -26,6 +26,7 @@ from .asking import InputRequired
 from .content import ResourceContents
 from .features import (
     Feature,
+    Handler,
     input_required,
     legacy_only,
     no_cursor,
@@ -74,8 +75,8 @@ def template_pattern(uri_template: str) -> re.Pattern[str]:
 class Resources(Feature):
     def __init__(
         self,
-        resources: list[tuple[Resource, Reader]] = (),
-        templates: list[tuple[ResourceTemplate, TemplateReader]] = (),
+        resources: Sequence[tuple[Resource, Reader]] = (),
+        templates: Sequence[tuple[ResourceTemplate, TemplateReader]] = (),
         *,
         subscribe: bool = True,
     ) -> None:
@@ -89,8 +90,8 @@ class Resources(Feature):
         self._subscribers: weakref.WeakValueDictionary[int, Session] = weakref.WeakValueDictionary()
         self.listeners: list[Callable[[str], None]] = []  # 2026 listen streams (subscriptions.py)
 
-    def methods(self):
-        methods = {
+    def methods(self) -> dict[str, Handler]:
+        methods: dict[str, Handler] = {
             "resources/list": self._list,
             "resources/templates/list": self._templates,
             "resources/read": self._read,

@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from typing import Any
+from typing import Any, cast
 
 from .. import get_logger
+from ..http.idle_wait import suspends_once, unattended as _unattended, wait_readable_here
 from .jsonrpc import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -24,8 +25,6 @@ from .jsonrpc import (
     encode_line,
     error_message,
 )
-from ..http.idle_wait import unattended as _unattended
-from ..http.idle_wait import suspends_once, wait_readable_here
 from .server import SHUTDOWN_GRACE, McpServer, Session
 
 log = get_logger("hcmcp.stdio")
@@ -130,10 +129,10 @@ class LineReader:
             if self.eof:
                 return TOO_LONG if self._discarding else None
             if self.wakeup_fd is not None:
-                self._wait_for_input()
+                self._wait_for_input(self.wakeup_fd)
             self._fill(os.read(self.fd, _CHUNK))
 
-    def _wait_for_input(self) -> None:
+    def _wait_for_input(self, wakeup_fd: int) -> None:
         """Block until stdin is readable, waking for a signal too.
 
         A Python signal handler runs between bytecodes, not inside a system call that started after
@@ -146,12 +145,12 @@ class LineReader:
 
         poller = select.poll()
         poller.register(self.fd, select.POLLIN | select.POLLHUP | select.POLLERR)
-        poller.register(self.wakeup_fd, select.POLLIN)
+        poller.register(wakeup_fd, select.POLLIN)
         while True:
             ready = dict(poller.poll())
-            if self.wakeup_fd in ready:
+            if wakeup_fd in ready:
                 try:
-                    os.read(self.wakeup_fd, 512)  # the handler (exit_now) runs before the next line
+                    os.read(wakeup_fd, 512)  # the handler (exit_now) runs before the next line
                 except BlockingIOError:
                     pass
             if self.fd in ready:
@@ -277,6 +276,7 @@ class _Serving:
         """Read and run messages until EOF or SIGTERM, or until a request suspends (the reading
         then goes on in a new task and this one ends with its request)."""
         token = self.holder = object()
+        message: Message | None
         while True:
             if first is not None:
                 message, first = first, None
@@ -403,6 +403,7 @@ def _message_or_reply(
             ),
         )
         return None
+    line = cast(bytes, line)  # TOO_LONG was the one other value a line can be
     if not line.strip():
         return None
     try:

@@ -32,7 +32,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.abc
@@ -40,21 +40,6 @@ import msgspec
 
 from ..http.server import Request, Response, StreamingResponse
 from . import revisions
-from .jsonrpc import (
-    HEADER_MISMATCH,
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    MISSING_REQUIRED_CLIENT_CAPABILITY,
-    METHOD_NOT_FOUND,
-    PARSE_ERROR,
-    UNSUPPORTED_PROTOCOL_VERSION,
-    Message,
-    RpcError,
-    decode,
-    encode,
-    error_message,
-)
 from .http_guard import ListenerGuard, Refused
 from .http_media import accepts_json_and_sse as _accepts_json_and_sse, is_json_content_type
 from .http_sessions import HttpSession, SessionsFull, SessionTable
@@ -63,9 +48,28 @@ from .http_streams import (
     Body as _Body,
     Final as _Final,
     Outbox as _Outbox,
+    empty_stream as _empty_stream,
+    relay as _relay,
 )
-from .http_streams import empty_stream as _empty_stream, relay as _relay
+from .jsonrpc import (
+    HEADER_MISMATCH,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY,
+    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    Message,
+    RpcError,
+    decode,
+    encode,
+    error_message,
+)
 from .server import SHUTDOWN_GRACE, McpServer, Push, Session
+
+if TYPE_CHECKING:
+    from .param_headers import Declared
 
 log = logging.getLogger("hcmcp.http")
 
@@ -229,7 +233,9 @@ class StreamableHttp:
         self.settings = settings
         self.clock = clock
         self.table = SessionTable(settings.max_sessions, settings.session_idle, clock)
-        self._param_headers: dict[tuple[str, int], list] = {}  # tool -> its x-mcp-header properties
+        self._param_headers: dict[
+            tuple[str, int], Declared
+        ] = {}  # tool -> its x-mcp-header properties
         self.streams = 0  # requests being answered now (JSON or SSE), bounded by max_streams
         self._tasks: anyio.abc.TaskGroup | None = None
         self.guard = ListenerGuard(settings.token, settings.allowed_origins, bound_host)
@@ -414,11 +420,8 @@ class StreamableHttp:
 
     def _check_param_headers(self, request: Request, params: dict[str, Any], rid: Any) -> None:
         """Mcp-Param-<Name> headers of a tool whose schema declares x-mcp-header (protocol/param_headers.py)."""
-        tool = (
-            self.server.tools.get(params.get("name"))
-            if isinstance(params.get("name"), str)
-            else None
-        )
+        name = params.get("name")
+        tool = self.server.tools.get(name) if isinstance(name, str) else None
         if tool is None:
             return
         headers = self._param_headers.get((tool.name, id(tool)))

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from . import revisions
-from .features import Feature, modern_only, notification
+from .features import Feature, Handler, modern_only, notification
 from .jsonrpc import INVALID_PARAMS, RpcError
 
 if TYPE_CHECKING:
@@ -39,11 +39,13 @@ class _Listener:
         self.send, self.receive = anyio.create_memory_object_stream[dict[str, Any]](64)
 
     def offer(self, method: str, params: dict[str, Any] | None = None) -> None:
+        import anyio  # loaded already: __init__ imported it
+
         meta = {META_SUBSCRIPTION_ID: self.ctx.id}
         try:
             self.send.send_nowait(notification(method, {**(params or {}), "_meta": meta}))
-        except Exception:  # WouldBlock (a reader 64 messages behind) or closed: this one is dropped
-            pass
+        except (anyio.WouldBlock, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass  # a reader 64 messages behind, or gone: this one is dropped
 
 
 class Subscriptions(Feature):
@@ -66,7 +68,7 @@ class Subscriptions(Feature):
         self.resource_updates = resource_updates
         self.listeners: list[_Listener] = []
 
-    def methods(self):
+    def methods(self) -> dict[str, Handler]:
         return {"subscriptions/listen": self._listen}
 
     def capabilities(self, revision: str) -> dict[str, Any]:

@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import secrets
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from .features import Feature, modern_only, shaped, string_param
+from .features import Feature, Handler, modern_only, shaped, string_param
 from .jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, RpcError
 
 if TYPE_CHECKING:
-    from .server import RequestContext
+    from .server import McpServer, RequestContext
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
@@ -36,7 +36,7 @@ _TASK = "tasks.task"  # Session.features key: the Task this request runs as
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def declares_extension(ctx: RequestContext) -> bool:
@@ -119,6 +119,10 @@ class Task:
         self._set("completed")
 
 
+async def _unattached(ctx: RequestContext) -> Any:
+    raise RuntimeError("the Tasks feature answers only once McpServer(features=...) attached it")
+
+
 class Tasks(Feature):
     def __init__(
         self,
@@ -138,15 +142,14 @@ class Tasks(Feature):
         self.ttl_ms, self.poll_interval_ms = ttl_ms, poll_interval_ms
         self.max_tasks = max_tasks  # tasks kept at once (each lives ttl_ms): the memory bound
         self.tasks: dict[str, Task] = {}
-        self._sync_call = None
+        self._sync_call: Handler = _unattached
 
-    def attach(self, server):
-        self._sync_call = server.methods[
-            "tools/call"
-        ]  # the plain tools/call, before ours replaces it
+    def attach(self, server: McpServer) -> dict[str, Handler]:
+        # The plain tools/call, before ours replaces it.
+        self._sync_call = server.methods["tools/call"]
         return super().attach(server)
 
-    def methods(self):
+    def methods(self) -> dict[str, Handler]:
         return {
             "tools/call": self._call,
             "tasks/get": self._get,
@@ -207,9 +210,7 @@ class Tasks(Feature):
         except asyncio.CancelledError:
             task._set("cancelled")
             raise
-        except (
-            Exception
-        ):  # the tool layer turns tool failures into -32603 already; this is a last resort
+        except Exception:  # noqa: BLE001 - a last resort: the tool layer already turns tool failures into -32603
             response = {
                 "error": RpcError(
                     INTERNAL_ERROR, "Internal error: the task failed unexpectedly"

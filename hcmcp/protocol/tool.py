@@ -188,7 +188,7 @@ def flat_schema(struct: type[msgspec.Struct], *, fresh: bool = False) -> dict[st
             return [inline(v) for v in node]
         return node
 
-    schema = inline(raw)
+    schema: dict[str, Any] = inline(raw)
     schema.pop("title", None)
     schema.pop("$defs", None)
     schema["type"] = "object"

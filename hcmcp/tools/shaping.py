@@ -270,7 +270,7 @@ def check_detail(check: Check) -> CheckDetail:
         next_ping=check.next_ping,
         last_duration=check.last_duration,
         n_pings=check.n_pings,
-        schedule_kind=check.schedule_kind,  # type: ignore[arg-type]
+        schedule_kind=check.schedule_kind,  # type: ignore[arg-type]  # a str models.Check makes one of the two
         timeout=check.timeout,
         schedule=check.schedule,
         tz=check.tz,

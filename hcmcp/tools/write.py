@@ -393,8 +393,9 @@ def _update_check(api: HealthchecksApi) -> Tool:
         await refuse_slug_before_v3(api, "update_check", body)
         check = await calling_api(lambda: api.update_check(uuid, body))
         notes = [
-            f"Changed: {', '.join(body)}; every other field is as it was."
-        ] + derived_slug_note(api, body)
+            f"Changed: {', '.join(body)}; every other field is as it was.",
+            *derived_slug_note(api, body),
+        ]
         if "channels" in body:
             notes.append("channels replaced the check's integration list.")
         if "schedule" in body:
@@ -552,7 +553,7 @@ class DeleteCheckResult(Untrusted, kw_only=True):
     confirm_token: str | None = None
     token_expires_in: int | None = None
     deleted: list[CheckDetail]
-    failed: list[DeleteFailure] = []
+    failed: list[DeleteFailure] = []  # noqa: RUF012 - msgspec copies it per instance; the schema says "default": []
     not_attempted: list[str] | UnsetType = UNSET  # only when a failure stopped the run
     note: str | None = None
 
