@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 import select
 import socket
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import anyio
 import h11
@@ -34,6 +34,10 @@ _ATTEMPT_DELAY = 0.25  # seconds before the next address is tried beside a slow 
 _UNKNOWN = object()
 
 
+_Attr = TypeVar("_Attr")
+_Default = TypeVar("_Default")
+
+
 class Stream(Protocol):
     """What a StreamConnection uses of its stream: an anyio ByteStream (TLS, a proxy tunnel), or
     socket_stream's RawSocketStream, which has that interface without anyio's slot-less classes."""
@@ -42,7 +46,7 @@ class Stream(Protocol):
 
     async def receive(self, max_bytes: int = 65536) -> bytes: ...
 
-    def extra(self, attribute: Any, default: Any = None) -> Any: ...
+    def extra(self, attribute: _Attr, default: _Default) -> _Attr | _Default: ...
 
     async def aclose(self) -> None: ...
 
