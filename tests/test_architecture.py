@@ -58,8 +58,11 @@ def test_the_contracts_are_the_layers_of_design_md():
         "fast_start",
         "tools",
         "config",
+        "config_network",
+        "(config_parse)",
         "healthchecks | protocol",
         "http",
+        "(sources)",
     ]
     assert layers["exhaustive"] is True
     text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
@@ -77,13 +80,14 @@ def test_the_contracts_are_the_layers_of_design_md():
 def test_conformance_is_forbidden_every_part_of_hcmcp_but_protocol_and_http():
     """A new top-level module of hcmcp/ must join the forbidden list (or this says which)."""
     forbidden = set(CONTRACTS["conformance"]["forbidden_modules"])
+    moving = {f"hcmcp.{name}" for name in CONTRACTS["layers"].get("exhaustive_ignores", [])}
     tops = {
         "hcmcp." + (p.stem if p.is_file() else p.name)
         for p in (ROOT / "hcmcp").iterdir()
         if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()
     }
     assert "benchmarks" in forbidden
-    missing = tops - {"hcmcp.protocol", "hcmcp.http"} - forbidden
+    missing = tops - {"hcmcp.protocol", "hcmcp.http"} - forbidden - moving
     assert not missing, f"add {sorted(missing)} to the conformance contract's forbidden_modules"
     assert not forbidden & {"hcmcp.protocol", "hcmcp.http", "hcmcp"}
 
