@@ -15,7 +15,8 @@ import sys
 from typing import Any, cast
 
 from .. import get_logger
-from ..http.idle_wait import suspends_once, unattended as _unattended, wait_readable_here
+from ..http.idle_wait import suspends_once, wait_readable_here
+from ..http.idle_wait import unattended as _unattended
 from .jsonrpc import (
     INTERNAL_ERROR,
     INVALID_REQUEST,

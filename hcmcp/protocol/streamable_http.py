@@ -41,14 +41,25 @@ import msgspec
 from ..http.server import Request, Response, StreamingResponse
 from . import revisions
 from .http_guard import ListenerGuard, Refused
-from .http_media import accepts_json_and_sse as _accepts_json_and_sse, is_json_content_type
+from .http_media import accepts_json_and_sse as _accepts_json_and_sse
+from .http_media import is_json_content_type
 from .http_sessions import HttpSession, SessionsFull, SessionTable
 from .http_streams import (
     SSE_HEADERS as _SSE_HEADERS,
+)
+from .http_streams import (
     Body as _Body,
+)
+from .http_streams import (
     Final as _Final,
+)
+from .http_streams import (
     Outbox as _Outbox,
+)
+from .http_streams import (
     empty_stream as _empty_stream,
+)
+from .http_streams import (
     relay as _relay,
 )
 from .jsonrpc import (
