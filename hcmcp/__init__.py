@@ -1,6 +1,13 @@
 """hcmcp: an MCP server for Healthchecks, without an MCP SDK."""
 
+from __future__ import annotations
+
 __version__ = "0.1.0"
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
+if TYPE_CHECKING:
+    import logging
+    from typing import Any
 
 # Set by the command (hcmcp/__main__.py): log to stderr in our format once logging is first used.
 configure_logging_on_first_use = False
@@ -12,9 +19,9 @@ class _LazyLogger:
 
     def __init__(self, name: str) -> None:
         self._name = name
-        self._logger = None
+        self._logger: logging.Logger | None = None
 
-    def __getattr__(self, attribute: str):
+    def __getattr__(self, attribute: str) -> Any:
         if self._logger is None:
             import logging
 

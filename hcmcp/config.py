@@ -11,7 +11,8 @@ from collections.abc import Mapping
 
 # ConfigError and parse_bool live in the leaf below this module and config_network.py;
 # re-exported here, where every caller has always imported them from.
-from .config_parse import ConfigError, parse_bool
+from .config_parse import ConfigError as ConfigError
+from .config_parse import parse_bool as parse_bool
 
 TYPE_CHECKING = (
     False  # not typing.TYPE_CHECKING: importing typing costs start-up time (fast_start.py)

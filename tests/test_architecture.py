@@ -59,10 +59,10 @@ def test_the_contracts_are_the_layers_of_design_md():
         "tools",
         "config",
         "config_network",
-        "(config_parse)",
+        "config_parse",
         "healthchecks | protocol",
         "http",
-        "(sources)",
+        "sources",
     ]
     assert layers["exhaustive"] is True
     text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")

@@ -160,7 +160,7 @@ def _list_badges(api: HealthchecksApi) -> Tool:
 
 
 class GetStatusResult(msgspec.Struct, kw_only=True):
-    """No untrusted marker when the instance said exactly "OK": the text is then this server's own."""  # noqa: E501  (a Struct's docstring is its schema description: unchanged)
+    """No untrusted marker when the instance said exactly "OK": the text is then this server's own."""
 
     ok: bool
     instance: str
