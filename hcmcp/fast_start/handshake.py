@@ -61,7 +61,9 @@ class _ScannerContext:
 def scanner() -> Scanner:
     import _json
 
-    scan: Scanner = _json.make_scanner(_ScannerContext())
+    # _json's stub names json.JSONDecoder as the context; any object with its attributes will do.
+    context: Any = _ScannerContext()
+    scan: Scanner = _json.make_scanner(context)
     return scan
 
 
@@ -129,7 +131,8 @@ class Handshake:
         # select() takes anything with name and tags (its annotation says Tool).
         read: list[Any] = [_Entry(raw) for raw in data["tools"] if not raw["writes"]]
         write: list[Any] = [_Entry(raw) for raw in data["tools"] if raw["writes"]]
-        chosen: list[_Entry] = select(read, write, config)  # raises ConfigError as the full path
+        # raises ConfigError as the full path; what comes back are the _Entry objects given
+        chosen: list[Any] = select(read, write, config)
         self.data = data
         self.latest: str = data["latest"]
         self.initialize = {rev: text.encode() for rev, text in data["initialize"].items()}
@@ -195,6 +198,7 @@ class Handshake:
         ident = _encode_id(message["id"])
         if ident is None:
             return False
+        result: bytes
         if method == "initialize":
             capabilities = params.get("capabilities", {})
             if self.revision is not None or type(capabilities) is not dict:

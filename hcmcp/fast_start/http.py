@@ -37,6 +37,15 @@ from ..protocol.http_media import accepts_json_and_sse, is_json_content_type
 from .background import Warmer, close_wakeup_pipe, wakeup_pipe
 from .handshake import Handshake
 
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
+if TYPE_CHECKING:
+    import select
+    from _socket import socket
+    from collections.abc import Callable
+    from typing import Any
+
+    from ..config import Config
+
 WARM_UP_AFTER = 0.2  # seconds without a first initialize before the full server is built anyway
 _REQUEST_LINE = b"POST /mcp HTTP/1.1"
 _HEAD_LIMIT = 8 * 1024  # well inside the full path's max_request_line and max_header_bytes
@@ -97,7 +106,11 @@ class FastSession:
     __slots__ = ("client_capabilities", "client_info", "id", "initialized", "revision")
 
     def __init__(
-        self, session_id: str, revision: str, client_capabilities: dict, client_info: dict
+        self,
+        session_id: str,
+        revision: str,
+        client_capabilities: dict[str, Any],
+        client_info: dict[str, Any],
     ) -> None:
         self.id, self.revision = session_id, revision
         self.client_capabilities, self.client_info = client_capabilities, client_info
@@ -122,7 +135,7 @@ class HandOver:
 class _Client:
     __slots__ = ("answered", "buffer", "sock", "written")
 
-    def __init__(self, sock) -> None:
+    def __init__(self, sock: socket) -> None:
         self.sock = sock
         self.buffer = bytearray()
         self.answered = False
@@ -144,16 +157,29 @@ class FastHttp:
         self.stateless = stateless
         bound = f"[{host}]" if ipv6 else host
         self.host_names = _LOOPBACK_NAMES + ((bound,) if bound not in _LOOPBACK_NAMES else ())
-        self.token_digest = None
+        self.token_digest: bytes | None = None
         if token:
             import _sha256  # hashlib would import _hashlib (OpenSSL): the guard's digest
 
             self.token_digest = _sha256.sha256(token.encode()).digest()
         self.sessions: dict[str, FastSession] = {}
-        self.sock = None
+        self._sock: socket | None = None
+
+    @property
+    def sock(self) -> socket:
+        """The listening socket: there is one from _listen() on."""
+        assert self._sock is not None, "FastHttp used before it listens"
+        return self._sock
+
+    @property
+    def shake(self) -> Handshake:
+        """The fresh handshake: serve() hands over at once without one, so every request
+        handler below runs with it."""
+        assert self.handshake is not None, "a request answered without a handshake"
+        return self.handshake
 
     @classmethod
-    def prepare(cls, bind: str, config, stateless: bool) -> FastHttp | None:
+    def prepare(cls, bind: str, config: Config, stateless: bool) -> FastHttp | None:
         """None when the full path must serve from the start; raises ConfigError for a tool
         selection the full path would refuse (as fast_start does).
 
@@ -201,12 +227,17 @@ class FastHttp:
         except OSError:
             sock.close()
             return False  # the full path binds again and reports its own error
-        self.sock = sock
+        self._sock = sock
         return True
 
     # -- the loop ------------------------------------------------------------------------------
 
-    def serve(self, build, continue_with, eager: bool = True) -> None:
+    def serve(
+        self,
+        build: Callable[[], Any],
+        continue_with: Callable[[Any, HandOver], None],
+        eager: bool = True,
+    ) -> None:
         """Answer what this module can until the full server is built (``build()`` in a thread)
         or a request needs it; then call ``continue_with(built, HandOver)``. ``eager=False``
         (tests only) builds it only when a request needs it, so that the tests know which path
@@ -217,7 +248,7 @@ class FastHttp:
         wakeup = wakeup_pipe()
         done_read, done_write = os.pipe()
 
-        def warm():
+        def warm() -> Any:
             try:
                 return build()
             finally:
@@ -275,14 +306,15 @@ class FastHttp:
             built, HandOver(self.sock.detach(), connections, list(self.sessions.values()))
         )
 
-    def _accept(self, poller, clients: dict[int, _Client]) -> bool:
+    def _accept(self, poller: select.poll, clients: dict[int, _Client]) -> bool:
         """Accept what is waiting; False when the full path must take over (too many, an error)."""
         import _socket
         import select
 
         while True:
             try:
-                fd, _ = self.sock._accept()
+                # _socket.socket._accept has no stub: socket.accept's own first step, a bare fd
+                fd, _ = self.sock._accept()  # type: ignore[attr-defined]
             except BlockingIOError:
                 return True
             except OSError:
@@ -403,7 +435,7 @@ class FastHttp:
         if not accepts_json_and_sse(accept.decode("latin-1")):
             return False
         version = headers.get(b"mcp-protocol-version")
-        return version is None or version.decode("latin-1").strip() in self.handshake.initialize
+        return version is None or version.decode("latin-1").strip() in self.shake.initialize
 
     def _host_allowed(self, value: bytes | None) -> bool:
         """A Host the ListenerGuard accepts: a loopback name or the bound host, optional port."""
@@ -427,11 +459,14 @@ class FastHttp:
 
         scheme, _, credential = (value or b"").decode("latin-1").strip().partition(" ")
         given = _sha256.sha256(credential.strip().encode("utf-8", "surrogateescape")).digest()
-        return _operator._compare_digest(given, self.token_digest) and scheme.lower() == "bearer"
+        return (
+            _operator._compare_digest(given, self.token_digest or b"")
+            and scheme.lower() == "bearer"
+        )
 
     def _in_session(self, session: FastSession, body: bytes) -> bytes | None:
         """notifications/initialized (202), tools/list, ping in a session opened here; else None."""
-        handshake = self.handshake
+        handshake = self.shake
         handshake.revision, handshake.initialized = session.revision, session.initialized
         reply = handshake.answer(body)
         if reply is None and handshake.initialized and not session.initialized:
@@ -449,7 +484,7 @@ class FastHttp:
 
     def _initialize(self, body: bytes) -> bytes | None:
         """The whole response to an initialize the Handshake answers; None for anything else."""
-        handshake = self.handshake
+        handshake = self.shake
         # The Handshake holds one stdio session; here each request is a new one.
         handshake.revision, handshake.initialized = None, False
         reply = handshake.answer(body)
