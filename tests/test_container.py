@@ -17,17 +17,16 @@ import json
 import os
 import re
 import shlex
-import sys
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
 import uuid
 from pathlib import Path
 
-import pytest
-
 import hostile_upstream
+import pytest
 from hostile_upstream import Hostile
 from support import ROOT, StdioPeer, validate_server_message
 from test_pyz import OUR_ENV, TIMEOUT, place  # noqa: F401  (place is a fixture)

@@ -16,11 +16,10 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
-
 from hostile_upstream import KEY, Hostile
 from pyz_build import built_pyz
 from support import ROOT, StdioPeer
@@ -29,7 +28,7 @@ BUILD = ROOT / ".ci" / "build-mcpb"
 CACHE = Path(os.environ.get("HCMCP_CACHE") or Path.home() / ".cache" / "hcmcp")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _bundle(folder: str) -> Path:
     given = os.environ.get("HCMCP_MCPB")
     if given:

@@ -20,7 +20,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from support import ROOT
 
 
