@@ -31,7 +31,8 @@ def built_pyz() -> Path:
     folder = Path(tempfile.mkdtemp(prefix="hcmcp-test-pyz-"))
     atexit.register(shutil.rmtree, folder, True)
     output = folder / "hcmcp.pyz"
-    done = subprocess.run([sys.executable, str(BUILD), "--python", "host", "--output", str(output)],
+    done = subprocess.run([sys.executable, str(BUILD), "--python", "host", "--output", str(output),
+                           "--sbom", "none"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, f".ci/build-pyz failed:\n{done.stderr}"
     SEEN.add(payload_hash(output))
