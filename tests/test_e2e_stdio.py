@@ -161,7 +161,8 @@ def test_call_delete_check_without_a_terminal_takes_the_token_path():
     listing = json.loads(_call("list_checks", "{}").stdout)
     result = _call("delete_check", json.dumps({"check": listing["checks"][0]["uuid"]}))
     body = json.loads(result.stdout)
-    assert result.returncode == 0 and body["outcome"] == "token_issued" and body["deleted"] == []
+    # exit 3: nothing was deleted (a script can tell), though the call itself answered
+    assert result.returncode == 3 and body["outcome"] == "token_issued" and body["deleted"] == []
 
 
 def test_a_terminal_on_stdin_gets_the_two_line_hint_on_stderr():
@@ -215,5 +216,5 @@ def test_call_asks_the_person_at_the_terminal(answer, outcome):
     seen, out, code = _pty_call(json.dumps({"check": uuid}), answer)
     assert uuid in seen.decode() and b"pause_check" in seen and b"type yes to confirm" in seen
     body = json.loads(out)   # stdout carries the result alone, the prompt went to the terminal
-    assert code == 0 and body["outcome"] == outcome, body
+    assert code == (0 if outcome == "approved_by_dialog" else 3) and body["outcome"] == outcome, body
     assert [c["uuid"] for c in body["deleted"]] == ([uuid] if outcome == "approved_by_dialog" else [])
