@@ -49,8 +49,9 @@ def describe(uuid: str, check: Check | None, failure: str | None) -> str:
         return f"  {uuid}  (could not be looked up: {failure})"
     tags = shown(check.tags) if check.tags.strip() else "none"
     last = shown(check.last_ping, 40) if check.last_ping else "never"
+    name = f'"{shown(check.name)}"' if check.name else "(no name)"
     return (
-        f"  {uuid}  {shown(check.name) or '(no name)'!s}\n"
+        f"  {uuid}  {name}\n"
         f"      tags: {tags}   status: {shown(check.status, 20)}   last ping: {last}"
     )
 
@@ -94,12 +95,15 @@ async def ask_at_terminal(
     request: dict[str, Any], api: HealthchecksApi | None, arguments: Any
 ) -> dict[str, Any]:
     """The answer to an elicitation/create request, asked of the person on stderr/stdin."""
+    from .tools.confirm import COST
+
     params = request.get("params", {})
-    out = ["", str(params.get("message", ""))]
     targets = targets_of(arguments)
-    if targets:
-        out.append("")
-        out.extend(await details(api, targets))
+    if targets:  # delete_check's question, with each check named (the guard's names UUIDs only)
+        what = "check" if len(targets) == 1 else f"{len(targets)} checks"
+        out = ["", f"This will delete {what}:", *await details(api, targets), "", COST]
+    else:
+        out = ["", str(params.get("message", ""))]
     sys.stderr.write("\n".join(out) + "\n")
     content: dict[str, Any] = {}
     for field, schema in params.get("requestedSchema", {}).get("properties", {}).items():
