@@ -352,8 +352,9 @@ def tool_help(tool: Tool) -> str:
         if "check" in schema.get("properties", {})
         else ""
     )
+    yes = " [--yes]" if tool.name == "delete_check" else ""  # the command line's own consent
     return (
-        f"usage: hcmcp call {tool.name} ['{{...}}'] [--demo]\n\n"
+        f"usage: hcmcp call {tool.name} ['{{...}}']{yes} [--demo]\n\n"
         f"{tool.name}: {tool.title}  [{_marks(tool)}]\n"
         + "\n".join(textwrap.wrap(tool.description, width=100))
         + "\n\narguments (one JSON object):\n"

@@ -181,6 +181,7 @@ def test_call_tool_help_comes_from_the_input_schema_with_an_example_that_validat
         assert proc.returncode == 0, proc.stderr
         text = proc.stdout.decode()
         assert text.startswith(f"usage: hcmcp call {name}") and tool["title"] in text
+        assert ("[--yes]" in text.splitlines()[0]) == (name == "delete_check")   # its consent only
         schema = tool["inputSchema"]
         for field in schema["properties"]:
             assert f"  {field}: " in text, (name, field)
