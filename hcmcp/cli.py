@@ -219,6 +219,8 @@ def parse(argv: list[str]) -> dict[str, Any]:
         parser.error(
             "call needs a tool name: hcmcp call TOOL '{\"arg\": ...}' (hcmcp tools lists them)"
         )
+    if namespace.yes and namespace.tool != "delete_check" and not namespace.help:
+        parser.error(f"--yes is delete_check's consent; {namespace.tool} asks nothing")
     return {
         "command": "call",
         "demo": namespace.demo,

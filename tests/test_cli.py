@@ -74,6 +74,7 @@ def test_version(args):
     (["--http"], [b"--http: expected one argument"]),
     (["--http", "127.0.0.1:0", "tools"], [b"--http serves MCP; it does not apply to 'tools'"]),
     (["tools", "--yes"], [b"unrecognized arguments: --yes"]),
+    (["call", "list_checks", "--yes"], [b"--yes is delete_check's consent; list_checks asks nothing"]),
     (["call", "list_checks", "{nope"], [b"not valid JSON"]),
 ])
 def test_a_command_line_that_cannot_run_exits_2_saying_why(args, words):
