@@ -11,7 +11,6 @@ import os
 import sys
 from contextlib import asynccontextmanager
 
-
 TYPE_CHECKING = (
     False  # not typing.TYPE_CHECKING: importing typing costs start-up time (hcmcp/fast_start/)
 )
@@ -87,7 +86,8 @@ def _serving_options(argv: list[str]) -> dict[str, Any] | None:
 
 
 def _config() -> Config:
-    from .config import ConfigError, load
+    from .config import load
+    from .config_parse import ConfigError
 
     try:
         return load(os.environ)
@@ -97,7 +97,7 @@ def _config() -> Config:
 
 def build_server(config: Config, api: HealthchecksApi) -> McpServer:
     """The MCP server for this configuration (tools/assemble.py); a refused selection: one line."""
-    from .config import ConfigError
+    from .config_parse import ConfigError
     from .tools.assemble import build_server as assemble
 
     try:
@@ -189,7 +189,7 @@ def _serve_stdio_now(opts: dict[str, Any], config: Config) -> NoReturn:
     """stdio (plain or --demo): the handshake is answered before the heavy imports (fast_start/),
     which happen meanwhile in a background thread; then the full server takes over.
     Never returns."""
-    from .config import ConfigError
+    from .config_parse import ConfigError
     from .fast_start.handshake import Handshake
     from .fast_start.stdio import serve
 
@@ -239,14 +239,15 @@ def _warming(build: Callable[[], Any], config: Config) -> Callable[[], Any]:
 
 def _serve_http_now(opts: dict[str, Any], config: Config) -> None:
     """--http (plain or --demo): the first initialize is answered before the heavy imports
-    (fast_start/http.py), which happen meanwhile in a background thread; then the full server takes over
-    the listening socket, the connections and the sessions. Never returns once the fast path has
-    bound; returns at once when it steps aside (the full path then serves from the start)."""
+    (fast_start/http.py), which happen meanwhile in a background thread; then the full server
+    takes over the listening socket, the connections and the sessions. Never returns once the
+    fast path has bound; returns at once when it steps aside (the full path then serves from the
+    start)."""
     # test-only: "0" the full path alone; "hold" see FastHttp.serve
     knob = os.environ.get("HCMCP_FAST_HTTP")
     if knob == "0":
         return
-    from .config import ConfigError
+    from .config_parse import ConfigError
     from .fast_start.http import FastHttp
 
     try:

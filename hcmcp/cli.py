@@ -36,8 +36,8 @@ environment:
   Configuration comes from environment variables, each read once and parsed strictly:
   HEALTHCHECKS_API_KEY (the project's API key), HEALTHCHECKS_URL (default https://healthchecks.io),
   HEALTHCHECKS_READ_ONLY, HEALTHCHECKS_ALLOW_TOOLS, HEALTHCHECKS_DENY_TOOLS, ELICITATION, ...
-  Every variable is documented in the README, section "Environment variables":
-  https://github.com/hcmcp/hcmcp#environment-variables
+  Every variable is documented in docs/configuration.md, "Environment variables":
+  https://github.com/hcmcp/hcmcp/blob/main/docs/configuration.md#environment-variables
 """
 
 EXIT_CODES = f"""\

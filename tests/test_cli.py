@@ -44,7 +44,7 @@ def test_help_at_every_level_names_the_options_exit_codes_and_variables(args):
     assert text.startswith("usage: hcmcp")
     for line in EXIT_LINES:
         assert line in text, (line, text)
-    assert "HEALTHCHECKS_API_KEY" in text and "Environment variables" in text
+    assert "HEALTHCHECKS_API_KEY" in text and "docs/configuration.md" in text and "Environment variables" in text
     own = {"--help": ("tools", "call", "--http", "--stateless", "--demo", "-V"),
            "tools": ("-v, --verbose", "--demo"), "call": ("TOOL", "ARGUMENTS", "--yes", "--demo")}
     key = "tools" if "tools" in args else "call" if "call" in args else "--help"
