@@ -343,7 +343,7 @@ async def _call(opts: dict[str, Any], config: Config) -> int:
 
 def _signals() -> Any:
     """The signal module's C half (signal itself imports enum: milliseconds of start-up)."""
-    import _signal  # type: ignore[import-not-found]  # a C module without a stub
+    import _signal
 
     return _signal
 
