@@ -1,9 +1,8 @@
-"""The command: ``hcmcp`` (stdio), ``hcmcp --http 127.0.0.1:8000``, ``--demo``, ``hcmcp tools``,
-``hcmcp call``.
+"""The command: ``hcmcp`` (stdio), ``hcmcp --http 127.0.0.1:8000``, ``--demo``, and the door to
+``hcmcp tools`` / ``hcmcp call`` / help (hcmcp/cli.py, which alone imports argparse).
 
 This is the only module that knows every layer; it wires config -> API -> tools -> protocol ->
-transport.
-Imports are deferred to where they are needed: start-up time is a feature.
+transport. Imports are deferred to where they are needed: start-up time is a feature.
 """
 
 from __future__ import annotations
@@ -12,25 +11,17 @@ import os
 import sys
 from contextlib import asynccontextmanager
 
-from . import __version__
-
 TYPE_CHECKING = (
     False  # not typing.TYPE_CHECKING: importing typing costs start-up time (hcmcp/fast_start/)
 )
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import AsyncIterator, Callable, Iterator
+    from typing import Any, NoReturn
 
-USAGE = (
-    "usage: hcmcp [--demo] [--http HOST:PORT [--stateless]]     serve MCP (stdio by default)\n"
-    "       hcmcp tools [--demo]                                 list the tools that would load\n"
-    "       hcmcp call TOOL ['{\"arg\": ...}'] [--demo]            run one tool and"
-    " print its result as JSON\n"
-    "       hcmcp --version | --help\n"
-    "\n"
-    "Configuration comes from the environment (HEALTHCHECKS_API_KEY,"
-    " HEALTHCHECKS_URL, ...; see README.md).\n"
-    "--demo serves a built-in simulated Healthchecks instance: no account, no network.\n"
-)
+    from .config import Config
+    from .healthchecks.api import HealthchecksApi
+    from .healthchecks.simulator import Simulator
+    from .protocol.server import McpServer
 
 WAITING = (
     "hcmcp is an MCP server: it is waiting for an MCP client on stdin/stdout.\n"
@@ -41,53 +32,62 @@ ELICITATION_OFF_LINE = (
 )
 
 
-def _fail(message: str, code: int = 1) -> None:
+def _fail(message: str, code: int = 1) -> NoReturn:
     sys.stderr.write(f"hcmcp: {message}\n")
     raise SystemExit(code)
 
 
-def _parse(argv: list[str]) -> dict[str, Any]:
-    opts: dict[str, Any] = {
-        "command": "serve",
-        "demo": False,
-        "http": None,
-        "stateless": False,
-        "args": [],
-    }
+INTERRUPTED_LINE = b"hcmcp: interrupted\n"
+
+
+def interrupted(*_: object) -> None:
+    """Ctrl-C, anywhere (the SIGINT handler from the first moment of main, and any
+    KeyboardInterrupt before it): one line on stderr and exit 130, at once. Nothing waits: not a
+    thread in a read, not the terminal prompt, not a call in flight (a server run by hand is
+    stopped by the person who runs it; an MCP client stops a server by closing stdin or SIGTERM)."""
+    try:
+        sys.stdout.flush()
+    except BaseException:  # noqa: BLE001 -- a closed or broken stdout changes nothing here
+        pass
+    start = b"\n" if os.isatty(2) else b""  # after the terminal's ^C, on a line of its own
+    try:
+        os.write(2, start + INTERRUPTED_LINE)
+    finally:
+        os._exit(130)
+
+
+def _serving_options(argv: list[str]) -> dict[str, Any] | None:
+    """The serving command lines read without argparse (milliseconds of start-up): the words
+    --demo, --stateless, --http HOST:PORT and --http=HOST:PORT, each once, in any order. Anything
+    else is None: hcmcp.cli reads it (help, -V, tools, call, every error), and agrees with this
+    on every line this accepts (tests/test_cli.py)."""
+    opts: dict[str, Any] = {"command": "serve", "demo": False, "http": None, "stateless": False}
+    seen = set()
     rest = list(argv)
-    if rest and rest[0] in ("tools", "call"):
-        opts["command"] = rest.pop(0)
     while rest:
-        arg = rest.pop(0)
-        if arg == "--demo":
+        word = rest.pop(0)
+        key = word.split("=", 1)[0]
+        if key in seen:
+            return None
+        seen.add(key)
+        if word == "--demo":
             opts["demo"] = True
-        elif arg == "--http":
-            if not rest:
-                _fail("--http needs HOST:PORT, e.g. --http 127.0.0.1:8000", 2)
-            opts["http"] = rest.pop(0)
-        elif arg.startswith("--http="):
-            opts["http"] = arg.split("=", 1)[1]
-        elif arg == "--stateless":
+        elif word == "--stateless":
             opts["stateless"] = True
-        elif arg in ("-h", "--help"):
-            sys.stdout.write(USAGE)
-            raise SystemExit(0)
-        elif arg == "--version":
-            sys.stdout.write(f"hcmcp {__version__}\n")
-            raise SystemExit(0)
-        elif arg.startswith("-") and arg != "-":
-            _fail(f"unknown option {arg}\n\n{USAGE}", 2)
+        elif word == "--http" and rest and not rest[0].startswith("-"):
+            opts["http"] = rest.pop(0)
+        elif word.startswith("--http=") and len(word) > len("--http="):
+            opts["http"] = word[len("--http=") :]
         else:
-            opts["args"].append(arg)
-    if opts["command"] == "serve" and opts["args"]:
-        _fail(f"unexpected argument {opts['args'][0]!r}\n\n{USAGE}", 2)
+            return None
     if opts["stateless"] and not opts["http"]:
-        _fail("--stateless applies to --http only", 2)
+        return None
     return opts
 
 
-def _config():
-    from .config import ConfigError, load
+def _config() -> Config:
+    from .config import load
+    from .config_parse import ConfigError
 
     try:
         return load(os.environ)
@@ -95,9 +95,9 @@ def _config():
         _fail(str(error))
 
 
-def build_server(config, api):
+def build_server(config: Config, api: HealthchecksApi) -> McpServer:
     """The MCP server for this configuration (tools/assemble.py); a refused selection: one line."""
-    from .config import ConfigError
+    from .config_parse import ConfigError
     from .tools.assemble import build_server as assemble
 
     try:
@@ -106,7 +106,7 @@ def build_server(config, api):
         _fail(str(error))
 
 
-def _demo_simulator():
+def _demo_simulator() -> Simulator:
     """The --demo instance, seeded (not yet served: that needs the event loop)."""
     from .healthchecks.simulator import Simulator
 
@@ -116,25 +116,39 @@ def _demo_simulator():
 
 
 @asynccontextmanager
-async def _built_server(opts: dict[str, Any], config, sim=None):
-    """The McpServer for this command: over the configured instance, or (--demo) over the
-    simulated one (``sim``, or a new one), served on 127.0.0.1 inside this process's event loop
-    for as long as it is used."""
+async def _built(
+    opts: dict[str, Any], config: Config, sim: Simulator | None = None
+) -> AsyncIterator[tuple[McpServer, HealthchecksApi]]:
+    """The McpServer for this command and the API it uses: over the configured instance, or
+    (--demo) over the simulated one (``sim``, or a new one), served on 127.0.0.1 inside this
+    process's event loop for as long as it is used."""
     if not opts["demo"]:
-        yield build_server(config, _api(config))
+        api = _api(config)
+        yield build_server(config, api), api
         return
     from .healthchecks.simulator import serve
 
     sim = sim or _demo_simulator()
     async with serve(sim):
-        yield build_server(config, _api(config, sim.site_root, sim.RW_KEY))
+        api = _api(config, sim.site_root, sim.RW_KEY)
+        yield build_server(config, api), api
 
 
-def _api(config, site_root: str | None = None, api_key: str | None = None):
+@asynccontextmanager
+async def _built_server(
+    opts: dict[str, Any], config: Config, sim: Simulator | None = None
+) -> AsyncIterator[McpServer]:
+    async with _built(opts, config, sim) as (server, _):
+        yield server
+
+
+def _api(
+    config: Config, site_root: str | None = None, api_key: str | None = None
+) -> HealthchecksApi:
     from .healthchecks.api import HealthchecksApi
 
     # The demo instance is in-process on loopback: no proxy, no TLS settings apply to it.
-    network = (
+    network: dict[str, Any] = (
         {}
         if site_root
         else {"proxy": config.proxy, "ca_file": config.ca_file, "insecure_tls": config.insecure_tls}
@@ -148,7 +162,7 @@ def _api(config, site_root: str | None = None, api_key: str | None = None):
     )
 
 
-async def _serve(opts: dict[str, Any], config) -> None:
+async def _serve(opts: dict[str, Any], config: Config) -> int | None:
     if opts["http"]:
         from .protocol.http_serving import bind_refusal
 
@@ -156,25 +170,26 @@ async def _serve(opts: dict[str, Any], config) -> None:
         if refusal is not None:
             raise SystemExit(refusal)  # before the --demo simulator starts: one line, no traceback
     async with _built_server(opts, config) as server:
-        await _transport(opts, config, server)
+        return await _transport(opts, config, server)
 
 
-async def _transport(opts: dict[str, Any], config, server) -> None:
+async def _transport(opts: dict[str, Any], config: Config, server: McpServer) -> int | None:
+    """Serves until the end; the signal that ended an HTTP server (None for stdio)."""
     if opts["http"]:
         from .protocol.http_serving import serve_http
 
-        await serve_http(server, opts["http"], config=config, stateless=opts["stateless"])
-    else:
-        from .protocol.stdio import serve_stdio
+        return await serve_http(server, opts["http"], config=config, stateless=opts["stateless"])
+    from .protocol.stdio import serve_stdio
 
-        await serve_stdio(server)
+    await serve_stdio(server)
+    return None
 
 
-def _serve_stdio_now(opts: dict[str, Any], config) -> None:
-    """stdio (plain or --demo): the handshake is answered before the heavy imports
-    (hcmcp/fast_start/), which happen meanwhile in a background thread; then the full server takes
-    over. Never returns."""
-    from .config import ConfigError
+def _serve_stdio_now(opts: dict[str, Any], config: Config) -> NoReturn:
+    """stdio (plain or --demo): the handshake is answered before the heavy imports (fast_start/),
+    which happen meanwhile in a background thread; then the full server takes over.
+    Never returns."""
+    from .config_parse import ConfigError
     from .fast_start.handshake import Handshake
     from .fast_start.stdio import serve
 
@@ -184,52 +199,55 @@ def _serve_stdio_now(opts: dict[str, Any], config) -> None:
         )  # None when handshake.json is stale: the full path serves
     except ConfigError as error:
         _fail(str(error))
+    build: Callable[[], Any]
+    go_on: Callable[[Any, Any, Any], None]
     if opts["demo"]:
         build = _demo_simulator
 
-        def go_on(sim, reader, session) -> None:
+        def go_on(sim: Any, reader: Any, session: Any) -> None:
             _run_demo_stdio(opts, config, sim, reader, session)
     else:
 
-        def build():
+        def build() -> McpServer:
             return build_server(config, _api(config))
 
-        def go_on(server, reader, session) -> None:
+        def go_on(server: Any, reader: Any, session: Any) -> None:
             from .protocol.stdio import run_stdio
 
             run_stdio(server, reader, session)
 
     if handshake is None:
         go_on(build(), None, None)
-    serve(handshake, _warming(build, config), go_on)
+    else:
+        serve(handshake, _warming(build, config), go_on)
+    raise AssertionError("unreachable: the stdio server exits the process")
 
 
-def _warming(build, config):
+def _warming(build: Callable[[], Any], config: Config) -> Callable[[], Any]:
     """``build``, followed by the imports the first tools/call needs (event loop, HTTP client)."""
 
-    def run():
+    def run() -> Any:
         built = build()
-        import anyio._backends._asyncio  # noqa: F401
+        import anyio._backends._asyncio  # noqa: F401 -- imported now, off the first call's path
 
-        from .http import client  # noqa: F401   (ssl and the TLS settings load with the first https connection)
+        from .http import client  # noqa: F401 -- (ssl loads with the first https connection)
 
         return built
 
     return run
 
 
-def _serve_http_now(opts: dict[str, Any], config) -> None:
+def _serve_http_now(opts: dict[str, Any], config: Config) -> None:
     """--http (plain or --demo): the first initialize is answered before the heavy imports
-    (hcmcp/fast_start/http.py), which happen meanwhile in a background thread; then the full server
-    takes over
-    the listening socket, the connections and the sessions. Never returns once the fast path has
-    bound; returns at once when it steps aside (the full path then serves from the start)."""
-    knob = os.environ.get(
-        "HCMCP_FAST_HTTP"
-    )  # test-only: "0" the full path alone; "hold" see FastHttp.serve
+    (fast_start/http.py), which happen meanwhile in a background thread; then the full server
+    takes over the listening socket, the connections and the sessions. Never returns once the
+    fast path has bound; returns at once when it steps aside (the full path then serves from the
+    start)."""
+    # test-only: "0" the full path alone; "hold" see FastHttp.serve
+    knob = os.environ.get("HCMCP_FAST_HTTP")
     if knob == "0":
         return
-    from .config import ConfigError
+    from .config_parse import ConfigError
     from .fast_start.http import FastHttp
 
     try:
@@ -238,50 +256,48 @@ def _serve_http_now(opts: dict[str, Any], config) -> None:
         _fail(str(error))
     if fast is None:
         return
+    build: Callable[[], Any]
     if opts["demo"]:
         build = _demo_simulator
     else:
 
-        def build():
+        def build() -> McpServer:
             return build_server(config, _api(config))
 
     warm = _warming(build, config)
 
-    def warm_http():
+    def warm_http() -> Any:
         built = warm()
-        from .protocol import streamable_http  # noqa: F401   (h11, msgspec, the HTTP server)
+        from .protocol import streamable_http  # noqa: F401 -- (h11, msgspec, the HTTP server)
 
         return built
 
-    def go_on(built, handover) -> None:
+    def go_on(built: Any, handover: Any) -> None:
         import anyio
 
-        from .protocol.stdio import exit_now
-
-        try:
-            _run_serving(anyio.run, _serve_adopted, opts, config, built, handover)
-        except KeyboardInterrupt:
-            pass
-        exit_now(0)
+        _stopped_by(_run_serving(anyio.run, _serve_adopted, opts, config, built, handover))
 
     fast.serve(warm_http, go_on, eager=knob != "hold")
 
 
-async def _serve_adopted(opts: dict[str, Any], config, built, handover) -> None:
+async def _serve_adopted(
+    opts: dict[str, Any], config: Config, built: Any, handover: Any
+) -> int | None:
     from .protocol.http_serving import serve_http
 
     if opts["demo"]:
         async with _built_server(opts, config, built) as server:
-            await serve_http(
+            return await serve_http(
                 server, opts["http"], config=config, stateless=opts["stateless"], adopted=handover
             )
-    else:
-        await serve_http(
-            built, opts["http"], config=config, stateless=opts["stateless"], adopted=handover
-        )
+    return await serve_http(
+        built, opts["http"], config=config, stateless=opts["stateless"], adopted=handover
+    )
 
 
-def _run_demo_stdio(opts: dict[str, Any], config, sim, reader, session) -> None:
+def _run_demo_stdio(
+    opts: dict[str, Any], config: Config, sim: Simulator, reader: Any, session: Any
+) -> NoReturn:
     import anyio
 
     from .protocol.stdio import exit_now, serve_stdio
@@ -290,114 +306,74 @@ def _run_demo_stdio(opts: dict[str, Any], config, sim, reader, session) -> None:
         async with _built_server(opts, config, sim) as server:
             await serve_stdio(server, reader, 1, session)
 
-    try:
-        anyio.run(serve_demo)
-    except KeyboardInterrupt:
-        pass
+    anyio.run(serve_demo)
     exit_now(0)
+    raise AssertionError("unreachable")
 
 
-async def _tools(opts: dict[str, Any], config) -> None:
-    async def show(server) -> None:
-        for tool in server.tools.values():
-            marks = []
-            if "essential" in tool.tags:
-                marks.append("essential")
-            marks.append("read-only" if tool.annotations.read_only else "writes")
-            sys.stdout.write(f"{tool.name:20s} {tool.title}  [{', '.join(marks)}]\n")
+async def _tools(opts: dict[str, Any], config: Config) -> None:
+    from .cli import show_tools
 
     async with _built_server(opts, config) as server:
-        await show(server)
+        show_tools(server, opts["verbose"])
 
 
-async def _call(opts: dict[str, Any], config) -> int:
-    if not opts["args"]:
-        _fail("call needs a tool name: hcmcp call TOOL '{\"arg\": ...}'", 2)
-    import msgspec
+def _tool_help(opts: dict[str, Any], config: Config) -> int:
+    """hcmcp call TOOL --help: any tool of the catalog, loaded under this environment or not."""
+    from .cli import USAGE, tool_help
+    from .healthchecks.api import HealthchecksApi
+    from .tools import catalog
 
-    name, raw = opts["args"][0], (opts["args"][1] if len(opts["args"]) > 1 else "{}")
-    try:
-        # msgspec, as the protocol decodes a client's message: an integer beyond 64 bits stays an
-        # integer (orjson made it a float, and the tool said "Expected int, got float").
-        arguments = msgspec.json.decode(raw)
-    except (msgspec.DecodeError, RecursionError) as error:
-        _fail(
-            f"the arguments are not valid JSON ({error}); pass one JSON object, "
-            f"""e.g. '{{"check": "..."}}'""",
-            2,
-        )
-    async with _built_server(opts, config) as server:
-        return await call_once(server, name, arguments)
+    read, write = catalog.all_tools(HealthchecksApi(config.site_root, None))  # asks nothing
+    tools = {tool.name: tool for tool in read + write}
+    tool = tools.get(opts["tool"])
+    if tool is None:
+        _fail(f"unknown tool {opts['tool']!r}; the tools are: {', '.join(tools)}", USAGE)
+    sys.stdout.write(tool_help(tool))
+    return 0
 
 
-async def call_once(server, name: str, arguments: Any) -> int:
-    """Run one tool in-process, through the protocol path a client would take; print its result.
+async def _call(opts: dict[str, Any], config: Config) -> int:
+    from .cli import call_once, decode_arguments
 
-    Exit code 0 for a result, 1 for an isError result, 2 for a request the server refused.
-    delete_check asks the person at the terminal when stdin and stderr are terminals;
-    otherwise this client declares no elicitation and the two-call token applies.
-    """
-    import orjson
+    arguments = decode_arguments(opts["arguments"])
+    async with _built(opts, config) as (server, api):
+        return await call_once(server, opts["tool"], arguments, api=api, yes=opts["yes"])
 
-    from .protocol.jsonrpc import Message
-    from .protocol.revisions import LATEST_LEGACY
-    from .protocol.server import Session
 
-    interactive = sys.stdin.isatty() and sys.stderr.isatty()
-    session = Session(
-        revision=LATEST_LEGACY,
-        initialized=True,
-        client_capabilities={"elicitation": {"form": {}}} if interactive else {},
-    )
+def _signals() -> Any:
+    """The signal module's C half (signal itself imports enum: milliseconds of start-up)."""
+    import _signal
 
-    async def ask_at_terminal(request: dict[str, Any]) -> None:
-        import anyio
-
-        params = request.get("params", {})
-        sys.stderr.write("\n" + str(params.get("message", "")) + "\n")
-        content: dict[str, Any] = {}
-        for field, schema in params.get("requestedSchema", {}).get("properties", {}).items():
-            if schema.get("type") == "boolean":
-                label = schema.get("title") or field
-                # The prompt goes to stderr (input() would write it to stdout: the result's).
-                sys.stderr.write(f"{label} — type yes to confirm: ")
-                sys.stderr.flush()
-                reply = await anyio.to_thread.run_sync(sys.stdin.readline)
-                content[field] = reply.strip().lower() == "yes"
-        answer = (
-            {"action": "accept", "content": content}
-            if all(content.values()) and content
-            else {"action": "decline"}
-        )
-        await server.handle(Message(jsonrpc="2.0", id=request["id"], result=answer), session)
-
-    message = Message(
-        jsonrpc="2.0", id=1, method="tools/call", params={"name": name, "arguments": arguments}
-    )
-    # The terminal can always be reached; whether a dialog is shown follows from the capabilities.
-    response = await server.handle(message, session, ask_at_terminal)
-    if response is None or "error" in response:
-        error = (response or {}).get("error", {"message": "the call was cancelled"})
-        sys.stderr.write(f"hcmcp: {error.get('message')}\n")
-        return 2
-    result = response["result"]
-    output = result.get("structuredContent")
-    sys.stdout.write(orjson.dumps(output, option=orjson.OPT_INDENT_2).decode() + "\n")
-    return 1 if result.get("isError") else 0
+    return _signal
 
 
 def main(argv: list[str] | None = None) -> None:
-    opts = _parse(sys.argv[1:] if argv is None else argv)
+    _signal = _signals()
+    _signal.signal(_signal.SIGINT, interrupted)  # Ctrl-C: one line, exit 130, from the first moment
+    try:
+        _main(sys.argv[1:] if argv is None else argv)
+    except KeyboardInterrupt:  # before the handler was set, or raised by hand
+        interrupted()
+
+
+def _main(argv: list[str]) -> None:
+    opts = _serving_options(argv)
+    if opts is None:
+        from .cli import parse
+
+        opts = parse(argv)  # help, -V and every error end here (exit 0 or 2)
+    if opts["command"] == "call" and opts["tool_help"]:
+        raise SystemExit(_tool_help(opts, _config()))
     config = _config()
     import hcmcp
 
     hcmcp.configure_logging_on_first_use = True  # stderr, never stdout
     if not config.elicitation:
         sys.stderr.write(ELICITATION_OFF_LINE + "\n")
-    for line in (
-        () if opts["demo"] else config.startup_notes
-    ):  # plain http, unverified TLS, a proxy variable
-        sys.stderr.write(line + "\n")  # (the demo instance is none of these)
+    # plain http, unverified TLS, a proxy variable (the demo instance is none of these)
+    for line in () if opts["demo"] else config.startup_notes:
+        sys.stderr.write(line + "\n")
     if not opts["demo"]:  # --demo never uses the configured key
         from .config import api_key_warning
 
@@ -405,13 +381,12 @@ def main(argv: list[str] | None = None) -> None:
         if warning:
             sys.stderr.write(warning + "\n")
     if opts["command"] == "serve" and not opts["http"]:
-        import _signal  # not signal: that imports enum, milliseconds before the first reply
+        import _signal
 
         from .fast_start.background import exit_now
 
-        _signal.signal(
-            _signal.SIGTERM, lambda *_: exit_now(0)
-        )  # from the first moment, not after imports
+        # from the first moment, not after imports
+        _signal.signal(_signal.SIGTERM, lambda *_: exit_now(0))
         if sys.stdin.isatty():
             sys.stderr.write(WAITING)
         _serve_stdio_now(opts, config)
@@ -420,11 +395,8 @@ def main(argv: list[str] | None = None) -> None:
 
         from .fast_start.background import exit_now
 
-        for number in (
-            _signal.SIGTERM,
-            _signal.SIGINT,
-        ):  # until serve_http's own handlers take over
-            _signal.signal(number, lambda *_: exit_now(0))
+        # until serve_http's own handlers take over (Ctrl-C: `interrupted`, set in main)
+        _signal.signal(_signal.SIGTERM, lambda *_: exit_now(0))
         _serve_http_now(opts, config)
     import anyio
 
@@ -433,34 +405,35 @@ def main(argv: list[str] | None = None) -> None:
         return
     if opts["command"] == "call":
         raise SystemExit(anyio.run(_call, opts, config))
-    if not opts["http"] and sys.stdin.isatty():
-        sys.stderr.write(WAITING)
+    _stopped_by(_run_serving(anyio.run, _serve, opts, config))
+
+
+def _stopped_by(signal_number: int | None) -> NoReturn:
+    """The end of a server: exit 0, or Ctrl-C's line and 130 when SIGINT stopped it."""
+    if signal_number == _signals().SIGINT:
+        interrupted()
     from .protocol.stdio import exit_now
 
-    if opts["command"] == "serve" and not opts["http"]:
-        import signal  # --demo over stdio: SIGTERM while the simulator starts is an exit 0 too
-
-        signal.signal(signal.SIGTERM, lambda *_: exit_now(0))
-    try:
-        _run_serving(anyio.run, _serve, opts, config)
-    except KeyboardInterrupt:
-        pass
     exit_now(0)
+    raise AssertionError("unreachable")
 
 
-def _run_serving(run, *args) -> None:
+def _run_serving(run: Callable[..., Any], *args: Any) -> Any:
     """run(*args), with a refusal to start as one line on stderr and exit 1, never a traceback:
     a SystemExit or a failed bind, also when a task group (the --demo simulator's) wrapped it."""
     from .http.server import ListenFailed
 
     try:
-        run(*args)
+        return run(*args)
     except (SystemExit, ListenFailed, BaseExceptionGroup) as error:
         leaves = list(_leaves(error))
         if not all(isinstance(leaf, (SystemExit, ListenFailed)) for leaf in leaves):
             raise
         for leaf in leaves:
-            text = leaf.code if isinstance(leaf, SystemExit) else f"hcmcp: {leaf.strerror}"
+            if isinstance(leaf, SystemExit):
+                text = leaf.code
+            elif isinstance(leaf, ListenFailed):
+                text = f"hcmcp: {leaf.strerror}"
             if isinstance(text, str):
                 sys.stderr.write(text + "\n")
         sys.stderr.flush()
@@ -469,7 +442,7 @@ def _run_serving(run, *args) -> None:
         exit_now(1)
 
 
-def _leaves(error: BaseException):
+def _leaves(error: BaseException) -> Iterator[BaseException]:
     if isinstance(error, BaseExceptionGroup):
         for inner in error.exceptions:
             yield from _leaves(inner)

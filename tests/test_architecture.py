@@ -55,6 +55,8 @@ def test_the_contracts_are_the_layers_of_design_md():
     assert layers["type"] == "layers" and layers["containers"] == ["hcmcp"]
     assert layers["layers"] == [
         "__main__",
+        "cli",
+        "terminal",
         "fast_start",
         "tools",
         "config",

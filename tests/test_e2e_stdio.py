@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import pty
+import re
 import select
 import subprocess
 import time
@@ -161,7 +162,8 @@ def test_call_delete_check_without_a_terminal_takes_the_token_path():
     listing = json.loads(_call("list_checks", "{}").stdout)
     result = _call("delete_check", json.dumps({"check": listing["checks"][0]["uuid"]}))
     body = json.loads(result.stdout)
-    assert result.returncode == 0 and body["outcome"] == "token_issued" and body["deleted"] == []
+    # exit 3: nothing was deleted (a script can tell), though the call itself answered
+    assert result.returncode == 3 and body["outcome"] == "token_issued" and body["deleted"] == []
 
 
 def test_a_terminal_on_stdin_gets_the_two_line_hint_on_stderr():
@@ -211,9 +213,17 @@ def _pty_call(arguments: str, answer: bytes) -> tuple[bytes, bytes, int]:
 
 @pytest.mark.parametrize("answer, outcome", [(b"yes", "approved_by_dialog"), (b"no", "declined")])
 def test_call_asks_the_person_at_the_terminal(answer, outcome):
-    uuid = json.loads(_call("list_checks", "{}").stdout)["checks"][0]["uuid"]   # the demo's UUIDs are fixed
+    check = json.loads(_call("list_checks", "{}").stdout)["checks"][0]   # the demo's UUIDs are fixed
+    uuid = check["uuid"]
     seen, out, code = _pty_call(json.dumps({"check": uuid}), answer)
     assert uuid in seen.decode() and b"pause_check" in seen and b"type yes to confirm" in seen
+    # a person sees which check it is: its name, tags, status and last ping beside the UUID
+    shown = seen.decode().replace("\r\n", "\n")
+    assert f'  {uuid}  "{check["name"]}"\n' in shown, shown
+    # (the demo's pings are placed relative to its start: the time differs between two processes)
+    stamp = re.escape(check["last_ping"][:10]) + r"T\d\d:\d\d:\d\d\+00:00\n"
+    tags = re.escape(" ".join(check["tags"]))
+    assert re.search(f"tags: {tags}   status: {check['status']}   last ping: {stamp}", shown), shown
     body = json.loads(out)   # stdout carries the result alone, the prompt went to the terminal
-    assert code == 0 and body["outcome"] == outcome, body
+    assert code == (0 if outcome == "approved_by_dialog" else 3) and body["outcome"] == outcome, body
     assert [c["uuid"] for c in body["deleted"]] == ([uuid] if outcome == "approved_by_dialog" else [])

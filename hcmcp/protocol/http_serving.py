@@ -68,8 +68,9 @@ async def serve_http(
     settings: HttpSettings | None = None,
     adopted: Any = None,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
-) -> None:
-    """Serve until SIGTERM/SIGINT: then stop accepting, let calls finish (bounded), return.
+) -> int | None:
+    """Serve until SIGTERM/SIGINT: then stop accepting, let calls finish (bounded; a second
+    signal cuts that short), and return the signal's number (the command exits 130 for SIGINT).
 
     ``adopted``: a hcmcp.fast_http.HandOver; its listening socket, connections and sessions are
     served instead of binding anew (it printed the "serving MCP at" line already)."""
@@ -98,6 +99,7 @@ async def serve_http(
                 ),
             )
         http.adopt(adopted.listener_fd, adopted.connections)
+    stopped_by: int | None = None
     with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async with anyio.create_task_group() as tasks:
             await tasks.start(transport.run)
@@ -108,11 +110,20 @@ async def serve_http(
                 sys.stderr.write(f"hcmcp: serving MCP at http://{shown}:{bound}{ENDPOINT}{mode}\n")
                 sys.stderr.flush()
             task_status.started(bound)
-            async for _ in signals:
+            async for number in signals:
+                stopped_by = number
                 break
             log.info(
                 "stopping: no new connections; in-flight calls get up to %g s",
                 settings.shutdown_grace,
             )
+
+            async def cut_short() -> None:  # a second signal: stop now, not after the grace
+                async for _ in signals:
+                    tasks.cancel_scope.cancel()
+                    return
+
+            tasks.start_soon(cut_short)
             await http.shutdown(settings.shutdown_grace)
             tasks.cancel_scope.cancel()
+    return stopped_by

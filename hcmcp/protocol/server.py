@@ -95,6 +95,9 @@ class Session:
     client_info: dict[str, Any] = field(default_factory=dict)
     initialized: bool = False
     stateless: bool = False  # an HTTP mode with no way to reach the client mid-call
+    # Consent given before the call by whoever made this Session in-process: "terminal" for the
+    # command line's `hcmcp call ... --yes`. No message sets it; a transport's sessions have none.
+    consent: str | None = None
     inflight: dict[Id, anyio.CancelScope] = field(default_factory=dict)
     waiting: dict[Id, _Waiter] = field(default_factory=dict)
     gone: str | None = None  # why the client can no longer answer our requests
@@ -166,6 +169,11 @@ class RequestContext:
         if not revisions.declares_form_elicitation(self.client_capabilities):
             return CLIENT_CANNOT
         return None
+
+    @property
+    def consent(self) -> str | None:
+        """Who consented to a guarded operation before the call (Session.consent), if anyone."""
+        return self.session.consent
 
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None

@@ -31,7 +31,9 @@ COST = (
 @dataclass
 class Verdict:
     approved: bool
-    outcome: str  # approved_by_dialog approved_by_token declined cancelled no_answer token_issued token_refused
+    # approved_by_dialog approved_by_token approved_by_terminal
+    # declined cancelled no_answer token_issued token_refused
+    outcome: str
     message: str
     confirm_token: str | None = None
     token_expires_in: int | None = None
@@ -121,12 +123,13 @@ def _dialog_schema(targets: list[str]) -> dict[str, Any]:
 
 
 _WHY = {
-    CLIENT_CANNOT: "This MCP client did not declare that it can show a confirmation dialog (elicitation), "
-    "so delete_check falls back to a two-call token.",
-    OPERATOR_DISABLED: "This server's operator switched the confirmation dialog off (ELICITATION=false), "
-    "so delete_check falls back to a two-call token. The client was not asked.",
-    TRANSPORT_CANNOT: "This server runs in stateless HTTP mode, where it has no way to ask the client "
-    "during a call, so delete_check falls back to a two-call token.",
+    CLIENT_CANNOT: "This MCP client did not declare that it can show a confirmation dialog "
+    "(elicitation), so delete_check falls back to a two-call token.",
+    OPERATOR_DISABLED: "This server's operator switched the confirmation dialog off "
+    "(ELICITATION=false), so delete_check falls back to a two-call token. The client was not "
+    "asked.",
+    TRANSPORT_CANNOT: "This server runs in stateless HTTP mode, where it has no way to ask the "
+    "client during a call, so delete_check falls back to a two-call token.",
 }
 
 _PROVES = (
@@ -147,8 +150,38 @@ def _token_verdict(
     return Verdict(False, outcome, message, confirm_token=token, token_expires_in=TOKEN_LIFETIME)
 
 
+TERMINAL_APPROVAL = (
+    "Approved on the command line: hcmcp call delete_check ... --yes (the person who ran it "
+    "consented before the call; no dialog was shown)."
+)
+
+
+def audit_approval(outcome: str, targets: list[str]) -> None:
+    """THE AUDIT HOOK: every approved deletion passes here before anything is deleted.
+
+    Issue 25 brings the audit line; until then this is one log line on stderr for the approval
+    that no dialog or token witnessed (the command line's --yes). Only the outcome and the UUIDs:
+    never a key, a token or a check's free text."""
+    if outcome == "approved_by_terminal":
+        from .. import get_logger
+
+        get_logger("hcmcp.audit").warning(
+            "delete_check approved by the terminal (--yes): %s", ", ".join(targets)
+        )
+
+
 async def ask_before_delete(ctx: Any, targets: list[str], confirm_token: str | None) -> Verdict:
-    """Approved only after an explicit yes in a dialog, or a good token on the fallback path."""
+    """Approved only after an explicit yes in a dialog, a good token on the fallback path, or the
+    command line's --yes (ctx.consent == "terminal": a Session made in-process, never over MCP)."""
+    verdict = await _verdict(ctx, targets, confirm_token)
+    if verdict.approved:
+        audit_approval(verdict.outcome, targets)
+    return verdict
+
+
+async def _verdict(ctx: Any, targets: list[str], confirm_token: str | None) -> Verdict:
+    if getattr(ctx, "consent", None) == "terminal":
+        return Verdict(True, "approved_by_terminal", TERMINAL_APPROVAL)
     bound_to = fingerprint(targets)
     why_no_dialog = ctx.why_no_dialog
     if why_no_dialog is None:
