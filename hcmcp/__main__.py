@@ -36,6 +36,10 @@ WAITING = (
     "hcmcp is an MCP server: it is waiting for an MCP client on stdin/stdout.\n"
     "To try a tool by hand instead: hcmcp call list_checks '{}' --demo\n"
 )
+KEY_SOURCE_STDIO_LINE = (
+    "hcmcp: HEALTHCHECKS_KEY_SOURCE={} applies to --http only (there each request brings its "
+    "caller's key); this process has one caller and uses HEALTHCHECKS_API_KEY"
+)
 ELICITATION_OFF_LINE = (
     "healthchecks-mcp: ELICITATION=false — guarded tools fall back to the two-call token"
 )
@@ -95,13 +99,13 @@ def _config():
         _fail(str(error))
 
 
-def build_server(config, api):
+def build_server(config, api, **options: Any):
     """The MCP server for this configuration (tools/assemble.py); a refused selection: one line."""
     from .config import ConfigError
     from .tools.assemble import build_server as assemble
 
     try:
-        return assemble(config, api)
+        return assemble(config, api, **options)
     except ConfigError as error:
         _fail(str(error))
 
@@ -120,17 +124,20 @@ async def _built_server(opts: dict[str, Any], config, sim=None):
     """The McpServer for this command: over the configured instance, or (--demo) over the
     simulated one (``sim``, or a new one), served on 127.0.0.1 inside this process's event loop
     for as long as it is used."""
+    # HEALTHCHECKS_KEY_SOURCE=request: no request is served with the environment's key.
+    only_requests = bool(opts["http"]) and config.key_source == "request"
     if not opts["demo"]:
-        yield build_server(config, _api(config))
+        yield build_server(config, _api(config, None, "" if only_requests else None))
         return
     from .healthchecks.simulator import serve
 
     sim = sim or _demo_simulator()
     async with serve(sim):
-        yield build_server(config, _api(config, sim.site_root, sim.RW_KEY))
+        opts["site_root"] = sim.site_root  # where a request's own key is served too (--demo)
+        yield build_server(config, _api(config, sim.site_root, "" if only_requests else sim.RW_KEY))
 
 
-def _api(config, site_root: str | None = None, api_key: str | None = None):
+def _api(config, site_root: str | None = None, api_key: str | None = None, client=None):
     from .healthchecks.api import HealthchecksApi
 
     # The demo instance is in-process on loopback: no proxy, no TLS settings apply to it.
@@ -144,6 +151,7 @@ def _api(config, site_root: str | None = None, api_key: str | None = None):
         api_key if api_key is not None else config.api_key,
         timeout=config.request_timeout,
         byte_ceiling=config.max_response_bytes,
+        client=client,
         **network,
     )
 
@@ -156,14 +164,47 @@ async def _serve(opts: dict[str, Any], config) -> None:
         if refusal is not None:
             raise SystemExit(refusal)  # before the --demo simulator starts: one line, no traceback
     async with _built_server(opts, config) as server:
-        await _transport(opts, config, server)
+        await _transport(opts, config, server, opts.get("site_root"))
 
 
-async def _transport(opts: dict[str, Any], config, server) -> None:
+def _tenancy(opts: dict[str, Any], config, server, site_root: str | None = None):
+    """HEALTHCHECKS_KEY_SOURCE=request / request-or-env: each HTTP request's own key picks its
+    server (tools/tenancy.py); None for env (the one server answers everybody)."""
+    if config.key_source == "env":
+        return None
+    from .tools.tenancy import KeyTenancy
+
+    def build(api, read_only_key: bool, tenant: str):
+        return build_server(config, api, read_only_key=read_only_key, tenant=tenant)
+
+    fallback = server if config.key_source == "request-or-env" and server.tenant else None
+    # Every key's API shares one HTTP client (one pool of connections to the one instance): the
+    # key travels per request, in X-Api-Key, never in a connection.
+    pool = _api(config, site_root, "")
+
+    def make_api(key: str):
+        return _api(config, site_root, key, client=pool.http_client())
+
+    return KeyTenancy(
+        build,
+        make_api,
+        fallback=fallback,
+        fallback_tenant=fallback.tenant if fallback is not None else None,
+    )
+
+
+async def _transport(opts: dict[str, Any], config, server, site_root: str | None = None) -> None:
     if opts["http"]:
         from .protocol.http_serving import serve_http
 
-        await serve_http(server, opts["http"], config=config, stateless=opts["stateless"])
+        await serve_http(
+            server,
+            opts["http"],
+            config=config,
+            stateless=opts["stateless"],
+            tenancy=_tenancy(opts, config, server, site_root),
+            tenant=server.tenant,
+        )
     else:
         from .protocol.stdio import serve_stdio
 
@@ -273,11 +314,21 @@ async def _serve_adopted(opts: dict[str, Any], config, built, handover) -> None:
     if opts["demo"]:
         async with _built_server(opts, config, built) as server:
             await serve_http(
-                server, opts["http"], config=config, stateless=opts["stateless"], adopted=handover
+                server,
+                opts["http"],
+                config=config,
+                stateless=opts["stateless"],
+                adopted=handover,
+                tenant=server.tenant,
             )
     else:
         await serve_http(
-            built, opts["http"], config=config, stateless=opts["stateless"], adopted=handover
+            built,
+            opts["http"],
+            config=config,
+            stateless=opts["stateless"],
+            adopted=handover,
+            tenant=built.tenant,
         )
 
 
@@ -398,6 +449,8 @@ def main(argv: list[str] | None = None) -> None:
         () if opts["demo"] else config.startup_notes
     ):  # plain http, unverified TLS, a proxy variable
         sys.stderr.write(line + "\n")  # (the demo instance is none of these)
+    if config.key_source != "env" and not opts["http"]:
+        sys.stderr.write(KEY_SOURCE_STDIO_LINE.format(config.key_source) + "\n")
     if not opts["demo"]:  # --demo never uses the configured key
         from .config import api_key_warning
 

@@ -120,6 +120,11 @@ class HealthchecksApi:
         return f"HealthchecksApi({self.site_root!r}, key={'set' if self._key else 'unset'})"
 
     @property
+    def credential(self) -> str | None:
+        """The key, for what must be bound to it (a fingerprint, a derived seal key); never shown."""
+        return self._key
+
+    @property
     def has_key(self) -> bool:
         return self._key is not None
 
