@@ -478,3 +478,45 @@ def test_a_key_source_that_is_not_one_of_the_three_stops_the_server():
                           env=clean_env(HEALTHCHECKS_KEY_SOURCE="header"))
     assert proc.returncode == 1
     assert b"HEALTHCHECKS_KEY_SOURCE='header'" in proc.stderr and b"request-or-env" in proc.stderr
+
+
+def test_each_key_has_its_share_of_the_requests_in_flight():
+    from hostile_upstream import Hostile
+
+    upstream = Hostile()
+    upstream.mode = "never_answers"
+    a, b = "hcw_" + "A" * 28, "hcw_" + "B" * 28
+    try:
+        with serve(f"http://127.0.0.1:{upstream.port}", HEALTHCHECKS_TIMEOUT="5") as served:
+            wire = Wire(served.port)
+            held = [threading.Thread(target=lambda n=n: modern(wire, a, "tools/call",
+                                                               {"name": "list_checks", "arguments": {}}, n))
+                    for n in range(16)]   # a quarter of the 64 slots
+            for thread in held:
+                thread.start()
+            deadline = time.monotonic() + 10
+            while len(upstream.requests) < 16 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert len(upstream.requests) == 16
+            status, answer, [refused] = wire.post(*_modern_call(a, 99))
+            assert status == 503 and answer["retry-after"] == "1"
+            assert "with this API key already have 16 requests" in refused["error"]["message"]
+            status, _, [listed] = wire.post(*_modern_list(b))   # another key still gets a slot at once
+            assert status == 200 and "result" in listed
+            upstream.mode = "healthy"
+            for thread in held:
+                thread.join(30)
+            assert served.stop() == 0
+    finally:
+        upstream.close()
+    assert_no_key([a, b], *wire.seen, "".join(served.stderr).encode())
+
+
+def _modern_call(key: str, id: int) -> tuple[dict, dict[str, str], str]:
+    message = rpc("tools/call", {"name": "list_checks", "arguments": {}, "_meta": meta()}, id)
+    return message, {**key_header(key), **modern_headers(message)}, MODERN
+
+
+def _modern_list(key: str) -> tuple[dict, dict[str, str], str]:
+    message = rpc("tools/list", {"_meta": meta()}, 1)
+    return message, {**key_header(key), **modern_headers(message)}, MODERN
