@@ -520,3 +520,17 @@ def _modern_call(key: str, id: int) -> tuple[dict, dict[str, str], str]:
 def _modern_list(key: str) -> tuple[dict, dict[str, str], str]:
     message = rpc("tools/list", {"_meta": meta()}, 1)
     return message, {**key_header(key), **modern_headers(message)}, MODERN
+
+
+def test_the_first_2025_handshake_of_a_fresh_server_is_not_answered_with_the_env_keys_tools(simulator):
+    # In env mode the fast start path answers a fresh server's first initialize and tools/list from
+    # handshake.json, with the environment key's selection. In the request modes it must not: a
+    # read-only caller's very first session lists the read tools only.
+    site, keys = simulator
+    with serve(site, "request-or-env", HEALTHCHECKS_API_KEY=keys["RW_KEY"]) as served:
+        wire = Wire(served.port)
+        session = open_session(wire, keys["RO_KEY"])
+        _, [listed] = legacy(wire, keys["RO_KEY"], session, "tools/list")
+        names = {t["name"] for t in listed["result"]["tools"]}
+        assert names and not names & WRITE_TOOLS
+        assert served.stop() == 0
