@@ -417,6 +417,11 @@ class HealthchecksApi:
                 self._key_read_write = False
                 return
 
+    def http_client(self) -> HttpClient:
+        """The HTTP client to the instance (made on first use), for other APIs on other keys to
+        share: one connection pool to one origin, whatever the number of keys."""
+        return self._http()
+
     def _http(self) -> HttpClient:
         if self._client is None:
             from ..http.client import (

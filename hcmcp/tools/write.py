@@ -13,7 +13,8 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
-from ..healthchecks.api import HealthchecksApi, NotFound, normalise_uuid
+from ..healthchecks.api import HealthchecksApi, normalise_uuid
+from ..healthchecks.errors import NotFound
 from ..protocol.tool import Annotations, Tool, ToolError
 from .present import present_delete, presented
 from .read import UUID_TEXT, require_uuid
