@@ -18,7 +18,13 @@ TYPE_CHECKING = (
     False  # not typing.TYPE_CHECKING: importing typing costs start-up time (hcmcp/fast_start/)
 )
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, NoReturn
+
+    from .config import Config
+    from .healthchecks.api import HealthchecksApi
+    from .http.client import HttpClient
+    from .protocol.server import McpServer
+    from .tools.tenancy import KeyTenancy
 
 USAGE = (
     "usage: hcmcp [--demo] [--http HOST:PORT [--stateless]]     serve MCP (stdio by default)\n"
@@ -45,7 +51,7 @@ ELICITATION_OFF_LINE = (
 )
 
 
-def _fail(message: str, code: int = 1) -> None:
+def _fail(message: str, code: int = 1) -> NoReturn:
     sys.stderr.write(f"hcmcp: {message}\n")
     raise SystemExit(code)
 
@@ -99,7 +105,7 @@ def _config():
         _fail(str(error))
 
 
-def build_server(config, api, **options: Any):
+def build_server(config: Config, api: HealthchecksApi, **options: Any) -> McpServer:
     """The MCP server for this configuration (tools/assemble.py); a refused selection: one line."""
     from .config import ConfigError
     from .tools.assemble import build_server as assemble
@@ -137,7 +143,12 @@ async def _built_server(opts: dict[str, Any], config, sim=None):
         yield build_server(config, _api(config, sim.site_root, "" if only_requests else sim.RW_KEY))
 
 
-def _api(config, site_root: str | None = None, api_key: str | None = None, client=None):
+def _api(
+    config: Config,
+    site_root: str | None = None,
+    api_key: str | None = None,
+    client: HttpClient | None = None,
+) -> HealthchecksApi:
     from .healthchecks.api import HealthchecksApi
 
     # The demo instance is in-process on loopback: no proxy, no TLS settings apply to it.
@@ -167,14 +178,16 @@ async def _serve(opts: dict[str, Any], config) -> None:
         await _transport(opts, config, server, opts.get("site_root"))
 
 
-def _tenancy(opts: dict[str, Any], config, server, site_root: str | None = None):
+def _tenancy(
+    opts: dict[str, Any], config: Config, server: McpServer, site_root: str | None = None
+) -> KeyTenancy | None:
     """HEALTHCHECKS_KEY_SOURCE=request / request-or-env: each HTTP request's own key picks its
     server (tools/tenancy.py); None for env (the one server answers everybody)."""
     if config.key_source == "env":
         return None
     from .tools.tenancy import KeyTenancy
 
-    def build(api, read_only_key: bool, tenant: str):
+    def build(api: HealthchecksApi, read_only_key: bool, tenant: str) -> McpServer:
         return build_server(config, api, read_only_key=read_only_key, tenant=tenant)
 
     fallback = server if config.key_source == "request-or-env" and server.tenant else None
@@ -182,7 +195,7 @@ def _tenancy(opts: dict[str, Any], config, server, site_root: str | None = None)
     # key travels per request, in X-Api-Key, never in a connection.
     pool = _api(config, site_root, "")
 
-    def make_api(key: str):
+    def make_api(key: str) -> HealthchecksApi:
         return _api(config, site_root, key, client=pool.http_client())
 
     return KeyTenancy(

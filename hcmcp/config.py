@@ -229,8 +229,8 @@ def parse_key_source(raw: str | None) -> str:
         raise ConfigError(
             f"HEALTHCHECKS_KEY_SOURCE={raw!r} is not a valid value: use exactly env (the default: "
             "HEALTHCHECKS_API_KEY serves every request), request (each HTTP request sends its "
-            "caller's key in X-Healthchecks-Api-Key) or request-or-env (the caller's key when sent, "
-            "else HEALTHCHECKS_API_KEY)"
+            "caller's key in X-Healthchecks-Api-Key) or request-or-env (the caller's key when "
+            "sent, else HEALTHCHECKS_API_KEY)"
         )
     return raw
 

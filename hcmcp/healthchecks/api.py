@@ -121,7 +121,7 @@ class HealthchecksApi:
 
     @property
     def credential(self) -> str | None:
-        """The key, for what must be bound to it (a fingerprint, a derived seal key); never shown."""
+        """The key, for what is bound to it (a fingerprint, a derived seal key); never shown."""
         return self._key
 
     @property

@@ -18,8 +18,8 @@ import anyio
 import anyio.abc
 
 from ..http.server import HttpServer, ServerLimits
-from .server import McpServer, Session
 from .http_tenancy import Tenancy
+from .server import McpServer, Session
 from .streamable_http import ENDPOINT, HttpSettings, StreamableHttp, error_body
 
 log = logging.getLogger("hcmcp.http")

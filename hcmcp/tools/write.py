@@ -610,9 +610,9 @@ def _delete_check(api: HealthchecksApi) -> Tool:
         )
         if gone:
             note = (
-                f"{len(gone)} of the {total} checks were already deleted (the instance answers 404: "
-                "this token was used before, or the check never existed); nothing new was deleted "
-                "for them. " + note
+                f"{len(gone)} of the {total} checks were already deleted (the instance answers "
+                "404: this token was used before, or the check never existed); nothing new was "
+                "deleted for them. " + note
             )
         return DeleteCheckResult(
             outcome=verdict.outcome,
