@@ -331,12 +331,12 @@ def _modern_call(url: str, key: str, name: str, arguments: dict, **extra) -> dic
     return answer["result"]
 
 
-def test_request_mode_each_callers_key_passes_through_and_any_replica_opens_its_seal(simulator):
+def test_request_mode_each_callers_key_passes_through_and_any_replica_opens_its_seal(simulator, nginx_binary):
     # No HEALTHCHECKS_STATE_KEY and no environment key: each replica derives the seal key from the
     # caller's own key, so an answer landing on the other replica opens; another key's does not.
     a, b = KEYS["RW_KEY"], KEYS["OTHER_RW_KEY"]
     with replicas(simulator, [None, None], HEALTHCHECKS_KEY_SOURCE="request",
-                  HEALTHCHECKS_API_KEY="") as ports, nginx(ports) as proxy:
+                  HEALTHCHECKS_API_KEY="") as ports, nginx(nginx_binary, ports) as proxy:
         status, _, missing = _post(proxy.url, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}, {})
         assert status == 401 and "X-Healthchecks-Api-Key" in missing["error"]["message"]
