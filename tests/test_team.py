@@ -534,3 +534,30 @@ def test_the_first_2025_handshake_of_a_fresh_server_is_not_answered_with_the_env
         names = {t["name"] for t in listed["result"]["tools"]}
         assert names and not names & WRITE_TOOLS
         assert served.stop() == 0
+
+
+def test_one_keys_flood_ends_only_its_own_unused_sessions_and_its_share_is_a_quarter(simulator):
+    # Request mode: each key may hold a quarter of the 1,000 seats (250). A's flood of bare
+    # initializes fills A's share and then replaces A's own oldest; A's established session and B's
+    # are untouched. With A's share full of established sessions, A is refused, naming the limit,
+    # and B still gets a seat.
+    site, keys = simulator
+    a, b = keys["RW_KEY"], keys["OTHER_RW_KEY"]
+    with serve(site) as served:
+        wire = Wire(served.port)
+        mine = open_session(wire, a)
+        theirs = open_session(wire, b)
+        flooder = Wire(served.port)
+        for n in range(400):
+            status, _, _ = flooder.post(rpc("initialize", initialize_params(), n), key_header(a))
+            assert status == 200, n
+        assert not call_legacy(wire, a, mine, "list_checks", {"limit": 1}).get("isError")
+        assert not call_legacy(wire, b, theirs, "list_checks", {"limit": 1}).get("isError")
+        established = [open_session(flooder, a) for _ in range(249)]   # with `mine`: A's 250
+        status, answer, [refused] = flooder.post(rpc("initialize", initialize_params(), 999), key_header(a))
+        assert status == 503 and answer["retry-after"] == "10"
+        assert "250 sessions for one API key" in refused["error"]["message"]
+        newcomer = open_session(wire, b)
+        assert not call_legacy(wire, b, newcomer, "list_checks", {"limit": 1}).get("isError")
+        assert not call_legacy(wire, a, established[0], "list_checks", {"limit": 1}).get("isError")
+        assert served.stop() == 0
