@@ -254,8 +254,8 @@ def test_a_request_without_a_key_is_told_both_headers_and_a_malformed_key_is_des
     site, keys = simulator
     with serve(site) as served:
         wire = Wire(served.port)
-        status, _, [error] = wire.post(rpc("initialize", initialize_params()), {})
-        assert status == 401
+        status, head, [error] = wire.post(rpc("initialize", initialize_params()), {})
+        assert status == 401 and head["www-authenticate"].startswith("Bearer")
         text = error["error"]["message"]
         assert "X-Healthchecks-Api-Key" in text and "Authorization: Bearer" in text
         short = "hcw_too_short"

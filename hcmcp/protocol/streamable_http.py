@@ -313,7 +313,8 @@ class StreamableHttp:
             return await caller_of(request, self.tenancy, self.settings.token is None)
         except NoCredential as refused:
             self.refused_credentials += 1
-            raise _Reply(401, INVALID_REQUEST, refused.message) from None
+            challenge = [("www-authenticate", 'Bearer realm="hcmcp"')]  # RFC 9110: a 401 names one
+            raise _Reply(401, INVALID_REQUEST, refused.message, challenge) from None
 
     def _guard(self, request: Request) -> None:
         try:
