@@ -21,11 +21,17 @@ if TYPE_CHECKING:
     from .config import Config
     from .healthchecks.api import HealthchecksApi
     from .healthchecks.simulator import Simulator
+    from .http.client import HttpClient
     from .protocol.server import McpServer
+    from .tools.tenancy import KeyTenancy
 
 WAITING = (
     "hcmcp is an MCP server: it is waiting for an MCP client on stdin/stdout.\n"
     "To try a tool by hand instead: hcmcp call list_checks '{}' --demo\n"
+)
+KEY_SOURCE_STDIO_LINE = (
+    "hcmcp: HEALTHCHECKS_KEY_SOURCE={} applies to --http only (there each request brings its "
+    "caller's key); this process has one caller and uses HEALTHCHECKS_API_KEY"
 )
 ELICITATION_OFF_LINE = (
     "healthchecks-mcp: ELICITATION=false — guarded tools fall back to the two-call token"
@@ -95,13 +101,13 @@ def _config() -> Config:
         _fail(str(error))
 
 
-def build_server(config: Config, api: HealthchecksApi) -> McpServer:
+def build_server(config: Config, api: HealthchecksApi, **options: Any) -> McpServer:
     """The MCP server for this configuration (tools/assemble.py); a refused selection: one line."""
     from .config_parse import ConfigError
     from .tools.assemble import build_server as assemble
 
     try:
-        return assemble(config, api)
+        return assemble(config, api, **options)
     except ConfigError as error:
         _fail(str(error))
 
@@ -122,15 +128,18 @@ async def _built(
     """The McpServer for this command and the API it uses: over the configured instance, or
     (--demo) over the simulated one (``sim``, or a new one), served on 127.0.0.1 inside this
     process's event loop for as long as it is used."""
+    # HEALTHCHECKS_KEY_SOURCE=request: no request is served with the environment's key.
+    only_requests = bool(opts["http"]) and config.key_source == "request"
     if not opts["demo"]:
-        api = _api(config)
+        api = _api(config, None, "" if only_requests else None)
         yield build_server(config, api), api
         return
     from .healthchecks.simulator import serve
 
     sim = sim or _demo_simulator()
     async with serve(sim):
-        api = _api(config, sim.site_root, sim.RW_KEY)
+        opts["site_root"] = sim.site_root  # where a request's own key is served too (--demo)
+        api = _api(config, sim.site_root, "" if only_requests else sim.RW_KEY)
         yield build_server(config, api), api
 
 
@@ -143,7 +152,10 @@ async def _built_server(
 
 
 def _api(
-    config: Config, site_root: str | None = None, api_key: str | None = None
+    config: Config,
+    site_root: str | None = None,
+    api_key: str | None = None,
+    client: HttpClient | None = None,
 ) -> HealthchecksApi:
     from .healthchecks.api import HealthchecksApi
 
@@ -158,6 +170,7 @@ def _api(
         api_key if api_key is not None else config.api_key,
         timeout=config.request_timeout,
         byte_ceiling=config.max_response_bytes,
+        client=client,
         **network,
     )
 
@@ -170,15 +183,52 @@ async def _serve(opts: dict[str, Any], config: Config) -> int | None:
         if refusal is not None:
             raise SystemExit(refusal)  # before the --demo simulator starts: one line, no traceback
     async with _built_server(opts, config) as server:
-        return await _transport(opts, config, server)
+        return await _transport(opts, config, server, opts.get("site_root"))
 
 
-async def _transport(opts: dict[str, Any], config: Config, server: McpServer) -> int | None:
+def _tenancy(
+    opts: dict[str, Any], config: Config, server: McpServer, site_root: str | None = None
+) -> KeyTenancy | None:
+    """HEALTHCHECKS_KEY_SOURCE=request / request-or-env: each HTTP request's own key picks its
+    server (tools/tenancy.py); None for env (the one server answers everybody)."""
+    if config.key_source == "env":
+        return None
+    from .tools.tenancy import KeyTenancy
+
+    def build(api: HealthchecksApi, read_only_key: bool, tenant: str) -> McpServer:
+        return build_server(config, api, read_only_key=read_only_key, tenant=tenant)
+
+    fallback = server if config.key_source == "request-or-env" and server.tenant else None
+    # Every key's API shares one HTTP client (one pool of connections to the one instance): the
+    # key travels per request, in X-Api-Key, never in a connection.
+    pool = _api(config, site_root, "")
+
+    def make_api(key: str) -> HealthchecksApi:
+        return _api(config, site_root, key, client=pool.http_client())
+
+    return KeyTenancy(
+        build,
+        make_api,
+        fallback=fallback,
+        fallback_tenant=fallback.tenant if fallback is not None else None,
+    )
+
+
+async def _transport(
+    opts: dict[str, Any], config: Config, server: McpServer, site_root: str | None = None
+) -> int | None:
     """Serves until the end; the signal that ended an HTTP server (None for stdio)."""
     if opts["http"]:
         from .protocol.http_serving import serve_http
 
-        return await serve_http(server, opts["http"], config=config, stateless=opts["stateless"])
+        return await serve_http(
+            server,
+            opts["http"],
+            config=config,
+            stateless=opts["stateless"],
+            tenancy=_tenancy(opts, config, server, site_root),
+            tenant=server.tenant,
+        )
     from .protocol.stdio import serve_stdio
 
     await serve_stdio(server)
@@ -288,10 +338,20 @@ async def _serve_adopted(
     if opts["demo"]:
         async with _built_server(opts, config, built) as server:
             return await serve_http(
-                server, opts["http"], config=config, stateless=opts["stateless"], adopted=handover
+                server,
+                opts["http"],
+                config=config,
+                stateless=opts["stateless"],
+                adopted=handover,
+                tenant=server.tenant,
             )
     return await serve_http(
-        built, opts["http"], config=config, stateless=opts["stateless"], adopted=handover
+        built,
+        opts["http"],
+        config=config,
+        stateless=opts["stateless"],
+        adopted=handover,
+        tenant=built.tenant,
     )
 
 
@@ -374,6 +434,8 @@ def _main(argv: list[str]) -> None:
     # plain http, unverified TLS, a proxy variable (the demo instance is none of these)
     for line in () if opts["demo"] else config.startup_notes:
         sys.stderr.write(line + "\n")
+    if config.key_source != "env" and not opts["http"]:
+        sys.stderr.write(KEY_SOURCE_STDIO_LINE.format(config.key_source) + "\n")
     if not opts["demo"]:  # --demo never uses the configured key
         from .config import api_key_warning
 

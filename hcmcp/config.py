@@ -39,6 +39,9 @@ class Config:
     max_response_bytes: int
     http_token: str | None
     http_allowed_origins: tuple[str, ...]
+    # HEALTHCHECKS_KEY_SOURCE: env (HEALTHCHECKS_API_KEY for every request), request (each HTTP
+    # request brings its caller's key) or request-or-env (the caller's key, else the env key).
+    key_source: str = "env"
     # How the instance is reached (see config_network.py): the proxy, TLS trust, start-up notes.
     proxy: Any = None  # hcmcp.http.proxy.ProxyRoute, or None for direct
     ca_file: str | None = None  # HEALTHCHECKS_CA_FILE
@@ -216,6 +219,22 @@ def api_key_warning(key: str | None) -> str | None:
     )
 
 
+KEY_SOURCES = ("env", "request", "request-or-env")
+
+
+def parse_key_source(raw: str | None) -> str:
+    if raw is None:
+        return "env"
+    if raw not in KEY_SOURCES:
+        raise ConfigError(
+            f"HEALTHCHECKS_KEY_SOURCE={raw!r} is not a valid value: use exactly env (the default: "
+            "HEALTHCHECKS_API_KEY serves every request), request (each HTTP request sends its "
+            "caller's key in X-Healthchecks-Api-Key) or request-or-env (the caller's key when "
+            "sent, else HEALTHCHECKS_API_KEY)"
+        )
+    return raw
+
+
 def load(env: Mapping[str, str]) -> Config:
     state_key = None
     if env.get("HEALTHCHECKS_STATE_KEY") is not None:
@@ -263,5 +282,6 @@ def load(env: Mapping[str, str]) -> Config:
         ),
         http_token=token.strip() if token is not None else None,
         http_allowed_origins=tuple(o.rstrip("/") for o in origins),
+        key_source=parse_key_source(env.get("HEALTHCHECKS_KEY_SOURCE")),
         **network,
     )

@@ -24,7 +24,7 @@ def _offset() -> float:
 from hcmcp.protocol import seal   # noqa: E402
 from hcmcp.tools import confirm   # noqa: E402
 
-confirm.TOKENS.clock = lambda: time.monotonic() + _offset()
+confirm.TOKENS.clock = lambda: time.time() + _offset()
 _seal_init = seal.Seal.__init__
 
 

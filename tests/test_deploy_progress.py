@@ -56,8 +56,9 @@ def delete_with_dialog(peer, targets, token="p-1"):
 def delete_with_token(peer, targets, token="p-1"):
     """The token path (no dialog): the first call issues the token, the second deletes with progress."""
     first = call(peer, "delete_check", {"check": targets})
-    # From the text: 2024-11-05 has no structuredContent. The token is the only 32-hex run in it.
-    confirm = re.search(r"(?<![0-9a-f])[0-9a-f]{32}(?![0-9a-f])", first["content"][0]["text"]).group()
+    # From the text: 2024-11-05 has no structuredContent. The token is the t1.<...> run in it.
+    confirm = re.search(r"t1\.[0-9a-f]+\.[0-9a-f]{8}\.[0-9a-f]+\.[A-Za-z0-9_-]+",
+                        first["content"][0]["text"]).group()
     peer.send({"jsonrpc": "2.0", "id": 78, "method": "tools/call", "params": {
         "name": "delete_check", "arguments": {"check": targets, "confirm_token": confirm},
         "_meta": {"progressToken": token}}})

@@ -43,7 +43,9 @@ def ask(targets, token=None, why=CLIENT_CANNOT):
 
 def test_token_round_trip(book):
     first = ask([A])
-    assert first.outcome == "token_issued" and not first.approved and first.confirm_token == f"{1:032x}"
+    assert first.outcome == "token_issued" and not first.approved
+    assert first.confirm_token.startswith("t1.") and f".{1:032x}." in first.confirm_token
+    assert len(first.confirm_token) <= 128  # the schema's limit for confirm_token
     assert ask([A], first.confirm_token).approved
 
 
@@ -69,11 +71,27 @@ def test_order_and_duplicates_do_not_change_the_binding(book):
     assert ask([B, A, A], token).approved
 
 
-def test_replayed_token_is_refused(book):
+def test_a_token_is_sealed_not_remembered(book):
+    # Redeemed again (by this process or any other serving the same key) it is still good: the
+    # delete then finds the checks gone and reports them as already deleted (test_guard_attacks).
     token = ask([A]).confirm_token
     assert ask([A], token).approved
-    again = ask([A], token)
-    assert again.outcome == "token_refused" and "already used" in again.message
+    assert ask([A], token).approved
+    confirm.TOKENS._own_key = None  # another process: another key (no seal, no API key here)
+    other = ask([A], token)
+    assert other.outcome == "token_refused" and "not a token this server issued" in other.message
+
+
+def test_a_token_is_bound_to_the_key(book):
+    class Keyed(NoDialog):
+        def __init__(self, tenant: str) -> None:
+            super().__init__(CLIENT_CANNOT)
+            self.tenant = tenant
+
+    token = anyio.run(confirm.ask_before_delete, Keyed("aaaa"), [A], None).confirm_token
+    assert anyio.run(confirm.ask_before_delete, Keyed("aaaa"), [A], token).approved
+    refused = anyio.run(confirm.ask_before_delete, Keyed("bbbb"), [A], token)
+    assert refused.outcome == "token_refused" and "for this API key" in refused.message
 
 
 def test_a_value_that_is_not_our_token_is_refused(book):
@@ -181,15 +199,19 @@ def test_an_expired_or_foreign_key_seal_asks_again():
     key = "ab" * 32
     with StdioPeer(HCMCP + ["--demo"], env={"HEALTHCHECKS_STATE_KEY": key}) as peer:
         uuid = _create(peer, "foreign", MODERN)
+        from hcmcp.healthchecks.simulator import Simulator
         from hcmcp.protocol.seal import Seal
-        foreign = Seal(b"\x01" * 32).seal("delete_check", confirm.fingerprint([uuid]))
-        expired = Seal(bytes.fromhex(key), lifetime=-10).seal("delete_check", confirm.fingerprint([uuid]))
+        from hcmcp.protocol.tenants import fingerprint
+        # A requestState is bound to the targets and to the key the server acts with (--demo's).
+        bound = confirm.fingerprint([uuid]) + "/" + fingerprint(Simulator.RW_KEY)
+        foreign = Seal(b"\x01" * 32).seal("delete_check", bound)
+        expired = Seal(bytes.fromhex(key), lifetime=-10).seal("delete_check", bound)
         for state in (foreign, expired):
             again = _modern_delete(peer, uuid, inputResponses=ACCEPT, requestState=state)
             assert again["resultType"] == "input_required"
         assert _exists(peer, uuid, MODERN)
         # The same key opens: a replica or a restarted server accepts the approval.
-        good = Seal(bytes.fromhex(key)).seal("delete_check", confirm.fingerprint([uuid]))
+        good = Seal(bytes.fromhex(key)).seal("delete_check", bound)
         done = _modern_delete(peer, uuid, inputResponses=ACCEPT, requestState=good)
         assert done["structuredContent"]["outcome"] == "approved_by_dialog"
         assert not _exists(peer, uuid, MODERN)

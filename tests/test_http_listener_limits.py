@@ -116,6 +116,9 @@ def test_one_session_cannot_starve_the_others_and_a_closed_stream_frees_its_slot
 
 
 def test_pipelined_initialize_requests_cannot_end_another_clients_session(served):
+    # Issue 24: sessions that never got past initialize give up their seats first (oldest first),
+    # so 1,000 pipelined initializes fill the table and then replace their own oldest; an
+    # established session is never ended to make room.
     victim = initialize(served.port)
     init = request("POST", "/mcp", POST_JSON, json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
         "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": {"name": "flood", "version": "1"}}}).encode())
@@ -125,16 +128,29 @@ def test_pipelined_initialize_requests_cannot_end_another_clients_session(served
         answers = [raw.answer() for _ in range(1000)]
         sender.join()
     statuses = [answer.status for answer in answers]
-    assert statuses.count(200) == 999 and statuses[-1] == 503, statuses[-5:]
-    refused = answers[-1]
-    assert refused.headers["retry-after"] == "10" and "mcp-session-id" not in refused.headers
-    validate_server_message(LEGACY, refused.json)
-    assert refused.json["id"] == 1 and "DELETE /mcp" in refused.json["error"]["message"]
+    assert statuses.count(200) == 1000, statuses[-5:]
+    sessions = [answer.headers["mcp-session-id"] for answer in answers]
     with Raw(served.port) as raw:
         post(raw, {"jsonrpc": "2.0", "id": "alive", "method": "ping"}, victim)
         assert raw.answer().status == 200   # the victim's session lives on
-        flooded = {"Mcp-Session-Id": answers[0].headers["mcp-session-id"], "MCP-Protocol-Version": LEGACY}
-        raw.send(request("DELETE", "/mcp", flooded))
+        post(raw, {"jsonrpc": "2.0", "id": "evicted", "method": "ping"},
+             {"Mcp-Session-Id": sessions[0], "MCP-Protocol-Version": LEGACY})
+        assert raw.answer().status == 404   # the flood's oldest made room for its newest
+        # Establish every flooded session that is left: now the table is full of live sessions.
+        live = sessions[1:]
+        for session in live:
+            post(raw, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                 {"Mcp-Session-Id": session, "MCP-Protocol-Version": LEGACY})
+        assert [raw.answer().status for _ in live] == [202] * len(live)
+        raw.send(init)
+        refused = raw.answer()
+        assert refused.status == 503
+        assert refused.headers["retry-after"] == "10" and "mcp-session-id" not in refused.headers
+        validate_server_message(LEGACY, refused.json)
+        assert refused.json["id"] == 1 and "DELETE /mcp" in refused.json["error"]["message"]
+        post(raw, {"jsonrpc": "2.0", "id": "alive", "method": "ping"}, victim)
+        assert raw.answer().status == 200
+        raw.send(request("DELETE", "/mcp", {"Mcp-Session-Id": live[0], "MCP-Protocol-Version": LEGACY}))
         assert raw.answer().status == 200
         raw.send(init)
         assert raw.answer().status == 200   # a slot freed by DELETE is usable at once

@@ -6,7 +6,10 @@ CI=true: tests/system_servers.py) runs unprivileged
 from a temporary directory, in the foreground, in front of two replicas of one simulated instance.
 The official mcp 2.3.0 client drives it: in 2026 mode a delete_check whose answer lands on the other
 replica deletes the check when the replicas share HEALTHCHECKS_STATE_KEY and deletes nothing, saying
-why, when they do not; a 2025-era session stays on one replica and answers the dialog. nginx's
+why, when they do not; a 2025-era session stays on one replica and answers the dialog. In request
+mode (HEALTHCHECKS_KEY_SOURCE=request, no key in the environment) each caller's X-Healthchecks-Api-Key
+passes through nginx, and an answer landing on the other replica opens without any shared state key
+(the seal key is derived from the caller's key), while another caller's key opens nothing. nginx's
 access log ($upstream_addr) shows where each request went.
 """
 
@@ -147,6 +150,9 @@ http {{
         shutil.rmtree(folder, ignore_errors=True)
 
 
+KEYS: dict[str, str] = {}   # every key the simulator printed (both projects)
+
+
 @pytest.fixture(scope="module")
 def simulator():
     proc = subprocess.Popen([sys.executable, "-m", "hcmcp.healthchecks.simulator"], stdout=subprocess.PIPE,
@@ -158,6 +164,7 @@ def simulator():
             name, _, value = line.partition("=")
             keys[name] = value
         assert url.startswith("http://127.0.0.1:"), url
+        KEYS.update(keys)
         yield url, keys["RW_KEY"]
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -169,12 +176,15 @@ def simulator():
 
 
 @contextmanager
-def replicas(simulator, keys: list[str]):
+def replicas(simulator, keys: list[str | None], **extra: str):
     site, api_key = simulator
     started: list[Served] = []
     try:
         for key in keys:
-            env = clean_env(HEALTHCHECKS_URL=site, HEALTHCHECKS_API_KEY=api_key, HEALTHCHECKS_STATE_KEY=key)
+            settings = {"HEALTHCHECKS_API_KEY": api_key, **extra}
+            if key is not None:
+                settings["HEALTHCHECKS_STATE_KEY"] = key
+            env = clean_env(HEALTHCHECKS_URL=site, **settings)
             started.append(Served([sys.executable, "-m", "hcmcp", "--http", "127.0.0.1:0"], env=env))
         yield [served.port for served in started]
         for served in started:
@@ -287,3 +297,63 @@ def test_2025_a_session_stays_on_one_replica_and_the_dialog_is_answered(simulato
     assert len({line["upstream"] for line in lines}) == 1, lines
     assert sum(1 for line in posts if line["session"] not in ("", "-")) >= len(posts) - 1
     assert json.dumps(lines).count("2026-07-28") == 0
+
+
+# -- one deployment for a team (HEALTHCHECKS_KEY_SOURCE=request) -----------------------------------
+
+def _post(url: str, message: dict, headers: dict[str, str]) -> tuple[int, dict[str, str], dict]:
+    """One raw POST through nginx; the JSON-RPC message answered (the last one of an SSE body)."""
+    request = urllib.request.Request(url, json.dumps(message).encode(), method="POST", headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers})
+    try:
+        with OPENER.open(request, timeout=DEADLINE) as response:
+            status, head, body = response.status, dict(response.headers), response.read().decode()
+    except urllib.error.HTTPError as error:
+        status, head, body = error.code, dict(error.headers), error.read().decode()
+    head = {name.lower(): value for name, value in head.items()}
+    if head.get("content-type", "").startswith("text/event-stream"):
+        body = [line[5:] for line in body.split("\n") if line.startswith("data:")][-1]
+    return status, head, json.loads(body) if body else {}
+
+
+META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+        "io.modelcontextprotocol/clientInfo": {"name": "lb-test", "version": "1"}}
+ACCEPTED = {"confirm_delete": {"action": "accept", "content": {"confirm": True}}}
+
+
+def _modern_call(url: str, key: str, name: str, arguments: dict, **extra) -> dict:
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+               "params": {"name": name, "arguments": arguments, "_meta": META, **extra}}
+    status, _, answer = _post(url, message, {"X-Healthchecks-Api-Key": key, "MCP-Protocol-Version": "2026-07-28",
+                                             "Mcp-Method": "tools/call", "Mcp-Name": name})
+    assert status == 200, answer
+    return answer["result"]
+
+
+def test_request_mode_each_callers_key_passes_through_and_any_replica_opens_its_seal(simulator, nginx_binary):
+    # No HEALTHCHECKS_STATE_KEY and no environment key: each replica derives the seal key from the
+    # caller's own key, so an answer landing on the other replica opens; another key's does not.
+    a, b = KEYS["RW_KEY"], KEYS["OTHER_RW_KEY"]
+    with replicas(simulator, [None, None], HEALTHCHECKS_KEY_SOURCE="request",
+                  HEALTHCHECKS_API_KEY="") as ports, nginx(nginx_binary, ports) as proxy:
+        status, _, missing = _post(proxy.url, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}, {})
+        assert status == 401 and "X-Healthchecks-Api-Key" in missing["error"]["message"]
+        made = _modern_call(proxy.url, a, "create_check", {"name": "team behind nginx", "timeout": 3600})
+        uuid = made["structuredContent"]["check"]["uuid"]
+        asked = _modern_call(proxy.url, a, "delete_check", {"check": uuid})
+        assert asked["resultType"] == "input_required"
+        done = _modern_call(proxy.url, a, "delete_check", {"check": uuid}, inputResponses=ACCEPTED,
+                            requestState=asked["requestState"])
+        assert done["structuredContent"]["outcome"] == "approved_by_dialog", done
+        kept = _modern_call(proxy.url, a, "create_check", {"name": "not B's to delete", "timeout": 3600})
+        kept = kept["structuredContent"]["check"]["uuid"]
+        asked = _modern_call(proxy.url, a, "delete_check", {"check": kept})
+        stolen = _modern_call(proxy.url, b, "delete_check", {"check": kept}, inputResponses=ACCEPTED,
+                              requestState=asked["requestState"])
+        assert stolen["resultType"] == "input_required" and on_simulator(simulator, kept)
+    assert not on_simulator(simulator, uuid)
+    deletes = [line for line in proxy.log if line["name"] == "delete_check"]
+    assert len(deletes) == 4 and deletes[0]["upstream"] != deletes[1]["upstream"]   # asked on one, approved on the other
+    assert deletes[2]["upstream"] != deletes[3]["upstream"]   # B's replay reached the other replica too

@@ -277,6 +277,48 @@ def test_http_every_response_byte_is_clean(simulator, hostile, upstream):
     assert_clean(stderr, key, "stderr")
 
 
+TENANT_KEYS = ("hcw_TenantOne_6Fq2Lz9Wx4Rb7Nd1Kp", "hcw_TenantTwo_3Jm8Vc5Ty0Gs2Hw6Qe")   # 32 each
+assert all(len(key) == 32 for key in TENANT_KEYS)
+
+
+@pytest.mark.parametrize("mode", ["500", "401", "redirect"])
+def test_request_mode_two_tenants_keys_never_leave_in_any_form(hostile, mode):
+    """HEALTHCHECKS_KEY_SOURCE=request: two callers, each with its own key in a header (one in
+    X-Healthchecks-Api-Key, one as Authorization: Bearer), against an upstream that echoes the key
+    it was sent: every response byte and stderr is clean of both keys, and each key reached the
+    upstream only on its own caller's requests."""
+    hostile.mode = mode
+    hostile.keys.clear()
+    env = clean_env(HEALTHCHECKS_URL=hostile.url, HEALTHCHECKS_KEY_SOURCE="request", HEALTHCHECKS_TIMEOUT="1")
+    with Served(HCMCP + ["--http", "127.0.0.1:0"], env=env) as served:
+        everything = []
+        for n, (key, carrier) in enumerate(zip(TENANT_KEYS, ("X-Healthchecks-Api-Key", "Authorization"))):
+            value = key if carrier != "Authorization" else f"Bearer {key}"
+            raw = _raw_post(served.port, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+                {carrier: value})
+            everything.append(raw)
+            session = next(line.split(b":", 1)[1].strip() for line in raw.split(b"\r\n")
+                           if line.lower().startswith(b"mcp-session-id:")).decode()
+            headers = {carrier: value, "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+            before = len(hostile.keys)
+            for m, (name, arguments) in enumerate(calls(UUID)):
+                everything.append(_raw_post(served.port, {"jsonrpc": "2.0", "id": 10 + m, "method": "tools/call",
+                                                          "params": {"name": name, "arguments": arguments}}, headers))
+            assert set(hostile.keys[before:]) - {""} == {key}, "a request went upstream with another key"  # "": status/
+            # The other caller's session id with this key: not found, and nothing about the session.
+            everything.append(_raw_post(served.port, {"jsonrpc": "2.0", "id": 90 + n, "method": "tools/list"},
+                                        {"X-Healthchecks-Api-Key": TENANT_KEYS[1 - n], "Mcp-Session-Id": session,
+                                         "MCP-Protocol-Version": "2025-11-25"}))
+        assert served.stop() == 0
+        stderr = "".join(served.stderr).encode()
+    responses = b"".join(everything)
+    assert responses.count(b"HTTP/1.1 404") == 2 and responses.count(b"HTTP/1.1 200") > 10
+    for key in TENANT_KEYS:
+        assert_clean(responses, key, "HTTP responses")
+        assert_clean(stderr, key, "stderr")
+
+
 @pytest.mark.parametrize("upstream, tool, arguments", [
     ("simulator", "list_checks", "{}"), ("simulator", "create_check", '{"name": "x", "timeout": 1}'),
     ("simulator", "get_api_key_info", "not json"), ("hostile", "delete_check", '{"check": "' + UUID + '"}'),

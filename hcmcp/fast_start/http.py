@@ -187,6 +187,11 @@ class FastHttp:
         travel meanwhile; the banner follows. A stale or missing handshake.json leaves it with
         ``handshake`` None: serve() then hands the listener over at once (a client that connected
         already is the full path's, never refused)."""
+        if getattr(config, "key_source", "env") != "env":
+            # Each request may bring its own key (HEALTHCHECKS_KEY_SOURCE=request...): which tools
+            # it lists and which session it may use depend on that key, which only the full path
+            # knows how to judge. The full path serves from the first request.
+            return None
         address = bind_address(bind)
         if address is None:
             return None

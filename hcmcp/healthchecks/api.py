@@ -120,6 +120,11 @@ class HealthchecksApi:
         return f"HealthchecksApi({self.site_root!r}, key={'set' if self._key else 'unset'})"
 
     @property
+    def credential(self) -> str | None:
+        """The key, for what is bound to it (a fingerprint, a derived seal key); never shown."""
+        return self._key
+
+    @property
     def has_key(self) -> bool:
         return self._key is not None
 
@@ -411,6 +416,11 @@ class HealthchecksApi:
             if isinstance(check.unique_key, str):
                 self._key_read_write = False
                 return
+
+    def http_client(self) -> HttpClient:
+        """The HTTP client to the instance (made on first use), for other APIs on other keys to
+        share: one connection pool to one origin, whatever the number of keys."""
+        return self._http()
 
     def _http(self) -> HttpClient:
         if self._client is None:

@@ -35,8 +35,17 @@ STALE_NOTE = (
 # ours.
 OTHER_KEY_NOTE = (
     "An earlier answer to this question could not be used: its state was sealed with another "
-    "key, by a server that has since restarted or by another replica (replicas behind a load "
-    "balancer must share HEALTHCHECKS_STATE_KEY). Please answer again.\n\n"
+    "key, by another replica or a server with another HEALTHCHECKS_STATE_KEY (replicas behind a "
+    "load balancer must share HEALTHCHECKS_STATE_KEY, or serve the same API key without one). "
+    "Please answer again.\n\n"
+)
+EXPIRED_NOTE = (
+    "An earlier answer to this question could not be used: the question had expired (it stays "
+    "open {minutes:g} minutes). Please answer again.\n\n"
+)
+# A refusal needs no proof: a decline or cancel whose state cannot be opened still ends the call.
+UNVERIFIED_REFUSAL = (
+    "its requestState could not be verified ({reason}), which a refusal does not need"
 )
 
 
@@ -125,7 +134,16 @@ def _modern_answer(
                 INVALID_PARAMS,
                 f"Invalid params: requestState could not be verified ({broken.reason})",
             ) from None
-        note = OTHER_KEY_NOTE if broken.reason == "forged" else STALE_NOTE
+        given = (ctx.input_responses or {}).get(key)
+        refusal = read_answer(given) if given is not None else None
+        if refusal is not None and refusal.action in ("decline", "cancel"):
+            return Answer(refusal.action, detail=UNVERIFIED_REFUSAL.format(reason=broken.reason))
+        if broken.reason == "forged":
+            note = OTHER_KEY_NOTE
+        elif broken.reason == "expired":
+            note = EXPIRED_NOTE.format(minutes=seal.lifetime / 60)
+        else:
+            note = STALE_NOTE
         fresh = dict(params, message=note + params["message"])
         raise InputRequired(
             {key: {"method": "elicitation/create", "params": fresh}}, seal.seal(tool, fingerprint)

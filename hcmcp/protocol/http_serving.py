@@ -18,6 +18,7 @@ import anyio
 import anyio.abc
 
 from ..http.server import HttpServer, ServerLimits
+from .http_tenancy import Tenancy
 from .server import McpServer, Session
 from .streamable_http import ENDPOINT, HttpSettings, StreamableHttp, error_body
 
@@ -67,23 +68,32 @@ async def serve_http(
     limits: ServerLimits | None = None,
     settings: HttpSettings | None = None,
     adopted: Any = None,
+    tenancy: Tenancy | None = None,
+    tenant: str | None = None,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> int | None:
     """Serve until SIGTERM/SIGINT: then stop accepting, let calls finish (bounded; a second
     signal cuts that short), and return the signal's number (the command exits 130 for SIGINT).
 
     ``adopted``: a hcmcp.fast_http.HandOver; its listening socket, connections and sessions are
-    served instead of binding anew (it printed the "serving MCP at" line already)."""
-    settings = settings or HttpSettings(
-        token=getattr(config, "http_token", None),
-        allowed_origins=getattr(config, "http_allowed_origins", ()),
-        stateless=stateless,
-    )
+    served instead of binding anew (it printed the "serving MCP at" line already).
+    ``tenancy``: each request may bring its own credential (http_tenancy.py); each tenant then
+    has a quarter of the streams and of the session table. ``tenant``: the fingerprint of the
+    credential ``server`` serves with."""
+    if settings is None:
+        settings = HttpSettings(
+            token=getattr(config, "http_token", None),
+            allowed_origins=getattr(config, "http_allowed_origins", ()),
+            stateless=stateless,
+        )
+        if tenancy is not None:
+            settings.max_streams_per_tenant = max(1, settings.max_streams // 4)
+            settings.max_sessions_per_tenant = max(1, settings.max_sessions // 4)
     refusal = bind_refusal(bind, settings.token)
     if refusal is not None:
         raise SystemExit(refusal)
     host, port = parse_bind(bind)
-    transport = StreamableHttp(server, settings, host)
+    transport = StreamableHttp(server, settings, host, tenancy=tenancy, tenant=tenant)
     http = HttpServer(
         transport.app, host, port, limits=limits or ServerLimits(error_body=error_body)
     )
@@ -96,7 +106,9 @@ async def serve_http(
                     client_capabilities=fast.client_capabilities,
                     client_info=fast.client_info,
                     initialized=fast.initialized,
+                    tenant=tenant,
                 ),
+                server,
             )
         http.adopt(adopted.listener_fd, adopted.connections)
     stopped_by: int | None = None

@@ -57,6 +57,11 @@ class Seal:
         self._spent: dict[str, float] = {}  # nonce -> expiry, for single use within this process
 
     @property
+    def key(self) -> bytes:
+        """The key this seal signs with (for other values bound to the same server, e.g. tokens)."""
+        return self._key
+
+    @property
     def _key(self) -> bytes:
         if self._configured_key is not None:
             return self._configured_key
@@ -72,14 +77,20 @@ class Seal:
 
         return hmac.new(self._key, signed, hashlib.sha256).digest()
 
-    def seal(self, tool: str, fingerprint: str, state: dict[str, Any] | None = None) -> str:
+    def seal(
+        self,
+        tool: str,
+        fingerprint: str,
+        state: dict[str, Any] | None = None,
+        lifetime: float | None = None,
+    ) -> str:
         import secrets
 
         payload = {
             "v": 1,
             "t": tool,
             "f": fingerprint,
-            "exp": int(self._clock() + self.lifetime),
+            "exp": int(self._clock() + (self.lifetime if lifetime is None else lifetime)),
             "n": secrets.token_hex(12),
         }
         if state:
@@ -135,6 +146,22 @@ class Seal:
     def _forget_expired(self, now: float) -> None:
         if len(self._spent) > 1024:
             self._spent = {n: exp for n, exp in self._spent.items() if exp >= now}
+
+
+_DERIVED_LABEL = b"hcmcp seal key v1"
+
+
+def derived_key(credential: str) -> bytes:
+    """The seal key of a server that has no HEALTHCHECKS_STATE_KEY but serves with ``credential``:
+    HMAC-SHA256 keyed by the credential over a fixed label. Every process and replica serving the
+    same credential derives the same key (so each opens the others' seals); no other credential
+    can, and the key does not lead back to the credential."""
+    import hashlib
+    import hmac
+
+    return hmac.new(
+        credential.encode("utf-8", "surrogatepass"), _DERIVED_LABEL, hashlib.sha256
+    ).digest()
 
 
 def parse_state_key(text: str) -> bytes:

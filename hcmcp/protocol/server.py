@@ -104,6 +104,9 @@ class Session:
     features: dict[str, Any] = field(
         default_factory=dict
     )  # per-feature state (log level, subscriptions)
+    # The fingerprint (protocol/tenants.py) of the credential this session's requests are served
+    # with; None where no credential is known. Never the credential itself.
+    tenant: str | None = None
     _next_id: int = 0
     _initialized_event: Any = None
 
@@ -147,6 +150,11 @@ class RequestContext:
     # transport's writer for a 2026 request on stdio; None where nothing can be sent mid-call.
     notify: Push | None = None
     progress_sent: float | None = None
+
+    @property
+    def tenant(self) -> str | None:
+        """The fingerprint of the credential this request is served with (None: none known)."""
+        return self.server.tenant if self.server.tenant is not None else self.session.tenant
 
     @property
     def input_responses(self) -> dict[str, Any] | None:
@@ -236,8 +244,11 @@ class McpServer:
         seal: Seal | None = None,
         tools_private: bool = True,
         features: tuple[Any, ...] = (),
+        tenant: str | None = None,
     ) -> None:
         self.identity = identity
+        # The fingerprint of the credential this server's tools act with (protocol/tenants.py).
+        self.tenant = tenant
         self.tools = {tool.name: tool for tool in tools}
         self.elicitation_enabled = elicitation_enabled
         self.elicitation_timeout = elicitation_timeout
@@ -337,7 +348,9 @@ class McpServer:
                 raise RpcError(
                     METHOD_NOT_FOUND, f"Method not found: {method} does not exist in {revision}"
                 )
-            session = Session(revision=revision, client_capabilities=capabilities)
+            session = Session(
+                revision=revision, client_capabilities=capabilities, tenant=connection.tenant
+            )
             ctx = RequestContext(
                 self,
                 session,

@@ -62,6 +62,7 @@ from .http_streams import (
 from .http_streams import (
     relay as _relay,
 )
+from .http_tenancy import Caller, NoCredential, Tenancy, caller_of
 from .jsonrpc import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
@@ -119,6 +120,11 @@ class HttpSettings:
     max_sessions: int = 1000
     max_streams: int = 64  # requests being answered at once, over all connections
     max_streams_per_session: int = 8  # of those, what one 2025-era session may hold
+    # With per-request credentials (a Tenancy): each tenant's share of the streams and of the
+    # session table; None: no share (one credential serves everybody).
+    max_streams_per_tenant: int | None = None
+    max_sessions_per_tenant: int | None = None
+    handshake_ttl: float = 60.0  # a session that only had its initialize ends after this long
     shutdown_grace: float = SHUTDOWN_GRACE  # SIGTERM: how long in-flight calls may go on
 
 
@@ -239,15 +245,30 @@ class StreamableHttp:
         settings: HttpSettings,
         bound_host: str = "127.0.0.1",
         clock: Callable[[], float] = time.monotonic,
+        *,
+        tenancy: Tenancy | None = None,
+        tenant: str | None = None,
     ) -> None:
+        """``tenancy``: requests may bring their own credential (see http_tenancy.py); without
+        one, ``server`` answers every request, and ``tenant`` names its credential."""
         self.server = server
         self.settings = settings
         self.clock = clock
-        self.table = SessionTable(settings.max_sessions, settings.session_idle, clock)
+        self.tenancy = tenancy
+        self.caller = Caller(server, tenant)  # who a request speaks for without a tenancy
+        self.table = SessionTable(
+            settings.max_sessions,
+            settings.session_idle,
+            clock,
+            per_tenant=settings.max_sessions_per_tenant,
+            handshake_ttl=settings.handshake_ttl,
+        )
         self._param_headers: dict[
             tuple[str, int], Declared
         ] = {}  # tool -> its x-mcp-header properties
         self.streams = 0  # requests being answered now (JSON or SSE), bounded by max_streams
+        self.tenant_streams: dict[str | None, int] = {}  # of those, each tenant's
+        self.refused_credentials = 0  # requests refused for a missing or malformed credential
         self._tasks: anyio.abc.TaskGroup | None = None
         self.guard = ListenerGuard(settings.token, settings.allowed_origins, bound_host)
 
@@ -265,7 +286,7 @@ class StreamableHttp:
             if request.method == "POST":
                 return await self._post(request)
             if request.method == "DELETE":
-                return self._delete(request)
+                return self._delete(request, await self._caller(request))
             allow = "POST" if self.settings.stateless else "POST, DELETE"
             if request.method == "GET":
                 raise _Reply(
@@ -283,6 +304,17 @@ class StreamableHttp:
             )
         except _Reply as reply:
             return reply.response
+
+    async def _caller(self, request: Request) -> Caller:
+        """Who the request speaks for: its own credential's server (with a tenancy), else the one."""
+        if self.tenancy is None:
+            return self.caller
+        try:
+            return await caller_of(request, self.tenancy, self.settings.token is None)
+        except NoCredential as refused:
+            self.refused_credentials += 1
+            challenge = [("www-authenticate", 'Bearer realm="hcmcp"')]  # RFC 9110: a 401 names one
+            raise _Reply(401, INVALID_REQUEST, refused.message, challenge) from None
 
     def _guard(self, request: Request) -> None:
         try:
@@ -313,6 +345,7 @@ class StreamableHttp:
             message = decode(request.body)
         except RpcError as error:
             raise _Reply(400, error.code, error.message, id=error.id) from None
+        caller = await self._caller(request)
         header_version = request.header(VERSION_HEADER)
         if header_version is not None:
             header_version = header_version.strip()
@@ -323,8 +356,10 @@ class StreamableHttp:
         if meta_version is not None or (
             header_version is not None and header_version not in revisions.LEGACY_REVISIONS
         ):
-            return await self._modern(request, message, params, header_version, meta_version)
-        return await self._legacy(request, message, header_version)
+            return await self._modern(
+                request, message, params, header_version, meta_version, caller
+            )
+        return await self._legacy(request, message, header_version, caller)
 
     # -- 2026 era ------------------------------------------------------------------------------
 
@@ -335,8 +370,10 @@ class StreamableHttp:
         params: dict[str, Any],
         header_version: str | None,
         meta_version: Any,
+        caller: Caller,
     ) -> Response | StreamingResponse:
         rid = _request_id(message)
+        server, tenant = caller.server, caller.tenant
         if message.is_response:
             raise _Reply(
                 400,
@@ -381,28 +418,28 @@ class StreamableHttp:
         if key is not None:
             _check_header(request, "Mcp-Name", params.get(key), f"params.{key}", rid)
         if message.method == "tools/call":
-            self._check_param_headers(request, params, rid)
+            self._check_param_headers(server, request, params, rid)
         if message.is_notification:
-            await self.server.handle(message, Session())
+            await server.handle(message, Session(tenant=tenant))
             return Response(202)
         try:
             revisions.modern_envelope(params)
         except RpcError as error:
             raise _Reply(400, error.code, error.message, data=error.data, id=rid) from None
-        if (self.server.pushes and message.method in _MAY_STREAM) or (
+        if (server.pushes and message.method in _MAY_STREAM) or (
             message.method == "tools/call" and _wants_progress(params)
         ):
-            return await self._modern_stream(message)
+            return await self._modern_stream(message, caller)
         if message.method == "tools/call":
             # Nothing is pushed in this era, so the answer is JSON. A client that closes the
             # connection first cancels this app, and with it the call.
-            with self._stream(rid):
-                response = await self._handle_call(message, Session(), None)
+            with self._stream(rid, None, tenant):
+                response = await self._handle_call(server, message, Session(tenant=tenant), None)
             return (
                 _json(_call_status(response), response) if response is not None else _empty_stream()
             )
-        with self._stream(rid):
-            response = await self.server.handle(message, Session())
+        with self._stream(rid, None, tenant):
+            response = await server.handle(message, Session(tenant=tenant))
         if response is None:
             return Response(202)
         status = (
@@ -410,13 +447,21 @@ class StreamableHttp:
         )
         return _json(status, response)
 
-    async def _modern_stream(self, message: Message) -> Response | StreamingResponse:
+    async def _modern_stream(
+        self, message: Message, caller: Caller
+    ) -> Response | StreamingResponse:
         """A 2026 request that may send notifications while it is answered -- a tools/call with a
         progressToken, or any request of a server whose features push (logs, a subscriptions/listen
         stream): JSON when nothing came first, else SSE carrying them (the only messages 2026 allows
         on a request's stream), then the response. Closing the stream cancels the request, before
         or after its first message, as the 2026 revision defines cancellation."""
-        first = await self._streamed(message, Session(), None, cancel_if_gone_early=True)
+        first = await self._streamed(
+            caller.server,
+            message,
+            Session(tenant=caller.tenant),
+            None,
+            cancel_if_gone_early=True,
+        )
         if isinstance(first, StreamingResponse):
             return first
         response = first.response
@@ -429,10 +474,12 @@ class StreamableHttp:
         )
         return _json(status, response)
 
-    def _check_param_headers(self, request: Request, params: dict[str, Any], rid: Any) -> None:
+    def _check_param_headers(
+        self, server: McpServer, request: Request, params: dict[str, Any], rid: Any
+    ) -> None:
         """Mcp-Param-<Name> headers of a tool whose schema declares x-mcp-header (protocol/param_headers.py)."""
         name = params.get("name")
-        tool = self.server.tools.get(name) if isinstance(name, str) else None
+        tool = server.tools.get(name) if isinstance(name, str) else None
         if tool is None:
             return
         headers = self._param_headers.get((tool.name, id(tool)))
@@ -454,39 +501,41 @@ class StreamableHttp:
     # -- 2025 era ------------------------------------------------------------------------------
 
     async def _legacy(
-        self, request: Request, message: Message, header_version: str | None
+        self, request: Request, message: Message, header_version: str | None, caller: Caller
     ) -> Response | StreamingResponse:
         # A header, when sent, is a 2025-era revision we speak (anything else went to _modern).
         # It need not equal the negotiated one: the session already knows that.
         request.cancel_on_disconnect = False  # a disconnect MUST NOT be read as a cancellation here
         if message.is_request and message.method == "initialize":
-            return self._initialize(message)
+            return self._initialize(message, caller)
         if self.settings.stateless:
             session = Session(
                 revision=header_version or revisions.DEFAULT_HTTP_LEGACY,
                 initialized=True,
                 stateless=True,
+                tenant=caller.tenant,
             )
             if not message.is_request:
-                await self.server.handle(message, session)
+                await caller.server.handle(message, session)
                 return Response(202)
-            with self._stream(message.id):
-                response = await self.server.handle(message, session)
+            with self._stream(message.id, None, caller.tenant):
+                response = await caller.server.handle(message, session)
             return _json(200, response) if response is not None else _empty_stream()
-        entry = self._session_of(request, _request_id(message))
+        entry = self._session_of(request, caller, _request_id(message))
+        server = entry.server or self.server
         if not message.is_request:
             # A notification (initialized, cancelled) or the answer to our request: routed within
             # this session only, so an id asked in another session or never asked changes nothing.
-            await self.server.handle(message, entry.state)
+            await server.handle(message, entry.state)
             return Response(202)
         if message.method == "tools/call":
-            return await self._call(message, entry.state, entry)
+            return await self._call(server, message, entry.state, entry)
         with self._stream(message.id, entry), self.table.busy(entry):
-            response = await self.server.handle(message, entry.state)
+            response = await server.handle(message, entry.state)
         return _json(200, response) if response is not None else _empty_stream()
 
-    def _initialize(self, message: Message) -> Response:
-        state = Session(stateless=self.settings.stateless)
+    def _initialize(self, message: Message, caller: Caller) -> Response:
+        state = Session(stateless=self.settings.stateless, tenant=caller.tenant)
         params = message.params
         if params is msgspec.UNSET or params is None:
             params = {}
@@ -503,22 +552,27 @@ class StreamableHttp:
                 ),
             )
         try:
-            result = self.server.initialize(params, state)
+            result = caller.server.initialize(params, state)
         except RpcError as error:
             return _json(400, error_message(message.id, error))
         response = {"jsonrpc": "2.0", "id": message.id, "result": result}
         if self.settings.stateless:
             return _json(200, response)
         try:
-            session_id = self.table.open(state)
-        except SessionsFull:
+            session_id = self.table.open(state, caller.server)
+        except SessionsFull as full:
             idle_minutes = self.settings.session_idle / 60
+            limit = (
+                f"its limit of {self.settings.max_sessions_per_tenant} sessions for one API key"
+                if full.limit == "tenant"
+                else f"its limit of {self.settings.max_sessions} sessions"
+            )
             raise _Reply(
                 503,
                 INVALID_REQUEST,
                 (
-                    f"Service Unavailable: this server already holds its limit of {self.settings.max_sessions} "
-                    f"sessions, and ends none that is in use. End sessions you no longer need with DELETE {ENDPOINT} "
+                    f"Service Unavailable: this server already holds {limit}, all in use, and ends "
+                    f"none that is in use. End sessions you no longer need with DELETE {ENDPOINT} "
                     f"(a session also ends after {idle_minutes:g} minutes unused), then send initialize again"
                 ),
                 [("retry-after", "10")],
@@ -527,7 +581,11 @@ class StreamableHttp:
         return _json(200, response, [(SESSION_HEADER, session_id)])
 
     async def _call(
-        self, message: Message, session: Session, entry: HttpSession | None = None
+        self,
+        server: McpServer,
+        message: Message,
+        session: Session,
+        entry: HttpSession | None = None,
     ) -> Response | StreamingResponse:
         """A 2025-era tools/call: JSON when it just answers, SSE when it has something to send first.
 
@@ -539,17 +597,18 @@ class StreamableHttp:
         answer could only travel on that stream, and a question left waiting would hold its
         slot until the elicitation timeout.
         """
-        if not self._may_ask(session) and not _wants_progress(message.params):
+        if not self._may_ask(server, session) and not _wants_progress(message.params):
             with self._stream(message.id, entry), self.table.busy(entry):
-                response = await self.server.handle(message, session, _cannot_push)
+                response = await server.handle(message, session, _cannot_push)
             return _json(200, response) if response is not None else _empty_stream()
-        first = await self._streamed(message, session, entry, cancel_if_gone_early=False)
+        first = await self._streamed(server, message, session, entry, cancel_if_gone_early=False)
         if isinstance(first, StreamingResponse):
             return first
         return _json(200, first.response) if first.response is not None else _empty_stream()
 
     async def _streamed(
         self,
+        server: McpServer,
         message: Message,
         session: Session,
         entry: HttpSession | None,
@@ -563,7 +622,7 @@ class StreamableHttp:
         elicitation timeout. A client that leaves before the first message cancels it too when
         ``cancel_if_gone_early`` (2026: that is how the revision cancels); a 2025 call outlives it."""
         assert self._tasks is not None, "StreamableHttp.run() is not running"
-        release = self._take_stream(message.id, entry)
+        release = self._take_stream(message.id, entry, session.tenant)
         outbox = _Outbox()
         scope = anyio.CancelScope()
 
@@ -576,7 +635,7 @@ class StreamableHttp:
             response: dict[str, Any] | None = None
             try:
                 with scope:
-                    response = await self._handle_call(message, session, push)
+                    response = await self._handle_call(server, message, session, push)
             finally:
                 if not outbox.put(_Final(response)):
                     log.debug("the client left before the answer to %r; dropped", message.id)
@@ -605,11 +664,11 @@ class StreamableHttp:
         return StreamingResponse(200, _Body(_relay(first, outbox), gone), list(_SSE_HEADERS))
 
     async def _handle_call(
-        self, message: Message, session: Session, push: Push | None
+        self, server: McpServer, message: Message, session: Session, push: Push | None
     ) -> dict[str, Any] | None:
         """``server.handle`` for a tools/call, with a failure outside the tool answered as -32603."""
         try:
-            return await self.server.handle(message, session, push)
+            return await server.handle(message, session, push)
         except Exception:
             log.exception("tools/call failed outside the tool; answered -32603")
             return error_message(
@@ -620,20 +679,22 @@ class StreamableHttp:
                 ),
             )
 
-    def _may_ask(self, session: Session) -> bool:
+    def _may_ask(self, server: McpServer, session: Session) -> bool:
         """Whether a 2025-era call of this session could push a question (and so need a stream)."""
-        if self.server.pushes and not session.stateless:
+        if server.pushes and not session.stateless:
             return True  # a server with features that send during calls (logs, progress, sampling)
         return (
-            self.server.elicitation_enabled
+            server.elicitation_enabled
             and not session.stateless
             and revisions.declares_form_elicitation(session.client_capabilities)
         )
 
     # -- sessions ------------------------------------------------------------------------------
 
-    def _session_of(self, request: Request, rid: Any = None) -> HttpSession:
-        """The request's session, or a 400/404 refusal (carrying the request's id ``rid``, if any)."""
+    def _session_of(self, request: Request, caller: Caller, rid: Any = None) -> HttpSession:
+        """The request's session, or a 400/404 refusal (carrying the request's id ``rid``, if any).
+        A session opened with another credential (or with none) is not found, exactly as one that
+        never existed: nothing tells its id's holder that it is there."""
         session_id = request.header(SESSION_HEADER)
         if session_id is None:
             raise _Reply(
@@ -643,7 +704,7 @@ class StreamableHttp:
                 "initialize first to get one",
                 id=rid,
             )
-        entry = self.table.get(session_id.strip())
+        entry = self.table.get(session_id.strip(), caller.tenant)
         if entry is None:
             raise _Reply(
                 404,
@@ -660,10 +721,24 @@ class StreamableHttp:
 
     # -- the stream budget ---------------------------------------------------------------------
 
-    def _take_stream(self, request_id: Any, entry: HttpSession | None = None) -> Callable[[], None]:
-        """Count one request being answered (503 when max_streams are, or when its session holds
-        max_streams_per_session); returns its release."""
+    def _take_stream(
+        self, request_id: Any, entry: HttpSession | None = None, tenant: str | None = None
+    ) -> Callable[[], None]:
+        """Count one request being answered (503 when max_streams are, when its session holds
+        max_streams_per_session, or its tenant max_streams_per_tenant); returns its release."""
         per_session = self.settings.max_streams_per_session
+        per_tenant = self.settings.max_streams_per_tenant
+        if entry is not None:
+            tenant = entry.tenant
+        if per_tenant is not None and self.tenant_streams.get(tenant, 0) >= per_tenant:
+            raise _Reply(
+                503,
+                INVALID_REQUEST,
+                f"Service Unavailable: requests with this API key already have {per_tenant} "
+                "requests being answered, the most one key may; wait for one to finish, then retry",
+                [("retry-after", "1")],
+                id=request_id,
+            )
         if entry is not None and entry.streams >= per_session:
             raise _Reply(
                 503,
@@ -684,6 +759,9 @@ class StreamableHttp:
                 id=request_id,
             )
         self.streams += 1
+        counts = self.tenant_streams
+        if per_tenant is not None:
+            counts[tenant] = counts.get(tenant, 0) + 1
         if entry is not None:
             entry.streams += 1
         released = False
@@ -693,18 +771,26 @@ class StreamableHttp:
             if not released:
                 released = True
                 self.streams -= 1
+                if per_tenant is not None:
+                    left = counts.get(tenant, 1) - 1
+                    if left:
+                        counts[tenant] = left
+                    else:
+                        counts.pop(tenant, None)
                 if entry is not None:
                     entry.streams -= 1
 
         return release
 
-    def _stream(self, request_id: Any, entry: HttpSession | None = None) -> _Releasing:
+    def _stream(
+        self, request_id: Any, entry: HttpSession | None = None, tenant: str | None = None
+    ) -> _Releasing:
         """``with``: one request being answered, counted (503 when too many) until the block ends."""
-        return _Releasing(self._take_stream(request_id, entry))
+        return _Releasing(self._take_stream(request_id, entry, tenant))
 
     # -- DELETE and the background -------------------------------------------------------------
 
-    def _delete(self, request: Request) -> Response:
+    def _delete(self, request: Request, caller: Caller) -> Response:
         version = (request.header(VERSION_HEADER) or "").strip()
         if self.settings.stateless or (version and version not in revisions.LEGACY_REVISIONS):
             raise _Reply(
@@ -714,7 +800,7 @@ class StreamableHttp:
                 "mode, or a 2026-07-28 request)",
                 [("allow", "POST")],
             )
-        self.table.end(self._session_of(request).id)
+        self.table.end(self._session_of(request, caller).id)
         return Response(200)
 
     async def run(
@@ -725,7 +811,9 @@ class StreamableHttp:
             self._tasks = tasks
             task_status.started()
             while True:
-                await anyio.sleep(min(60.0, self.settings.session_idle / 2))
+                await anyio.sleep(
+                    min(60.0, self.settings.session_idle / 2, self.settings.handshake_ttl / 2)
+                )
                 self.table.sweep()
 
 

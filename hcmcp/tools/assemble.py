@@ -24,15 +24,37 @@ INSTRUCTIONS = (
 )
 
 
-def build_server(config: Config, api: HealthchecksApi) -> McpServer:
+def build_server(
+    config: Config,
+    api: HealthchecksApi,
+    *,
+    read_only_key: bool = False,
+    tenant: str | None = None,
+) -> McpServer:
     """The MCP server for this configuration; raises ConfigError for a selection that leaves
-    nothing (or names no tool)."""
-    from ..protocol.seal import Seal
+    nothing (or names no tool).
+
+    ``read_only_key``: the key is known to be read-only, so the write tools are left out as well
+    (as HEALTHCHECKS_READ_ONLY would, for this key only; that may leave no tool). ``tenant``: the
+    key's fingerprint (computed here when None and the API has a key). The seal (requestState,
+    confirm tokens) uses HEALTHCHECKS_STATE_KEY, else a key derived from the API key, so that every
+    process serving the same key opens the others' seals and no other key can."""
+    from ..protocol.seal import Seal, derived_key
     from ..protocol.server import McpServer, ServerIdentity
+    from ..protocol.tenants import fingerprint
     from . import catalog
 
     read, write = catalog.all_tools(api)
     tools = catalog.select(read, write, config)
+    if read_only_key:
+        writes = {tool.name for tool in write}
+        tools = [tool for tool in tools if tool.name not in writes]
+    key = api.credential
+    if tenant is None and key is not None:
+        tenant = fingerprint(key)
+    seal_key = config.state_key
+    if seal_key is None and key is not None:
+        seal_key = derived_key(key)
     identity = ServerIdentity(
         name="hcmcp",
         version=__version__,
@@ -45,5 +67,6 @@ def build_server(config: Config, api: HealthchecksApi) -> McpServer:
         tools,
         elicitation_enabled=config.elicitation,
         elicitation_timeout=config.elicitation_timeout,
-        seal=Seal(config.state_key),
+        seal=Seal(seal_key),
+        tenant=tenant,
     )

@@ -2,7 +2,7 @@
 
 Nothing is deleted until a person answered yes in a dialog (ctx.elicit, in either
 protocol era), or, where no dialog can be shown, until the same call came back
-quoting a single-use token bound to the same target. What the token proves is said
+quoting a sealed token bound to the same targets and the same API key. What the token proves is said
 plainly: the call was made twice with the same arguments, and nothing more.
 """
 
@@ -46,50 +46,73 @@ def fingerprint(targets: list[str]) -> str:
 
 
 class TokenBook:
-    """Single-use tokens of this process. ``clock`` and ``source`` are injectable for tests."""
+    """Confirm tokens sealed, not remembered: ``t1.<expiry>.<targets>.<nonce>.<tag>``.
+
+    The tag is an HMAC, with the server's seal key (HEALTHCHECKS_STATE_KEY when set, else a key
+    derived from the Healthchecks API key: protocol/seal.derived_key), over the expiry, the nonce,
+    the fingerprint of the exact target list and the fingerprint of the key the server acts with.
+    So every process and replica serving the same key (or sharing the state key) can redeem a
+    token, and no other key can; a token for other targets, or expired, is refused. A token is not
+    spent: redeemed again it deletes nothing new (the checks are gone; the second use reports them
+    as already deleted). ``clock`` and ``source`` are injectable for tests."""
 
     def __init__(
         self,
-        clock: Callable[[], float] = time.monotonic,
-        source: Callable[[], str] = lambda: secrets.token_hex(16),
+        clock: Callable[[], float] = time.time,
+        source: Callable[[], str] = lambda: secrets.token_hex(8),
     ) -> None:
         self.clock = clock
         self.source = source
-        self._tokens: dict[str, tuple[str, float]] = {}  # token -> (fingerprint, expiry)
-        self._spent: dict[str, float] = {}  # token -> when it expired or was used
+        self._own_key: bytes | None = None  # for a caller without a seal (tests' stand-ins)
 
-    def issue(self, bound_to: str) -> str:
-        self._forget_old()
-        token = self.source()
-        self._tokens[token] = (bound_to, self.clock() + TOKEN_LIFETIME)
-        return token
+    def _key(self, key: bytes | None) -> bytes:
+        if key is not None:
+            return key
+        if self._own_key is None:
+            self._own_key = secrets.token_bytes(32)
+        return self._own_key
 
-    def redeem(self, token: str, bound_to: str) -> str | None:
-        """None when the token is good (and now spent); else why it is refused."""
-        entry = self._tokens.pop(token, None)
-        if entry is None:
+    def _tag(
+        self, key: bytes | None, tenant: str | None, bound_to: str, exp: str, nonce: str
+    ) -> str:
+        import base64
+        import hmac
+
+        signed = f"hcmcp confirm v1|{tenant or '-'}|{bound_to}|{exp}|{nonce}".encode()
+        digest = hmac.new(self._key(key), signed, hashlib.sha256).digest()[:18]
+        return base64.urlsafe_b64encode(digest).decode("ascii")
+
+    def issue(self, bound_to: str, key: bytes | None = None, tenant: str | None = None) -> str:
+        exp = f"{int(self.clock() + TOKEN_LIFETIME):x}"
+        nonce = self.source()
+        tag = self._tag(key, tenant, bound_to, exp, nonce)
+        return f"t1.{exp}.{bound_to[:8]}.{nonce}.{tag}"
+
+    def redeem(
+        self, token: str, bound_to: str, key: bytes | None = None, tenant: str | None = None
+    ) -> str | None:
+        """None when the token is good; else why it is refused."""
+        import hmac
+
+        parts = token.split(".")
+        if len(parts) != 5 or parts[0] != "t1":
+            return "it is not a token this server issued"
+        _, exp, targets, nonce, tag = parts
+        if targets != bound_to[:8]:
+            return "it was issued for a different set of checks"
+        if not hmac.compare_digest(tag, self._tag(key, tenant, bound_to, exp, nonce)):
             return (
-                "it was already used"
-                if token in self._spent
-                else "it is not a token this server issued"
+                "it is not a token this server issued for this API key (a token is valid only "
+                "with the API key it was issued for, on servers that share its "
+                "HEALTHCHECKS_STATE_KEY when one is set)"
             )
-        self._spent[token] = self.clock()
-        bound, expiry = entry
+        try:
+            expiry = int(exp, 16)
+        except ValueError:
+            return "it is not a token this server issued"
         if self.clock() > expiry:
             return f"it expired (tokens live {TOKEN_LIFETIME // 60} minutes)"
-        if bound != bound_to:
-            return "it was issued for a different set of checks"
         return None
-
-    def _forget_old(self) -> None:
-        now = self.clock()
-        for token, (_, expiry) in list(self._tokens.items()):
-            if expiry < now:
-                del self._tokens[token]
-                self._spent[token] = expiry
-        for token, when in list(self._spent.items()):
-            if when < now - 24 * 3600:
-                del self._spent[token]
 
 
 TOKENS = TokenBook()
@@ -138,14 +161,28 @@ _PROVES = (
 )
 
 
+def _sealing(ctx: Any) -> tuple[bytes | None, str | None]:
+    """(the seal key, the tenant) of this request: what a token is bound to besides its targets."""
+    seal = getattr(getattr(ctx, "server", None), "seal", None)
+    key = seal.key if seal is not None else None
+    return key, getattr(ctx, "tenant", None)
+
+
 def _token_verdict(
-    outcome: str, why_no_dialog: str, targets: list[str], bound_to: str, prefix: str = ""
+    ctx: Any,
+    outcome: str,
+    why_no_dialog: str,
+    targets: list[str],
+    bound_to: str,
+    prefix: str = "",
 ) -> Verdict:
-    token = TOKENS.issue(bound_to)
+    key, tenant = _sealing(ctx)
+    token = TOKENS.issue(bound_to, key, tenant)
     message = (
         f"{prefix}Nothing was deleted. {_WHY[why_no_dialog]} {_targets_text(targets)} {COST}\n"
         f"To go ahead, call delete_check again with exactly the same check argument and "
-        f'confirm_token "{token}" within {TOKEN_LIFETIME // 60} minutes (single use). {_PROVES}'
+        f'confirm_token "{token}" within {TOKEN_LIFETIME // 60} minutes (any process or replica '
+        f"serving the same API key accepts it; used again it deletes nothing new). {_PROVES}"
     )
     return Verdict(False, outcome, message, confirm_token=token, token_expires_in=TOKEN_LIFETIME)
 
@@ -185,11 +222,14 @@ async def _verdict(ctx: Any, targets: list[str], confirm_token: str | None) -> V
     bound_to = fingerprint(targets)
     why_no_dialog = ctx.why_no_dialog
     if why_no_dialog is None:
+        tenant = getattr(ctx, "tenant", None)
         answer = await ctx.elicit(
             key=ANSWER_KEY,
             message=dialog_message(targets),
             requested_schema=_dialog_schema(targets),
-            fingerprint=bound_to,
+            # A 2026 requestState is bound to the key too: with a shared HEALTHCHECKS_STATE_KEY,
+            # one key's sealed question must not open under another's.
+            fingerprint=bound_to if tenant is None else f"{bound_to}/{tenant}",
         )
         if answer.action == "accept" and (answer.content or {}).get(CONFIRM_FIELD) is True:
             return Verdict(True, "approved_by_dialog", "Approved in the confirmation dialog.")
@@ -213,11 +253,13 @@ async def _verdict(ctx: Any, targets: list[str], confirm_token: str | None) -> V
             f"Nothing was deleted: no usable answer came back ({answer.detail}).",
         )
     if confirm_token is None:
-        return _token_verdict("token_issued", why_no_dialog, targets, bound_to)
-    refused = TOKENS.redeem(confirm_token, bound_to)
+        return _token_verdict(ctx, "token_issued", why_no_dialog, targets, bound_to)
+    key, tenant = _sealing(ctx)
+    refused = TOKENS.redeem(confirm_token, bound_to, key, tenant)
     if refused is None:
         return Verdict(True, "approved_by_token", "The confirm_token matched this call. " + _PROVES)
     return _token_verdict(
+        ctx,
         "token_refused",
         why_no_dialog,
         targets,

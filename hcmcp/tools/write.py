@@ -14,6 +14,7 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from ..healthchecks.api import HealthchecksApi, normalise_uuid
+from ..healthchecks.errors import NotFound
 from ..protocol.tool import Annotations, Tool, ToolError
 from .present import present_delete, presented
 from .read import UUID_TEXT, require_uuid
@@ -555,6 +556,9 @@ class DeleteCheckResult(Untrusted, kw_only=True):
     deleted: list[CheckDetail]
     failed: list[DeleteFailure] = []  # noqa: RUF012 - msgspec copies it per instance; the schema says "default": []
     not_attempted: list[str] | UnsetType = UNSET  # only when a failure stopped the run
+    # A token's checks that the instance no longer knows (404): a token redeemed a second time
+    # (by this process or another) finds them gone and deletes nothing new.
+    already_deleted: list[str] | UnsetType = UNSET
     note: str | None = None
 
 
@@ -579,6 +583,7 @@ def _delete_check(api: HealthchecksApi) -> Tool:
         # One at a time, in target order, stopping at the first failure: what is reported deleted was
         # answered 200 by the instance; a failure leaves the rest untouched (not_attempted).
         deleted: list[CheckDetail] = []
+        gone: list[str] = []
         total = len(targets)
         for index, uuid in enumerate(targets):
             try:
@@ -586,6 +591,10 @@ def _delete_check(api: HealthchecksApi) -> Tool:
             except Exception as error:
                 if not is_api_failure(error):
                     raise
+                if isinstance(error, NotFound) and verdict.outcome == "approved_by_token":
+                    gone.append(uuid)
+                    await _progress(ctx, index + 1, total, f"check {uuid} was already deleted")
+                    continue
                 if total == 1:
                     raise tool_error(error) from None
                 failure = DeleteFailure(check=uuid, error=tool_error(error).message)
@@ -599,11 +608,18 @@ def _delete_check(api: HealthchecksApi) -> Tool:
             "deleted holds each check as it was just before deletion — the last record of it (its channels "
             "are always empty by then). The UUIDs cannot be reused."
         )
+        if gone:
+            note = (
+                f"{len(gone)} of the {total} checks were already deleted (the instance answers "
+                "404: this token was used before, or the check never existed); nothing new was "
+                "deleted for them. " + note
+            )
         return DeleteCheckResult(
             outcome=verdict.outcome,
             message=verdict.message,
             targets=targets,
             deleted=deleted,
+            already_deleted=gone if gone else UNSET,
             note=note,
         )
 
