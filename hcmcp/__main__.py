@@ -129,7 +129,7 @@ async def _built(
     (--demo) over the simulated one (``sim``, or a new one), served on 127.0.0.1 inside this
     process's event loop for as long as it is used."""
     # HEALTHCHECKS_KEY_SOURCE=request: no request is served with the environment's key.
-    only_requests = bool(opts["http"]) and config.key_source == "request"
+    only_requests = bool(opts.get("http")) and config.key_source == "request"
     if not opts["demo"]:
         api = _api(config, None, "" if only_requests else None)
         yield build_server(config, api), api
@@ -434,7 +434,7 @@ def _main(argv: list[str]) -> None:
     # plain http, unverified TLS, a proxy variable (the demo instance is none of these)
     for line in () if opts["demo"] else config.startup_notes:
         sys.stderr.write(line + "\n")
-    if config.key_source != "env" and not opts["http"]:
+    if config.key_source != "env" and not opts.get("http"):
         sys.stderr.write(KEY_SOURCE_STDIO_LINE.format(config.key_source) + "\n")
     if not opts["demo"]:  # --demo never uses the configured key
         from .config import api_key_warning

@@ -434,7 +434,7 @@ def test_hcmcp_call_delete_check_twice_redeems_the_first_processes_token(simulat
     uuid = made["check"]["uuid"]
     first = _call("delete_check", json.dumps({"check": uuid}), env=env)
     issued = json.loads(first.stdout)
-    assert first.returncode == 0 and issued["outcome"] == "token_issued" and exists(site, keys["RW_KEY"], uuid)
+    assert first.returncode == 3 and issued["outcome"] == "token_issued" and exists(site, keys["RW_KEY"], uuid)
     arguments = json.dumps({"check": uuid, "confirm_token": issued["confirm_token"]})
     # Another key (the other project's) cannot redeem it, and deletes nothing.
     other = _call("delete_check", arguments, env={**env, "HEALTHCHECKS_API_KEY": keys["OTHER_RW_KEY"]})
