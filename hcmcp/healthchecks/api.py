@@ -12,11 +12,14 @@ not pay for the HTTP stack.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import msgspec
+
+from ..telemetry import context
 
 # The errors live in errors.py; re-exported here (``X as X``), where callers import them from.
 from .errors import ApiError as ApiError
@@ -56,6 +59,7 @@ from .models import (
 )
 
 if TYPE_CHECKING:
+    from .observe import UpstreamMetrics
     from ..http.client import HttpClient, HttpResponse
 
 PING_BODY_CEILING = 64 * 1024  # tools.md: ping bodies are truncated at 64 KB
@@ -115,6 +119,14 @@ class HealthchecksApi:
         self._key_read_write: bool | None = None
         # What a non-2xx answer means, in words without the key (judging.py).
         self._judge = Judge(self.site_root, self._key, self._key_is_read_only)
+        self._metrics: UpstreamMetrics | None = None  # HCMCP_METRICS: healthchecks/observe.py
+        import hcmcp
+
+        if hcmcp.observing:
+            from .observe import UpstreamMetrics
+
+            upstream = UpstreamMetrics()
+            self._metrics = upstream if upstream.duration is not None else None
 
     def __repr__(self) -> str:  # never the key
         return f"HealthchecksApi({self.site_root!r}, key={'set' if self._key else 'unset'})"
@@ -613,9 +625,15 @@ class HealthchecksApi:
             headers.append(("x-api-key", self._key))  # the only place the key ever goes
         if body is not None:
             headers.append(("content-type", "application/json"))
+        scope = context.current()  # the request being served: its trace context, its log line
+        if scope is not None and scope.traceparent is not None:
+            headers += context.trace_headers()
         path = self._prefix(version) + rel
+        metrics = self._metrics
+        started = time.perf_counter() if metrics is not None else 0.0
+        status: int | None = None
         try:
-            return await self._http().request(
+            response = await self._http().request(
                 method,
                 path,
                 query=query,
@@ -624,6 +642,10 @@ class HealthchecksApi:
                 byte_ceiling=byte_ceiling,
                 truncate_at_ceiling=truncate_at_ceiling,
             )
+            status = response.status
+            if scope is not None:
+                scope.upstream.append(status)
+            return response
         except http.BodyTooLarge as error:
             raise ResponseTooLarge(
                 None,
@@ -654,6 +676,9 @@ class HealthchecksApi:
                 f"{self._judge.scrub(str(error))}",
                 advice="get_status tests the instance without a key.",
             ) from None
+        finally:
+            if metrics is not None:
+                metrics.observe(method, rel, status, time.perf_counter() - started)
 
 
 def _quote(value: str) -> str:

@@ -40,10 +40,15 @@ def build_server(config: Config, api: HealthchecksApi) -> McpServer:
         description="MCP server for Healthchecks.io and self-hosted Healthchecks",
         instructions=INSTRUCTIONS,
     )
-    return McpServer(
+    server = McpServer(
         identity,
         tools,
         elicitation_enabled=config.elicitation,
         elicitation_timeout=config.elicitation_timeout,
         seal=Seal(config.state_key),
     )
+    if config.api_key is not None and api.has_key:  # env mode: the configured key's tenant
+        from ..protocol.tenants import fingerprint
+
+        server.tenant = fingerprint(config.api_key)
+    return server

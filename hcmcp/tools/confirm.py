@@ -147,8 +147,58 @@ def _token_verdict(
     return Verdict(False, outcome, message, confirm_token=token, token_expires_in=TOKEN_LIFETIME)
 
 
+# The guard's outcomes as counted in hcmcp_guard_outcomes_total (HCMCP_METRICS).
+_COUNTED = {
+    "approved_by_dialog": "accepted",
+    "approved_by_token": "token_redeemed",
+    "declined": "declined",
+    "cancelled": "cancelled",
+    "no_answer": "no_answer",
+    "token_issued": "token_issued",
+    "token_refused": "token_refused",
+}
+
+
+def _count(outcome: str) -> None:
+    import hcmcp
+
+    if not hcmcp.observing:
+        return
+    from ..telemetry.metrics import registry
+
+    metrics = registry()
+    if metrics is not None:
+        metrics.counter(
+            "hcmcp_guard_outcomes_total",
+            "delete_check's guard: dialogs asked, accepted, declined, cancelled, unanswered; "
+            "tokens issued, redeemed, refused.",
+            ("outcome",),
+        ).inc((outcome,))
+
+
+def approval(ctx: Any, verdict: Verdict) -> str | None:
+    """How an approved verdict was approved, for the audit line (None when it was not)."""
+    if verdict.outcome == "approved_by_token":
+        return "token"
+    if verdict.outcome != "approved_by_dialog":
+        return None
+    session = getattr(ctx, "session", None)
+    source = getattr(session, "approval_source", None)
+    if isinstance(source, str):
+        return source  # a dialog answered outside MCP, e.g. "terminal"
+    return "input_required" if getattr(ctx, "modern", False) else "dialog"
+
+
 async def ask_before_delete(ctx: Any, targets: list[str], confirm_token: str | None) -> Verdict:
     """Approved only after an explicit yes in a dialog, or a good token on the fallback path."""
+    if ctx.why_no_dialog is None and getattr(ctx, "input_responses", None) is None:
+        _count("asked")  # (a 2026 retry carries the answer: it was counted when asked)
+    verdict = await _decide(ctx, targets, confirm_token)
+    _count(_COUNTED.get(verdict.outcome, "other"))
+    return verdict
+
+
+async def _decide(ctx: Any, targets: list[str], confirm_token: str | None) -> Verdict:
     bound_to = fingerprint(targets)
     why_no_dialog = ctx.why_no_dialog
     if why_no_dialog is None:
