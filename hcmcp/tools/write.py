@@ -652,6 +652,8 @@ def _audit(
     ctx: Any, checks: list[str], outcome: str | None = None, approved_by: str | None = None
 ) -> None:
     """What the audit line of this call says (protocol/audit.py writes it when the call ends)."""
+    if not hasattr(ctx, "audit_checks"):
+        return  # a stand-in context (a unit test's): nothing will write the line
     ctx.audit_checks = list(checks)
     if outcome is not None:
         ctx.audit_outcome = outcome
