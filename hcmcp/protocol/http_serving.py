@@ -59,6 +59,15 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _label(server: McpServer, session_id: str) -> str | None:
+    """A session's name in log lines (a fingerprint, never its id), when requests are logged."""
+    if server.observer is None:
+        return None
+    from .tenants import fingerprint
+
+    return fingerprint(session_id)
+
+
 async def serve_http(
     server: McpServer,
     bind: str,
@@ -101,6 +110,7 @@ async def serve_http(
                     client_capabilities=fast.client_capabilities,
                     client_info=fast.client_info,
                     initialized=fast.initialized,
+                    label=_label(server, fast.id),
                 ),
             )
         http.adopt(adopted.listener_fd, adopted.connections)
