@@ -34,6 +34,11 @@ def _escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
 
 
+def _escape_help(value: str) -> str:
+    # HELP text escapes backslash and line feed only (quotes stay as they are).
+    return value.replace("\\", "\\\\").replace("\n", "\\n")
+
+
 def _number(value: float) -> str:
     if value == inf:
         return "+Inf"
@@ -58,7 +63,7 @@ class _Instrument:
         self.labels = labels
 
     def header(self) -> list[str]:
-        return [f"# HELP {self.name} {_escape(self.help)}", f"# TYPE {self.name} {self.kind}"]
+        return [f"# HELP {self.name} {_escape_help(self.help)}", f"# TYPE {self.name} {self.kind}"]
 
     def lines(self) -> list[str]:
         raise NotImplementedError
