@@ -13,14 +13,15 @@ if TYPE_CHECKING:
 
 # Set by the command (hcmcp/__main__.py): log to stderr in our format once logging is first used.
 configure_logging_on_first_use = False
-# Set by the command: HCMCP_LOG_FORMAT, and whether requests are measured or logged (HCMCP_METRICS,
-# HCMCP_LOG_LEVEL=info/debug), so that a server built later makes its observer (protocol/observe.py).
+# Set by the command: HCMCP_LOG_FORMAT, and whether requests are measured or logged
+# (HCMCP_METRICS, HCMCP_LOG_LEVEL=info/debug), so that a server built later makes its observer
+# (protocol/observe.py).
 log_format = "text"
 observing = False
 
 
 def stderr_line(text: str) -> None:
-    """A line for the operator (the banner, start-up notes): as it is, or in JSON mode one object."""
+    """A line for the operator (the banner, start-up notes): as is, or in JSON mode one object."""
     if log_format == "json":
         from .telemetry.logs import plain
 

@@ -205,7 +205,7 @@ class FastHttp:
             fast.handshake = handshake
         shown = f"[{host}]" if ipv6 else host
         mode = " (stateless)" if stateless else ""
-        from . import stderr_line
+        from .. import stderr_line
 
         stderr_line(f"hcmcp: serving MCP at http://{shown}:{fast.port}/mcp{mode}")
         return fast

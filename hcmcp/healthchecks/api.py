@@ -59,8 +59,8 @@ from .models import (
 )
 
 if TYPE_CHECKING:
-    from .observe import UpstreamMetrics
     from ..http.client import HttpClient, HttpResponse
+    from .observe import UpstreamMetrics
 
 PING_BODY_CEILING = 64 * 1024  # tools.md: ping bodies are truncated at 64 KB
 STATUS_CEILING = 4 * 1024  # tools.md: anything but "OK" is shown up to 4 kB

@@ -41,10 +41,10 @@ import msgspec
 from ..http.server import Request, Response, StreamingResponse
 from . import revisions
 from .http_guard import ListenerGuard, Refused
-from .http_ops import PATHS as _OPS_PATHS
-from .http_ops import Operations
 from .http_media import accepts_json_and_sse as _accepts_json_and_sse
 from .http_media import is_json_content_type
+from .http_ops import PATHS as _OPS_PATHS
+from .http_ops import Operations
 from .http_sessions import HttpSession, SessionsFull, SessionTable
 from .http_streams import (
     SSE_HEADERS as _SSE_HEADERS,
