@@ -12,14 +12,13 @@ not pay for the HTTP stack.
 from __future__ import annotations
 
 import re
+import sys
 import time
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import msgspec
-
-from ..telemetry import context
 
 # The errors live in errors.py; re-exported here (``X as X``), where callers import them from.
 from .errors import ApiError as ApiError
@@ -625,8 +624,11 @@ class HealthchecksApi:
             headers.append(("x-api-key", self._key))  # the only place the key ever goes
         if body is not None:
             headers.append(("content-type", "application/json"))
-        scope = context.current()  # the request being served: its trace context, its log line
-        if scope is not None and scope.traceparent is not None:
+        # The request being served (its trace context, its log line): telemetry/context.py, when
+        # something imported it to open a scope; if nothing did, there is none.
+        context = sys.modules.get("hcmcp.telemetry.context")
+        scope = context.current() if context is not None else None
+        if context is not None and scope is not None and scope.traceparent is not None:
             headers += context.trace_headers()
         path = self._prefix(version) + rel
         metrics = self._metrics

@@ -18,9 +18,13 @@ It also owns the listener's series: sessions open, requests in flight and refusa
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from ..http.server import Request, Response
 from .http_guard import ListenerGuard, Refused
+
+if TYPE_CHECKING:
+    from ..telemetry.metrics import Counter, Registry
 
 PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 _JSON = [("content-type", "application/json"), ("cache-control", "no-store")]
@@ -62,10 +66,14 @@ class Operations:
         self.guard = guard
         self.token_set = token_set
         self.draining = False
-        from ..telemetry.metrics import registry
+        self.metrics: Registry | None = None
+        self._refusals: Counter | None = None
+        import hcmcp
 
-        self.metrics = registry()
-        self._refusals = None
+        if hcmcp.observing:  # (else the metrics module is not even imported)
+            from ..telemetry.metrics import registry
+
+            self.metrics = registry()
         if self.metrics is not None:
             self.metrics.gauge(
                 "hcmcp_http_sessions_open",
