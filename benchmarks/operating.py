@@ -1,0 +1,132 @@
+"""The cost of operating it (issue 25): metrics and JSON logs on against off, interleaved.
+
+    python -m benchmarks.operating [--quick] [--runs N] [--calls N] [--no-install]
+
+Three hcmcp --http servers run side by side against one simulator: `off` (the defaults),
+`on` (HCMCP_METRICS=true, HCMCP_LOG_FORMAT=json: the histogram, the upstream histogram, the
+listener's series; JSON at the default level writes no line for a read call) and `on+info`
+(the same with HCMCP_LOG_LEVEL=info: one JSON request line per call, for information). In each
+round, in an order that rotates from round to round, each server gets N sequential get_check
+calls on one keep-alive connection (p50 latency and the server's own CPU per call, from
+/proc/<pid>/stat) and then N calls with 4 in flight (calls/s); /metrics is scraped once per
+round. The table shows the medians over the rounds and each configuration's ratio to `off`;
+the target is at most 3% (ratio <= 1.03 for latency and CPU, >= 0.97 for calls/s). Last, the
+RSS and CPU of the `on` server after the run, the figures for a container's resource requests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+import urllib.request
+
+from benchmarks._harness import Table, common_arguments, exit_status, failed, median, runs_from, server_env
+from benchmarks._http_server import calls_over_http, serving
+from benchmarks._servers import hcmcp_spec
+from benchmarks._upstream import SimulatorFailed, simulator
+from benchmarks.latency import first_check_uuid
+
+CONFIGS = {
+    "off": {},
+    "on": {"HCMCP_METRICS": "true", "HCMCP_LOG_FORMAT": "json"},
+    "on+info": {"HCMCP_METRICS": "true", "HCMCP_LOG_FORMAT": "json", "HCMCP_LOG_LEVEL": "info"},
+}
+TARGET = 1.03
+IN_FLIGHT = 4
+
+
+def cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat", "rb") as file:
+        fields = file.read().rsplit(b")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as file:
+        for line in file:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.operating", description=__doc__.splitlines()[0])
+    common_arguments(parser, default_runs=7)
+    parser.add_argument("--calls", type=int, help="calls per server, per round and per measurement "
+                        "(default 400, --quick 40)")
+    args = parser.parse_args(argv)
+    runs = runs_from(args, 7)
+    calls = args.calls or (40 if args.quick else 400)
+    spec = hcmcp_spec(not args.no_install)
+    table = Table(f"Metrics and JSON logs, on against off ({runs} interleaved rounds of {calls} get_check calls)",
+                  ["configuration", "p50 sequential", "server CPU per call", "calls/s (4 in flight)",
+                   "p50 ratio", "CPU ratio", "calls/s ratio"])
+    resources = Table("The `on` server after the run (for a container's resource requests)",
+                      ["RSS", "CPU per call", "CPU at 50 calls/s"])
+    try:
+        with simulator() as sim:
+            uuid = first_check_uuid(sim.url, sim.rw_key)
+            arguments = {"check": uuid}
+            servers = {}
+            from contextlib import ExitStack
+
+            with ExitStack() as stack:
+                for name, extra in CONFIGS.items():
+                    servers[name] = stack.enter_context(serving(spec, {**server_env(sim.url, sim.rw_key), **extra}))
+                p50: dict[str, list[float]] = {name: [] for name in CONFIGS}
+                cpu: dict[str, list[float]] = {name: [] for name in CONFIGS}
+                rate: dict[str, list[float]] = {name: [] for name in CONFIGS}
+                names = list(CONFIGS)
+                for name in names:  # warm-up: every path once, uncounted
+                    calls_over_http(servers[name], "get_check", arguments, 20, 1)
+                for round_number in range(runs):
+                    order = names[round_number % len(names):] + names[:round_number % len(names)]
+                    for name in order:
+                        server = servers[name]
+                        before = cpu_seconds(server.proc.pid)
+                        stats = calls_over_http(server, "get_check", arguments, calls, 1)
+                        spent = cpu_seconds(server.proc.pid) - before
+                        if stats.errors:
+                            raise RuntimeError(f"{name}: {stats.first_error}")
+                        p50[name].append(median(stats.latencies))
+                        cpu[name].append(spent / calls)
+                        flight = calls_over_http(server, "get_check", arguments, calls, IN_FLIGHT)
+                        rate[name].append(flight.per_second)
+                        if name != "off":
+                            with urllib.request.urlopen(
+                                    f"http://127.0.0.1:{server.port}/metrics", timeout=10) as answer:
+                                assert b"mcp_server_operation_duration_seconds_count" in answer.read()
+                base = {what: median(values["off"]) for what, values in (("p50", p50), ("cpu", cpu), ("rate", rate))}
+                for name in names:
+                    row = (median(p50[name]), median(cpu[name]), median(rate[name]))
+                    table.add(name, f"{row[0] * 1e6:.0f} us", f"{row[1] * 1e6:.0f} us", f"{row[2]:.0f}",
+                              f"{row[0] / base['p50']:.3f}", f"{row[1] / base['cpu']:.3f}",
+                              f"{row[2] / base['rate']:.3f}")
+                on = servers["on"]
+                total_calls = (runs * 2 + 1) * calls + 20
+                per_call = cpu_seconds(on.proc.pid) / total_calls
+                resources.add(f"{rss_kib(on.proc.pid) / 1024:.1f} MiB", f"{per_call * 1e6:.0f} us",
+                              f"{per_call * 50 * 1000:.0f} mCPU")
+            ratio_on = (median(p50["on"]) / base["p50"], median(cpu["on"]) / base["cpu"],
+                        median(rate["on"]) / base["rate"])
+            met = ratio_on[0] <= TARGET and ratio_on[1] <= TARGET and ratio_on[2] >= 2 - TARGET
+            table.note(f"target (on vs off): at most {round((TARGET - 1) * 100)}% on latency, CPU per call "
+                       f"and calls/s: {'met' if met else 'MISSED'} in this run")
+            table.note("on+info writes one JSON line per call to stderr (a file here): shown, not held to the target")
+            resources.note("CPU per call: the process's whole CPU time (start-up included) over every call it "
+                           "answered in this run")
+    except (SimulatorFailed, RuntimeError, OSError) as exc:
+        table.add(failed(str(exc)), "", "", "", "", "", "")
+        print(str(exc), file=sys.stderr)
+    table.print()
+    if resources.rows:
+        resources.print()
+    return exit_status()
+
+
+if __name__ == "__main__":
+    started = time.perf_counter()
+    code = main()
+    raise SystemExit(code)
