@@ -51,6 +51,74 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
+def in_process_overhead(rounds: int, iterations: int) -> Table:
+    """McpServer.handle of one tools/call (a tool that returns at once), observer off / on / on with
+    a JSON request line (to /dev/null), interleaved: what the instrumentation itself costs per call,
+    without the network and the process noise around it."""
+    import anyio
+    import msgspec
+
+    from hcmcp.protocol.jsonrpc import decode
+    from hcmcp.protocol.observe import Observer
+    from hcmcp.protocol.server import McpServer, ServerIdentity, Session
+    from hcmcp.protocol.tool import Annotations, Tool
+    from hcmcp.telemetry import logs, metrics
+
+    class NoParams(msgspec.Struct, forbid_unknown_fields=True):
+        pass
+
+    class Done(msgspec.Struct):
+        ok: bool
+
+    async def handler(ctx: object, params: NoParams) -> Done:
+        return Done(True)
+
+    read_only = Annotations(read_only=True, destructive=False, idempotent=True)
+    server = McpServer(ServerIdentity(name="bench", version="0"),
+                       [Tool("t", "T", "Returns at once.", NoParams, Done, read_only, handler)])
+    session = Session(revision="2025-11-25", initialized=True)
+    message = decode(b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{}}}')
+    metrics.enable()
+    observer = Observer(set(server.methods), set(server.tools))
+    logs.configure("json", "info")
+    logged = Observer(set(server.methods), set(server.tools))
+    logs.configure("text", "warning")
+    variants = {"off": None, "metrics": observer, "metrics + JSON request line": logged}
+    times: dict[str, list[float]] = {name: [] for name in variants}
+
+    async def measure() -> None:
+        devnull = open(os.devnull, "w")
+        real = sys.stderr
+        try:
+            for round_number in range(rounds):
+                names = list(variants)
+                names = names[round_number % 3:] + names[:round_number % 3]
+                for name in names:
+                    server.observer = variants[name]
+                    if name.endswith("line"):
+                        logs.configure("json", "info")
+                        sys.stderr = devnull
+                    started = time.perf_counter()
+                    for _ in range(iterations):
+                        await server.handle(message, session)
+                    times[name].append((time.perf_counter() - started) / iterations)
+                    sys.stderr = real
+                    logs.configure("text", "warning")
+        finally:
+            sys.stderr = real
+            devnull.close()
+
+    anyio.run(measure)
+    metrics.disable()
+    table = Table(f"In process: McpServer.handle of one tools/call ({rounds} interleaved rounds of "
+                  f"{iterations})", ["variant", "per call", "added"])
+    base = median(times["off"])
+    for name in variants:
+        value = median(times[name])
+        table.add(name, f"{value * 1e6:.2f} us", f"{(value - base) * 1e6:+.2f} us")
+    return table
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks.operating", description=__doc__.splitlines()[0])
     common_arguments(parser, default_runs=7)
@@ -123,6 +191,12 @@ def main(argv: list[str] | None = None) -> int:
     table.print()
     if resources.rows:
         resources.print()
+    overhead = in_process_overhead(3 if args.quick else 11, 500 if args.quick else 5000)
+    if table.rows and "failed" not in table.rows[0][0]:
+        cpu_off = table.rows[0][2]
+        overhead.note(f"against the HTTP server's CPU per get_check call in the table above ({cpu_off}): "
+                      "the difference of the metrics row is the instrumentation's share of it")
+    overhead.print()
     return exit_status()
 
 
