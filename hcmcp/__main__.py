@@ -352,6 +352,8 @@ async def call_once(server, name: str, arguments: Any) -> int:
         revision=LATEST_LEGACY,
         initialized=True,
         client_capabilities={"elicitation": {"form": {}}} if interactive else {},
+        client_info={"name": "hcmcp-cli", "version": __version__},
+        approval_source="terminal",  # the dialog is answered at this terminal (the audit line says so)
     )
 
     async def ask_at_terminal(request: dict[str, Any]) -> None:

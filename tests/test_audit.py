@@ -239,3 +239,12 @@ def test_http_both_eras_every_write_path_audited_once():
         ("delete_check", "deleted", "input_required", (third,)),
     ]
     assert {r["client_name"] for r in records} == {"hcmcp-http-tests", "hcmcp-tests"}
+
+
+def test_the_cli_call_is_audited_as_the_cli():
+    done = subprocess.run(HCMCP + ["call", "create_check", '{"name": "from the cli", "timeout": 60}', "--demo"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=60, env=clean_env(**QUIET))
+    assert done.returncode == 0, done.stderr
+    uuid = json.loads(done.stdout)["check"]["uuid"]
+    assert summary(audits(done.stderr)) == [("create_check", "created", None, (uuid,))]
+    assert audits(done.stderr)[0]["client_name"] == "hcmcp-cli"
