@@ -44,6 +44,8 @@ from .tool import Tool, ToolError
 if TYPE_CHECKING:
     import anyio  # at run time anyio is imported where first needed (start-up)
 
+    from .observe import Observer
+
 log = get_logger("hcmcp.protocol")
 
 # Sends one message to the client before the response (2025 era); None where impossible.
@@ -266,7 +268,8 @@ class McpServer:
         )  # sends messages during requests
         for feature in self.features:
             self.methods.update(feature.attach(self))
-        self.observer: Any = None  # protocol/observe.Observer when metrics or request lines are on
+        # protocol/observe.Observer when metrics or request lines are on (imported only then)
+        self.observer: Observer | None = None
         import hcmcp
 
         if hcmcp.observing:
@@ -309,10 +312,10 @@ class McpServer:
             except RpcError as error:
                 return error_message(message.id, error)
 
-        from .observe import Observer, traced
-
-        observer: Observer | None = self.observer
+        observer = self.observer
         if observer is None:
+            from .observe import traced
+
             return await traced(message.params, answer)
         return await observer.around(
             message.method, message.params, session.tenant or self.tenant, session.label, answer

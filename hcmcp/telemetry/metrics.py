@@ -12,6 +12,7 @@ owner that finds None records nothing and pays nothing.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Callable, Iterable
 from math import inf
 
@@ -128,12 +129,7 @@ class Histogram(_Instrument):
         if entry is None:
             entry = self.series[labels] = ([0] * (len(self.bounds) + 1), [0.0])
         counts, total = entry
-        index = 0
-        for bound in self.bounds:
-            if value <= bound:
-                break
-            index += 1
-        counts[index] += 1
+        counts[bisect_left(self.bounds, value)] += 1  # the first bound >= value (le is inclusive)
         total[0] += value
 
     def count(self, labels: Labels) -> int:
