@@ -246,6 +246,7 @@ def test_promtool_check_metrics_passes_on_the_exposition():
             arguments = {"check": "00000000-0000-4000-8000-000000000000"} if "check" in name else {}
             server.post(rpc("tools/call", {"name": name, "arguments": arguments}, 10 + n), session)
         kubelet(server.port, "/mcp", "GET")  # a refusal (403), counted
+        _session(server, {})  # a second initialize: the full path's (the first was the fast phase's)
         exposition = _metrics(server.port)
         assert server.stop() == 0
     checked = subprocess.run([promtool, "check", "metrics"], input=exposition, capture_output=True, timeout=30)
@@ -254,7 +255,7 @@ def test_promtool_check_metrics_passes_on_the_exposition():
     for series in (
         "mcp_server_operation_duration_seconds_bucket",
         "hcmcp_upstream_request_duration_seconds_bucket",
-        "hcmcp_http_sessions_open 1",
+        "hcmcp_http_sessions_open 2",
         "hcmcp_http_requests_in_flight 0",
         'hcmcp_http_refusals_total{status="403",reason="forbidden"} 1',
         'hcmcp_guard_outcomes_total{outcome="token_issued"} 1',
@@ -262,6 +263,7 @@ def test_promtool_check_metrics_passes_on_the_exposition():
         "process_cpu_seconds_total",
         "process_open_fds",
         "process_start_time_seconds",
+        'mcp_server_operation_duration_seconds_count{mcp_method_name="initialize",gen_ai_tool_name="",outcome="ok"} 1',
     ):
         assert series in text, series
     # No label value is free text: no UUID, no session id, no key.

@@ -86,6 +86,24 @@ class Observer:
             else None
         )
 
+    def record(self, method: str, tool: str, outcome: str, started: float) -> None:
+        """One operation answered outside ``around`` (HTTP's 2025-era initialize, which makes the
+        session): its histogram entry, and its request line at level info."""
+        elapsed = time.perf_counter() - started
+        if self.duration is not None:
+            self.duration.observe((bounded(method, self.methods), tool, outcome), elapsed)
+        if self.log_requests:
+            from ..telemetry import logs
+
+            logs.emit(
+                "info",
+                "request",
+                None,
+                method=bounded(method, self.methods),
+                duration_ms=round(elapsed * 1000, 3),
+                outcome=outcome,
+            )
+
     @staticmethod
     def wanted() -> bool:
         from ..telemetry import logs

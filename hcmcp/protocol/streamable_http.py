@@ -502,7 +502,14 @@ class StreamableHttp:
         # It need not equal the negotiated one: the session already knows that.
         request.cancel_on_disconnect = False  # a disconnect MUST NOT be read as a cancellation here
         if message.is_request and message.method == "initialize":
-            return self._initialize(message)
+            if self.server.observer is None:
+                return self._initialize(message)
+            started = time.perf_counter()  # (answered here, not by server.handle: measured here)
+            made = self._initialize(message)
+            self.server.observer.record(
+                "initialize", "", "ok" if made.status == 200 else "error", started
+            )
+            return made
         if self.settings.stateless:
             session = Session(
                 revision=header_version or revisions.DEFAULT_HTTP_LEGACY,
