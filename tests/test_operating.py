@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -25,6 +24,7 @@ import pytest
 
 from http_raw import Raw
 from support import ROOT
+from system_servers import require
 from test_http_transport_process import BOTH, Served, clean_env, modern_call, read
 from test_http_transport_support import initialize_params, rpc
 
@@ -34,19 +34,6 @@ KUBELET = (
     "{method} {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: kube-probe/1.31\r\n"
     "Accept: */*\r\nConnection: close\r\n\r\n"
 )
-
-
-def system_binary(name: str, package: str) -> str:
-    """The path of a system server's binary; skip outside CI (naming the apt-get line), fail in CI."""
-    found = shutil.which(name) or next(
-        (p for p in (f"/usr/bin/{name}", f"/usr/sbin/{name}") if os.path.exists(p)), None
-    )
-    if found:
-        return found
-    message = f"{name} is not installed: apt-get install {package} (.ci/run does this when missing)"
-    if os.environ.get("CI") == "true":
-        pytest.fail(message)
-    pytest.skip(message)
 
 
 def kubelet(port: int, path: str, method: str = "GET", host: str | None = None) -> tuple[int, dict, bytes]:
@@ -238,7 +225,7 @@ def _metrics(port: int, token: str | None = None) -> bytes:
 
 
 def test_promtool_check_metrics_passes_on_the_exposition():
-    promtool = system_binary("promtool", "prometheus")
+    promtool = require("promtool", apt="prometheus")
     env = {"HCMCP_METRICS": "true"}
     with served(["--http", "127.0.0.1:0", "--demo"], **env) as server:
         session = _session(server, {})
@@ -272,7 +259,7 @@ def test_promtool_check_metrics_passes_on_the_exposition():
 
 
 def test_a_real_prometheus_scrapes_the_server_and_reports_the_calls_made():
-    prometheus = system_binary("prometheus", "prometheus")
+    prometheus = require("prometheus", apt="prometheus")
     env = {"HCMCP_METRICS": "true", "HEALTHCHECKS_HTTP_TOKEN": TOKEN}
     with tempfile.TemporaryDirectory() as scratch, served(["--http", "127.0.0.1:0", "--demo"], **env) as server:
         auth = {"Authorization": f"Bearer {TOKEN}"}
