@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 __version__ = "0.1.0"
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
@@ -11,6 +13,22 @@ if TYPE_CHECKING:
 
 # Set by the command (hcmcp/__main__.py): log to stderr in our format once logging is first used.
 configure_logging_on_first_use = False
+# Set by the command: HCMCP_LOG_FORMAT, and whether requests are measured or logged
+# (HCMCP_METRICS, HCMCP_LOG_LEVEL=info/debug), so that a server built later makes its observer
+# (protocol/observe.py).
+log_format = "text"
+observing = False
+
+
+def stderr_line(text: str) -> None:
+    """A line for the operator (the banner, start-up notes): as is, or in JSON mode one object."""
+    if log_format == "json":
+        from .telemetry.logs import plain
+
+        plain(text)
+    else:
+        sys.stderr.write(text + "\n")
+        sys.stderr.flush()
 
 
 class _LazyLogger:
@@ -26,7 +44,7 @@ class _LazyLogger:
             import logging
 
             if configure_logging_on_first_use and not logging.getLogger().handlers:
-                logging.basicConfig(
+                logging.basicConfig(  # (a non-default format or level was installed at start)
                     level=logging.WARNING, format="hcmcp: %(levelname)s %(name)s: %(message)s"
                 )
             self._logger = logging.getLogger(self._name)

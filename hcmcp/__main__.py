@@ -39,7 +39,11 @@ ELICITATION_OFF_LINE = (
 
 
 def _fail(message: str, code: int = 1) -> NoReturn:
-    sys.stderr.write(f"hcmcp: {message}\n")
+    import hcmcp
+
+    if os.environ.get("HCMCP_LOG_FORMAT") == "json":  # even when the failure is in the config
+        hcmcp.log_format = "json"
+    hcmcp.stderr_line(f"hcmcp: {message}")
     raise SystemExit(code)
 
 
@@ -429,19 +433,20 @@ def _main(argv: list[str]) -> None:
     import hcmcp
 
     hcmcp.configure_logging_on_first_use = True  # stderr, never stdout
+    _operating(opts, config)
     if not config.elicitation:
-        sys.stderr.write(ELICITATION_OFF_LINE + "\n")
+        hcmcp.stderr_line(ELICITATION_OFF_LINE)
     # plain http, unverified TLS, a proxy variable (the demo instance is none of these)
     for line in () if opts["demo"] else config.startup_notes:
-        sys.stderr.write(line + "\n")
+        hcmcp.stderr_line(line)
     if config.key_source != "env" and not opts.get("http"):
-        sys.stderr.write(KEY_SOURCE_STDIO_LINE.format(config.key_source) + "\n")
+        hcmcp.stderr_line(KEY_SOURCE_STDIO_LINE.format(config.key_source))
     if not opts["demo"]:  # --demo never uses the configured key
         from .config import api_key_warning
 
         warning = api_key_warning(config.api_key)
         if warning:
-            sys.stderr.write(warning + "\n")
+            hcmcp.stderr_line(warning)
     if opts["command"] == "serve" and not opts["http"]:
         import _signal
 
@@ -478,6 +483,25 @@ def _stopped_by(signal_number: int | None) -> NoReturn:
 
     exit_now(0)
     raise AssertionError("unreachable")
+
+
+def _operating(opts: dict[str, Any], config: Config) -> None:
+    """HCMCP_LOG_FORMAT, HCMCP_LOG_LEVEL and HCMCP_METRICS (issue 25); with the defaults this
+    imports nothing (the start-up path stays as it was)."""
+    import hcmcp
+
+    hcmcp.log_format = config.log_format
+    if config.log_format != "text" or config.log_level != "warning":
+        from .telemetry import logs
+
+        logs.configure(config.log_format, config.log_level)
+        logs.install_logging()
+        hcmcp.observing = logs.enabled("info")
+    if config.metrics and opts.get("http"):  # /metrics is on the HTTP listener only
+        from .telemetry import metrics
+
+        metrics.enable()
+        hcmcp.observing = True
 
 
 def _run_serving(run: Callable[..., Any], *args: Any) -> Any:

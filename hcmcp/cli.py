@@ -424,6 +424,8 @@ async def call_once(
         initialized=True,
         client_capabilities={"elicitation": {"form": {}}} if interactive else {},
         consent="terminal" if yes else None,
+        client_info={"name": "hcmcp-cli", "version": __version__},
+        approval_source="terminal",  # a dialog here is answered at this terminal (the audit says so)
     )
 
     async def ask(request: dict[str, Any]) -> None:

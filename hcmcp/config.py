@@ -47,6 +47,10 @@ class Config:
     ca_file: str | None = None  # HEALTHCHECKS_CA_FILE
     insecure_tls: bool = False  # HEALTHCHECKS_INSECURE_TLS
     startup_notes: tuple[str, ...] = ()  # one stderr line each, printed at start
+    # Operating it (issue 25): GET /metrics on the HTTP listener, the stderr format and level.
+    metrics: bool = False  # HCMCP_METRICS
+    log_format: str = "text"  # HCMCP_LOG_FORMAT: text or json
+    log_level: str = "warning"  # HCMCP_LOG_LEVEL: debug, info, warning, error
 
     def __init__(self, **values: object) -> None:
         fields = self.__annotations__
@@ -81,6 +85,22 @@ class Config:
 
 
 _SCHEME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+
+
+LOG_FORMATS = ("text", "json")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def parse_choice(name: str, raw: str | None, choices: tuple[str, ...], default: str) -> str:
+    """One of ``choices``, exactly as written (no case folding, no spaces), or ConfigError."""
+    if raw is None:
+        return default
+    if raw in choices:
+        return raw
+    raise ConfigError(
+        f"{name}={raw!r} is not a valid value: use exactly one of {', '.join(choices)} "
+        f"(the default is {default})"
+    )
 
 
 def _split_url(url: str) -> tuple[str, str, str] | None:
@@ -283,5 +303,12 @@ def load(env: Mapping[str, str]) -> Config:
         http_token=token.strip() if token is not None else None,
         http_allowed_origins=tuple(o.rstrip("/") for o in origins),
         key_source=parse_key_source(env.get("HEALTHCHECKS_KEY_SOURCE")),
+        metrics=parse_bool("HCMCP_METRICS", env.get("HCMCP_METRICS"), False),
+        log_format=parse_choice(
+            "HCMCP_LOG_FORMAT", env.get("HCMCP_LOG_FORMAT"), LOG_FORMATS, "text"
+        ),
+        log_level=parse_choice(
+            "HCMCP_LOG_LEVEL", env.get("HCMCP_LOG_LEVEL"), LOG_LEVELS, "warning"
+        ),
         **network,
     )

@@ -64,7 +64,7 @@ def test_the_contracts_are_the_layers_of_design_md():
         "config_parse",
         "healthchecks | protocol",
         "http",
-        "sources",
+        "sources | telemetry",
     ]
     assert layers["exhaustive"] is True
     text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
@@ -80,6 +80,7 @@ def test_the_contracts_are_the_layers_of_design_md():
 
 
 def test_conformance_is_forbidden_every_part_of_hcmcp_but_protocol_and_http():
+    # (and telemetry, the leaf both of them import)
     """A new top-level module of hcmcp/ must join the forbidden list (or this says which)."""
     forbidden = set(CONTRACTS["conformance"]["forbidden_modules"])
     moving = {f"hcmcp.{name}" for name in CONTRACTS["layers"].get("exhaustive_ignores", [])}
@@ -89,9 +90,11 @@ def test_conformance_is_forbidden_every_part_of_hcmcp_but_protocol_and_http():
         if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()
     }
     assert "benchmarks" in forbidden
-    missing = tops - {"hcmcp.protocol", "hcmcp.http"} - forbidden - moving
+    # telemetry is the leaf under protocol and http (issue 25): what they import, conformance may reach.
+    allowed = {"hcmcp.protocol", "hcmcp.http", "hcmcp.telemetry"}
+    missing = tops - allowed - forbidden - moving
     assert not missing, f"add {sorted(missing)} to the conformance contract's forbidden_modules"
-    assert not forbidden & {"hcmcp.protocol", "hcmcp.http", "hcmcp"}
+    assert not forbidden & (allowed | {"hcmcp"})
 
 
 def test_lint_imports_keeps_every_contract():

@@ -36,6 +36,8 @@ CASES = {
               "For comparison: the measuring client's own CPU"]),
     "profile": (["--quick", "--no-install"], ["Python function calls per tool call"]),
     "stages": (["--quick", "--no-install"], ["Stages of a get_check over stdio", "Stages of a list_checks over http"]),
+    "operating": (TINY + ["--calls", "10"], ["Metrics and JSON logs, on against off", "The `on` server after the run",
+                                             "In process: McpServer.handle"]),
 }
 
 

@@ -24,6 +24,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from http_raw import Raw
+
 from support import HCMCP, PY, StdioPeer
 from test_http_transport_process import Served
 
@@ -240,11 +242,17 @@ def _http_session(port: int) -> str:
     return session.decode()
 
 
+# Issue 25: the same scan with metrics on and JSON logs at debug level, /metrics included.
+OPERATING = {"HCMCP_METRICS": "true", "HCMCP_LOG_FORMAT": "json", "HCMCP_LOG_LEVEL": "debug"}
+
+
+@pytest.mark.parametrize("operating", [False, True], ids=["defaults", "json-logs-and-metrics"])
 @pytest.mark.parametrize("upstream", ["simulator", "hostile"])
-def test_http_every_response_byte_is_clean(simulator, hostile, upstream):
+def test_http_every_response_byte_is_clean(simulator, hostile, upstream, operating):
     url, key = (simulator, SIM_KEY) if upstream == "simulator" else (hostile.url, FOREIGN_KEY)
     hostile.mode = "500"
-    env = clean_env(HEALTHCHECKS_URL=url, HEALTHCHECKS_API_KEY=key, HEALTHCHECKS_TIMEOUT="1")
+    env = clean_env(HEALTHCHECKS_URL=url, HEALTHCHECKS_API_KEY=key, HEALTHCHECKS_TIMEOUT="1",
+                    **(OPERATING if operating else {}))
     with Served(HCMCP + ["--http", "127.0.0.1:0"], env=env) as served:
         session = _http_session(served.port)
         headers = {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
@@ -265,8 +273,21 @@ def test_http_every_response_byte_is_clean(simulator, hostile, upstream):
                       "io.modelcontextprotocol/clientCapabilities": {}}}}
         everything.append(_raw_post(served.port, modern, {"MCP-Protocol-Version": "2026-07-28",
                                                           "Mcp-Method": "tools/call", "Mcp-Name": "get_api_key_info"}))
+        if operating:
+            conn = Raw(served.port)
+            conn.send(f"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\nConnection: close\r\n\r\n".encode())
+            metrics = b""
+            while chunk := conn.sock.recv(65536):
+                metrics += chunk
+            conn.sock.close()
+            assert metrics.startswith(b"HTTP/1.1 200") and b"mcp_server_operation_duration_seconds" in metrics
+            everything.append(metrics)
         assert served.stop() == 0
         stderr = "".join(served.stderr).encode()
+    if operating:
+        records = [json.loads(line) for line in stderr.decode().splitlines() if line.strip()]
+        assert sum(record["event"] == "request" for record in records) > 10
+        assert sum(record["event"] == "audit" for record in records) >= 3
     responses = b"".join(everything)
     assert responses.count(b"HTTP/1.1 200") > 10
     if upstream == "simulator":

@@ -31,7 +31,6 @@ token is configured) beside fast_start and our config:
 from __future__ import annotations
 
 import os
-import sys
 
 from ..protocol.http_media import accepts_json_and_sse, is_json_content_type
 from .background import Warmer, close_wakeup_pipe, wakeup_pipe
@@ -211,8 +210,9 @@ class FastHttp:
             fast.handshake = handshake
         shown = f"[{host}]" if ipv6 else host
         mode = " (stateless)" if stateless else ""
-        sys.stderr.write(f"hcmcp: serving MCP at http://{shown}:{fast.port}/mcp{mode}\n")
-        sys.stderr.flush()
+        from .. import stderr_line
+
+        stderr_line(f"hcmcp: serving MCP at http://{shown}:{fast.port}/mcp{mode}")
         return fast
 
     def _listen(self) -> bool:
@@ -458,7 +458,7 @@ class FastHttp:
         return False
 
     def _token_matches(self, value: bytes | None) -> bool:
-        """The guard's bearer check (http_guard.ListenerGuard._check_token), in the same order."""
+        """The guard's bearer check (http_guard.ListenerGuard.check_token), in the same order."""
         import _operator
         import _sha256
 

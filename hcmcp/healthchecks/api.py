@@ -12,6 +12,8 @@ not pay for the HTTP stack.
 from __future__ import annotations
 
 import re
+import sys
+import time
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -57,6 +59,7 @@ from .models import (
 
 if TYPE_CHECKING:
     from ..http.client import HttpClient, HttpResponse
+    from .observe import UpstreamMetrics
 
 PING_BODY_CEILING = 64 * 1024  # tools.md: ping bodies are truncated at 64 KB
 STATUS_CEILING = 4 * 1024  # tools.md: anything but "OK" is shown up to 4 kB
@@ -115,6 +118,14 @@ class HealthchecksApi:
         self._key_read_write: bool | None = None
         # What a non-2xx answer means, in words without the key (judging.py).
         self._judge = Judge(self.site_root, self._key, self._key_is_read_only)
+        self._metrics: UpstreamMetrics | None = None  # HCMCP_METRICS: healthchecks/observe.py
+        import hcmcp
+
+        if hcmcp.observing:
+            from .observe import UpstreamMetrics
+
+            upstream = UpstreamMetrics()
+            self._metrics = upstream if upstream.duration is not None else None
 
     def __repr__(self) -> str:  # never the key
         return f"HealthchecksApi({self.site_root!r}, key={'set' if self._key else 'unset'})"
@@ -623,9 +634,18 @@ class HealthchecksApi:
             headers.append(("x-api-key", self._key))  # the only place the key ever goes
         if body is not None:
             headers.append(("content-type", "application/json"))
+        # The request being served (its trace context, its log line): telemetry/context.py, when
+        # something imported it to open a scope; if nothing did, there is none.
+        context = sys.modules.get("hcmcp.telemetry.context")
+        scope = context.current() if context is not None else None
+        if context is not None and scope is not None and scope.traceparent is not None:
+            headers += context.trace_headers()
         path = self._prefix(version) + rel
+        metrics = self._metrics
+        started = time.perf_counter() if metrics is not None else 0.0
+        status: int | None = None
         try:
-            return await self._http().request(
+            response = await self._http().request(
                 method,
                 path,
                 query=query,
@@ -634,6 +654,10 @@ class HealthchecksApi:
                 byte_ceiling=byte_ceiling,
                 truncate_at_ceiling=truncate_at_ceiling,
             )
+            status = response.status
+            if scope is not None:
+                scope.upstream.append(status)
+            return response
         except http.BodyTooLarge as error:
             raise ResponseTooLarge(
                 None,
@@ -664,6 +688,9 @@ class HealthchecksApi:
                 f"{self._judge.scrub(str(error))}",
                 advice="get_status tests the instance without a key.",
             ) from None
+        finally:
+            if metrics is not None:
+                metrics.observe(method, rel, status, time.perf_counter() - started)
 
 
 def _quote(value: str) -> str:

@@ -125,7 +125,7 @@ class ListenerGuard:
                 "to allow it",
             )
         self._check_origin(request.header("origin"))
-        self._check_token(request.header("authorization"))
+        self.check_token(request.header("authorization"))
 
     def _authority(self, value: str | None, what: str) -> tuple[str, int | None]:
         if value is None:
@@ -153,7 +153,8 @@ class ListenerGuard:
                 "HEALTHCHECKS_HTTP_ALLOWED_ORIGINS",
             )
 
-    def _check_token(self, authorization: str | None) -> None:
+    def check_token(self, authorization: str | None) -> None:
+        """Raise Refused (401) unless the bearer token is right, or none is configured."""
         if self._token_digest is None:
             return
         scheme, _, credential = (authorization or "").strip().partition(" ")

@@ -11,12 +11,13 @@ from __future__ import annotations
 import ipaddress
 import logging
 import signal
-import sys
+import time
 from typing import Any
 
 import anyio
 import anyio.abc
 
+from .. import stderr_line
 from ..http.server import HttpServer, ServerLimits
 from .http_tenancy import Tenancy
 from .server import McpServer, Session
@@ -59,6 +60,15 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def _label(server: McpServer, session_id: str) -> str | None:
+    """A session's name in log lines (a fingerprint, never its id), when requests are logged."""
+    if server.observer is None:
+        return None
+    from .tenants import fingerprint
+
+    return fingerprint(session_id)
+
+
 async def serve_http(
     server: McpServer,
     bind: str,
@@ -94,8 +104,13 @@ async def serve_http(
         raise SystemExit(refusal)
     host, port = parse_bind(bind)
     transport = StreamableHttp(server, settings, host, tenancy=tenancy, tenant=tenant)
+
+    def counted_error_body(status: int, message: str) -> tuple[str, bytes]:
+        transport.ops.refused(status)  # the HTTP server's own refusals (408, 413, 431, ...)
+        return error_body(status, message)
+
     http = HttpServer(
-        transport.app, host, port, limits=limits or ServerLimits(error_body=error_body)
+        transport.app, host, port, limits=limits or ServerLimits(error_body=counted_error_body)
     )
     if adopted is not None:
         for fast in adopted.sessions:
@@ -107,6 +122,7 @@ async def serve_http(
                     client_info=fast.client_info,
                     initialized=fast.initialized,
                     tenant=tenant,
+                    label=_label(server, fast.id),
                 ),
                 server,
             )
@@ -119,23 +135,30 @@ async def serve_http(
             if adopted is None:
                 shown = f"[{host}]" if ":" in host else host
                 mode = " (stateless)" if settings.stateless else ""
-                sys.stderr.write(f"hcmcp: serving MCP at http://{shown}:{bound}{ENDPOINT}{mode}\n")
-                sys.stderr.flush()
+                stderr_line(f"hcmcp: serving MCP at http://{shown}:{bound}{ENDPOINT}{mode}")
             task_status.started(bound)
             async for number in signals:
                 stopped_by = number
                 break
             log.info(
-                "stopping: no new connections; in-flight calls get up to %g s",
+                "stopping: /readyz answers 503; in-flight calls get up to %g s",
                 settings.shutdown_grace,
             )
+            # The drain: /readyz goes 503 at once (a load balancer stops sending work) while the
+            # listener still accepts, so that probes are answered and a dialog's answer arrives;
+            # new requests get 503. Once nothing is in flight (or the grace is spent) it closes.
+            # A second signal stops at once, without the rest of the grace.
+            transport.ops.draining = True
 
-            async def cut_short() -> None:  # a second signal: stop now, not after the grace
+            async def cut_short() -> None:
                 async for _ in signals:
                     tasks.cancel_scope.cancel()
                     return
 
             tasks.start_soon(cut_short)
-            await http.shutdown(settings.shutdown_grace)
+            deadline = time.monotonic() + settings.shutdown_grace
+            while transport.streams > 0 and time.monotonic() < deadline:
+                await anyio.sleep(0.02)
+            await http.shutdown(max(0.0, deadline - time.monotonic()))
             tasks.cancel_scope.cancel()
     return stopped_by

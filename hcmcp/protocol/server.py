@@ -44,6 +44,8 @@ from .tool import Tool, ToolError
 if TYPE_CHECKING:
     import anyio  # at run time anyio is imported where first needed (start-up)
 
+    from .observe import Observer
+
 log = get_logger("hcmcp.protocol")
 
 # Sends one message to the client before the response (2025 era); None where impossible.
@@ -105,8 +107,12 @@ class Session:
         default_factory=dict
     )  # per-feature state (log level, subscriptions)
     # The fingerprint (protocol/tenants.py) of the credential this session's requests are served
-    # with; None where no credential is known. Never the credential itself.
+    # with; None where no credential is known. Never the credential itself. ``label`` is a
+    # fingerprint of the transport's session id for log lines; ``approval_source`` says who gives
+    # consent where a dialog is answered outside MCP ("terminal").
     tenant: str | None = None
+    label: str | None = None
+    approval_source: str | None = None
     _next_id: int = 0
     _initialized_event: Any = None
 
@@ -150,6 +156,11 @@ class RequestContext:
     # transport's writer for a 2026 request on stdio; None where nothing can be sent mid-call.
     notify: Push | None = None
     progress_sent: float | None = None
+    # The audit line of a write tool (protocol/audit.py): what the tool acted on, its own word for
+    # how it ended, and how it was approved.
+    audit_checks: list[str] = field(default_factory=list)
+    audit_outcome: str | None = None
+    approved_by: str | None = None
 
     @property
     def tenant(self) -> str | None:
@@ -273,6 +284,14 @@ class McpServer:
         )  # sends messages during requests
         for feature in self.features:
             self.methods.update(feature.attach(self))
+        # protocol/observe.Observer when metrics or request lines are on (imported only then)
+        self.observer: Observer | None = None
+        import hcmcp
+
+        if hcmcp.observing:
+            from .observe import Observer
+
+            self.observer = Observer(set(self.methods), set(self.tools))
 
     def tools_changed(self) -> None:
         """Call after changing ``self.tools``: the cached tools/list answers are rebuilt."""
@@ -291,10 +310,32 @@ class McpServer:
         if message.is_notification:
             self._notification(message, session)
             return None
+        if self.observer is not None or _traced(message.params):
+            return await self._observed(message, session, push)
         try:
             return await self._request(message, session, push)
         except RpcError as error:
             return error_message(message.id, error)
+
+    async def _observed(
+        self, message: Message, session: Session, push: Push | None
+    ) -> dict[str, Any] | None:
+        """``handle`` for a request, measured, logged and with its trace context (observe.py)."""
+
+        async def answer() -> dict[str, Any] | None:
+            try:
+                return await self._request(message, session, push)
+            except RpcError as error:
+                return error_message(message.id, error)
+
+        observer = self.observer
+        if observer is None:
+            from .observe import traced
+
+            return await traced(message.params, answer)
+        return await observer.around(
+            message.method, message.params, session.tenant or self.tenant, session.label, answer
+        )
 
     def answer_now(self, message: Message, session: Session) -> tuple[bool, dict[str, Any] | None]:
         """(True, response) when ``message`` could be answered without an event loop, else (False,
@@ -349,7 +390,10 @@ class McpServer:
                     METHOD_NOT_FOUND, f"Method not found: {method} does not exist in {revision}"
                 )
             session = Session(
-                revision=revision, client_capabilities=capabilities, tenant=connection.tenant
+                revision=revision,
+                client_capabilities=capabilities,
+                tenant=connection.tenant,
+                approval_source=connection.approval_source,
             )
             ctx = RequestContext(
                 self,
@@ -518,6 +562,8 @@ class McpServer:
         ctx.tool_name = name
         started = time.perf_counter()
         result_type = "complete"
+        audited = not tool.annotations.read_only
+        outcome = "cancelled"  # what a cancellation leaves
         try:
             params = tool.decode_arguments(arguments)
             value = await tool.handler(ctx, params)
@@ -525,23 +571,48 @@ class McpServer:
                 tool, "call_result", None
             )  # a tool with content of its own (protocol/content.py)
             result = shape(value) if shape is not None else tool_result(*tool.present(value))
+            outcome = "ok"
         except ToolError as error:
             result = error_result(error)
+            outcome = "tool_error"
         except InputRequired as needed:
             result = {"inputRequests": needed.input_requests, "requestState": needed.request_state}
             result_type = "input_required"
+            outcome = "input_required"
         except RpcError:
+            outcome = "invalid"
             raise
         except Exception:  # cancellation is a BaseException and passes through
+            outcome = "internal_error"
             log.exception("tool %s failed", name)
             raise RpcError(
                 INTERNAL_ERROR,
                 f"Internal error: the tool {name} failed unexpectedly; "
                 "the server log has the details",
             ) from None
+        finally:
+            if audited:
+                self._audit(ctx, name, outcome)
         log.debug("tools/call %s %.1f ms", name, (time.perf_counter() - started) * 1000)
         result = revisions.shape_call_result(result, ctx.revision)
         return revisions.shape_result(result, ctx.revision, self._server_info, result_type)
+
+    def _audit(self, ctx: RequestContext, tool: str, outcome: str) -> None:
+        """The one audit line of a write tool's call (protocol/audit.py)."""
+        from . import audit
+
+        client_name, client_version = audit.client_of(ctx.params, ctx.session.client_info)
+        if outcome in ("ok", "input_required") and ctx.audit_outcome is not None:
+            outcome = ctx.audit_outcome  # the tool's own word: deleted, declined, token_issued, ...
+        audit.record(
+            tool=tool,
+            checks=ctx.audit_checks,
+            outcome=outcome,
+            approved_by=ctx.approved_by,
+            client_name=client_name,
+            client_version=client_version,
+            tenant=ctx.session.tenant or self.tenant,
+        )
 
     # -- notifications and responses ---------------------------------------------------------
 
@@ -573,6 +644,14 @@ class McpServer:
             else {"error": message.error}
         )
         waiter.event.set()
+
+
+def _traced(params: Any) -> bool:
+    """Whether a request carries a trace context to pass on (``params._meta.traceparent``)."""
+    if not isinstance(params, dict):
+        return False
+    meta = params.get("_meta")
+    return isinstance(meta, dict) and "traceparent" in meta
 
 
 def tool_result(structured: dict[str, Any], text: str | None = None) -> dict[str, Any]:

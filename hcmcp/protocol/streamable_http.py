@@ -43,6 +43,8 @@ from . import revisions
 from .http_guard import ListenerGuard, Refused
 from .http_media import accepts_json_and_sse as _accepts_json_and_sse
 from .http_media import is_json_content_type
+from .http_ops import PATHS as _OPS_PATHS
+from .http_ops import Operations
 from .http_sessions import HttpSession, SessionsFull, SessionTable
 from .http_streams import (
     SSE_HEADERS as _SSE_HEADERS,
@@ -271,6 +273,13 @@ class StreamableHttp:
         self.refused_credentials = 0  # requests refused for a missing or malformed credential
         self._tasks: anyio.abc.TaskGroup | None = None
         self.guard = ListenerGuard(settings.token, settings.allowed_origins, bound_host)
+        # /healthz, /readyz, /metrics, the drain flag and the listener's series (http_ops.py).
+        self.ops = Operations(
+            self.guard,
+            settings.token is not None,
+            lambda: len(self.table.sessions),
+            lambda: self.streams,
+        )
 
     @property
     def sessions(self) -> dict[str, HttpSession]:
@@ -279,11 +288,15 @@ class StreamableHttp:
     # -- the app -------------------------------------------------------------------------------
 
     async def app(self, request: Request) -> Response | StreamingResponse:
+        if request.path in _OPS_PATHS:
+            return self.ops.answer(request)
         try:
             self._guard(request)
             if request.path != ENDPOINT:
                 raise _Reply(404, INVALID_REQUEST, f"Not Found: the MCP endpoint is {ENDPOINT}")
             if request.method == "POST":
+                if request.header("traceparent") is not None:
+                    return await self._traced_post(request)
                 return await self._post(request)
             if request.method == "DELETE":
                 return self._delete(request, await self._caller(request))
@@ -303,6 +316,7 @@ class StreamableHttp:
                 [("allow", allow)],
             )
         except _Reply as reply:
+            self.ops.refused(reply.response.status)
             return reply.response
 
     async def _caller(self, request: Request) -> Caller:
@@ -315,6 +329,24 @@ class StreamableHttp:
             self.refused_credentials += 1
             challenge = [("www-authenticate", 'Bearer realm="hcmcp"')]  # RFC 9110: a 401 names one
             raise _Reply(401, INVALID_REQUEST, refused.message, challenge) from None
+
+    async def _traced_post(self, request: Request) -> Response | StreamingResponse:
+        """A POST with a W3C ``traceparent`` header: handled inside its trace scope, so that the
+        upstream requests carry it on (a malformed one is ignored; ``_meta``'s takes precedence)."""
+        from ..telemetry import context, trace
+
+        parent = request.header("traceparent") or ""
+        trace_id = trace.trace_id(parent)
+        if trace_id is None:
+            return await self._post(request)
+        scope = context.Scope(
+            parent.strip(" \t"), trace.clean_tracestate(request.header("tracestate")), trace_id
+        )
+        token = context.enter(scope)
+        try:
+            return await self._post(request)
+        finally:
+            context.leave(token)
 
     def _guard(self, request: Request) -> None:
         try:
@@ -345,6 +377,16 @@ class StreamableHttp:
             message = decode(request.body)
         except RpcError as error:
             raise _Reply(400, error.code, error.message, id=error.id) from None
+        if self.ops.draining and message.is_request:
+            # SIGTERM: the calls in flight finish (their dialogs' answers still arrive: those are
+            # responses), new work goes to another replica.
+            raise _Reply(
+                503,
+                INVALID_REQUEST,
+                "Service Unavailable: this server is shutting down; retry on another replica",
+                [("retry-after", "5")],
+                id=message.id,
+            )
         caller = await self._caller(request)
         header_version = request.header(VERSION_HEADER)
         if header_version is not None:
@@ -507,7 +549,14 @@ class StreamableHttp:
         # It need not equal the negotiated one: the session already knows that.
         request.cancel_on_disconnect = False  # a disconnect MUST NOT be read as a cancellation here
         if message.is_request and message.method == "initialize":
-            return self._initialize(message, caller)
+            if self.server.observer is None:
+                return self._initialize(message, caller)
+            started = time.perf_counter()  # (answered here, not by server.handle: measured here)
+            made = self._initialize(message, caller)
+            self.server.observer.record(
+                "initialize", "", "ok" if made.status == 200 else "error", started
+            )
+            return made
         if self.settings.stateless:
             session = Session(
                 revision=header_version or revisions.DEFAULT_HTTP_LEGACY,
@@ -578,6 +627,10 @@ class StreamableHttp:
                 [("retry-after", "10")],
                 id=message.id,
             ) from None
+        if self.server.observer is not None:  # a name for the session in log lines, not its id
+            from .tenants import fingerprint
+
+            state.label = fingerprint(session_id)
         return _json(200, response, [(SESSION_HEADER, session_id)])
 
     async def _call(

@@ -62,7 +62,7 @@ def build_server(
         description="MCP server for Healthchecks.io and self-hosted Healthchecks",
         instructions=INSTRUCTIONS,
     )
-    return McpServer(
+    server = McpServer(
         identity,
         tools,
         elicitation_enabled=config.elicitation,
@@ -70,3 +70,4 @@ def build_server(
         seal=Seal(seal_key),
         tenant=tenant,
     )
+    return server

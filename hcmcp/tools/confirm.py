@@ -192,33 +192,66 @@ TERMINAL_APPROVAL = (
     "consented before the call; no dialog was shown)."
 )
 
+# The guard's outcomes as counted in hcmcp_guard_outcomes_total (HCMCP_METRICS).
+_COUNTED = {
+    "approved_by_dialog": "accepted",
+    "approved_by_token": "token_redeemed",
+    "approved_by_terminal": "accepted",
+    "declined": "declined",
+    "cancelled": "cancelled",
+    "no_answer": "no_answer",
+    "token_issued": "token_issued",
+    "token_refused": "token_refused",
+}
 
-def audit_approval(outcome: str, targets: list[str]) -> None:
-    """THE AUDIT HOOK: every approved deletion passes here before anything is deleted.
 
-    Issue 25 brings the audit line; until then this is one log line on stderr for the approval
-    that no dialog or token witnessed (the command line's --yes). Only the outcome and the UUIDs:
-    never a key, a token or a check's free text."""
-    if outcome == "approved_by_terminal":
-        from .. import get_logger
+def _count(outcome: str) -> None:
+    import hcmcp
 
-        get_logger("hcmcp.audit").warning(
-            "delete_check approved by the terminal (--yes): %s", ", ".join(targets)
-        )
+    if not hcmcp.observing:
+        return
+    from ..telemetry.metrics import registry
+
+    metrics = registry()
+    if metrics is not None:
+        metrics.counter(
+            "hcmcp_guard_outcomes_total",
+            "delete_check's guard: dialogs asked, accepted, declined, cancelled, unanswered; "
+            "tokens issued, redeemed, refused.",
+            ("outcome",),
+        ).inc((outcome,))
+
+
+def approval(ctx: Any, verdict: Verdict) -> str | None:
+    """How an approved verdict was approved, for the audit line (None when it was not)."""
+    if verdict.outcome == "approved_by_token":
+        return "token"
+    if verdict.outcome == "approved_by_terminal":
+        return "terminal"  # the command line's --yes
+    if verdict.outcome != "approved_by_dialog":
+        return None
+    session = getattr(ctx, "session", None)
+    source = getattr(session, "approval_source", None)
+    if isinstance(source, str):
+        return source  # a dialog answered outside MCP, e.g. "terminal"
+    return "input_required" if getattr(ctx, "modern", False) else "dialog"
 
 
 async def ask_before_delete(ctx: Any, targets: list[str], confirm_token: str | None) -> Verdict:
     """Approved only after an explicit yes in a dialog, a good token on the fallback path, or the
-    command line's --yes (ctx.consent == "terminal": a Session made in-process, never over MCP)."""
-    verdict = await _verdict(ctx, targets, confirm_token)
-    if verdict.approved:
-        audit_approval(verdict.outcome, targets)
+    command line's --yes (ctx.consent == "terminal": a Session made in-process, never over MCP).
+    Every outcome is audited by the tool (write.py's audit line) and counted here."""
+    if getattr(ctx, "consent", None) == "terminal":
+        verdict = Verdict(True, "approved_by_terminal", TERMINAL_APPROVAL)
+    else:
+        if ctx.why_no_dialog is None and getattr(ctx, "input_responses", None) is None:
+            _count("asked")  # (a 2026 retry carries the answer: it was counted when asked)
+        verdict = await _decide(ctx, targets, confirm_token)
+    _count(_COUNTED.get(verdict.outcome, "other"))
     return verdict
 
 
-async def _verdict(ctx: Any, targets: list[str], confirm_token: str | None) -> Verdict:
-    if getattr(ctx, "consent", None) == "terminal":
-        return Verdict(True, "approved_by_terminal", TERMINAL_APPROVAL)
+async def _decide(ctx: Any, targets: list[str], confirm_token: str | None) -> Verdict:
     bound_to = fingerprint(targets)
     why_no_dialog = ctx.why_no_dialog
     if why_no_dialog is None:

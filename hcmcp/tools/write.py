@@ -331,6 +331,11 @@ def _create_check(api: HealthchecksApi) -> Tool:
             body["unique"] = list(dict.fromkeys(params.unique))
         await refuse_slug_before_v3(api, "create_check", body)
         check, created = await calling_api(lambda: api.create_check(body))
+        _audit(
+            ctx,
+            [check.uuid] if isinstance(check.uuid, str) else [],
+            "created" if created else "updated_existing",
+        )
         notes = []
         if created:
             notes.append("A new check was created (201).")
@@ -384,6 +389,7 @@ def _create_check(api: HealthchecksApi) -> Tool:
 def _update_check(api: HealthchecksApi) -> Tool:
     async def handler(ctx: Any, params: UpdateCheckParams) -> CheckWriteResult:
         uuid = require_uuid("update_check", params.check)
+        _audit(ctx, [uuid])
         body = request_body("update_check", params)
         if not body:
             raise ToolError(
@@ -393,6 +399,7 @@ def _update_check(api: HealthchecksApi) -> Tool:
             )
         await refuse_slug_before_v3(api, "update_check", body)
         check = await calling_api(lambda: api.update_check(uuid, body))
+        _audit(ctx, [uuid], "updated")
         notes = [
             f"Changed: {', '.join(body)}; every other field is as it was.",
             *derived_slug_note(api, body),
@@ -449,7 +456,9 @@ def _refuse_retired_confirm_token(arguments: dict[str, Any]) -> None:
 def _pause_check(api: HealthchecksApi) -> Tool:
     async def handler(ctx: Any, params: OneCheckParams) -> CheckWriteResult:
         uuid = require_uuid("pause_check", params.check)
+        _audit(ctx, [uuid])
         check = await calling_api(lambda: api.pause_check(uuid))
+        _audit(ctx, [uuid], "paused")
         return CheckWriteResult(
             check=check_detail(check),
             note=(
@@ -486,7 +495,9 @@ def _pause_check(api: HealthchecksApi) -> Tool:
 def _resume_check(api: HealthchecksApi) -> Tool:
     async def handler(ctx: Any, params: OneCheckParams) -> CheckWriteResult:
         uuid = require_uuid("resume_check", params.check)
+        _audit(ctx, [uuid])
         check = await calling_api(lambda: api.resume_check(uuid))
+        _audit(ctx, [uuid], "resumed")
         return CheckWriteResult(
             check=check_detail(check),
             note=(
@@ -569,7 +580,9 @@ def _delete_check(api: HealthchecksApi) -> Tool:
         from . import confirm  # the guard: a person (or, failing that, the two-call token) decides
 
         token = None if params.confirm_token is UNSET else params.confirm_token
+        _audit(ctx, targets)
         verdict = await confirm.ask_before_delete(ctx, targets, token)
+        _audit(ctx, targets, verdict.outcome, confirm.approval(ctx, verdict))
         if not verdict.approved:
             return DeleteCheckResult(
                 outcome=verdict.outcome,
@@ -599,11 +612,13 @@ def _delete_check(api: HealthchecksApi) -> Tool:
                     raise tool_error(error) from None
                 failure = DeleteFailure(check=uuid, error=tool_error(error).message)
                 rest = targets[index + 1 :]
+                _audit(ctx, targets, "partly_deleted" if deleted else "failed")
                 await _progress(
                     ctx, index + 1, total, f"check {uuid} could not be deleted; stopped"
                 )
                 return _stopped(verdict, targets, deleted, failure, rest)
             await _progress(ctx, index + 1, total, f"deleted check {uuid} ({index + 1} of {total})")
+        _audit(ctx, targets, "deleted")
         note = (
             "deleted holds each check as it was just before deletion — the last record of it (its channels "
             "are always empty by then). The UUIDs cannot be reused."
@@ -647,6 +662,19 @@ def _delete_check(api: HealthchecksApi) -> Tool:
         handler=handler,
         presenter=present_delete,
     )
+
+
+def _audit(
+    ctx: Any, checks: list[str], outcome: str | None = None, approved_by: str | None = None
+) -> None:
+    """What the audit line of this call says (protocol/audit.py writes it when the call ends)."""
+    if not hasattr(ctx, "audit_checks"):
+        return  # a stand-in context (a unit test's): nothing will write the line
+    ctx.audit_checks = list(checks)
+    if outcome is not None:
+        ctx.audit_outcome = outcome
+    if approved_by is not None:
+        ctx.approved_by = approved_by
 
 
 async def _progress(ctx: Any, progress: int, total: int, message: str) -> None:

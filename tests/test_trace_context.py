@@ -1,0 +1,105 @@
+"""W3C trace context (issue 25): a traceparent/tracestate from params._meta (stdio, HTTP) or from
+the HTTP headers goes on to the Healthchecks request; a malformed one is ignored, never fatal."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from hcmcp.telemetry.trace import clean_tracestate, trace_id
+from support import HCMCP, StdioPeer
+from test_http_transport_process import Served, clean_env
+from test_http_transport_support import initialize_params, rpc
+
+PARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+STATE = "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"
+KEY = "hcw_trace_test_key_0123456789abc"
+
+
+@contextmanager
+def recording_upstream() -> Iterator[tuple[str, list[dict[str, str]]]]:
+    """A loopback instance that answers every GET with an empty check list and keeps the headers."""
+    seen: list[dict[str, str]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            seen.append({k.lower(): v for k, v in self.headers.items()})
+            body = b'{"checks": []}'
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("parent, state, forwarded", [
+    (PARENT, STATE, {"traceparent": PARENT, "tracestate": STATE}),
+    (PARENT, None, {"traceparent": PARENT}),
+    (PARENT, "not a list member", {"traceparent": PARENT}),  # a bad tracestate alone is dropped
+    ("00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", STATE, {}),  # all-zero parent id
+    ("ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", None, {}),  # version ff
+    ("00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", None, {}),  # upper case
+    (12345, None, {}),
+])
+def test_stdio_meta_trace_context_reaches_the_upstream_request(parent, state, forwarded):
+    with recording_upstream() as (url, seen):
+        env = {"HEALTHCHECKS_URL": url, "HEALTHCHECKS_API_KEY": KEY, "HCMCP_LOG_FORMAT": "json", "HCMCP_LOG_LEVEL": "info"}
+        with StdioPeer(HCMCP, env=env) as peer:
+            peer.initialize()
+            meta = {"traceparent": parent} | ({"tracestate": state} if state is not None else {})
+            result = peer.request("tools/call", {"name": "list_checks", "arguments": {}, "_meta": meta})["result"]
+            assert not result.get("isError"), result
+            peer.close()
+            records = [json.loads(line) for line in peer.stderr_text().splitlines() if line.strip()]
+    assert {k: v for k, v in seen[-1].items() if k in ("traceparent", "tracestate")} == forwarded
+    request = next(r for r in records if r["event"] == "request" and r.get("tool") == "list_checks")
+    assert request.get("trace_id") == (PARENT[3:35] if forwarded else None)
+
+
+def test_http_header_trace_context_reaches_the_upstream_and_meta_wins_over_it():
+    with recording_upstream() as (url, seen):
+        env = clean_env(HEALTHCHECKS_URL=url, HEALTHCHECKS_API_KEY=KEY)
+        with Served(HCMCP + ["--http", "127.0.0.1:0"], env=env) as served:
+            status, headers, _ = served.post(rpc("initialize", initialize_params()))
+            session = {"Mcp-Session-Id": headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
+            served.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+            call = rpc("tools/call", {"name": "list_checks", "arguments": {}}, 2)
+            served.post(call, {**session, "traceparent": PARENT, "tracestate": STATE})
+            assert seen[-1]["traceparent"] == PARENT and seen[-1]["tracestate"] == STATE
+            served.post(call, {**session, "traceparent": "garbage"})
+            assert "traceparent" not in seen[-1]
+            other = "00-11111111111111111111111111111111-2222222222222222-00"
+            meta_call = rpc("tools/call", {"name": "list_checks", "arguments": {}, "_meta": {"traceparent": other}}, 3)
+            served.post(meta_call, {**session, "traceparent": PARENT})
+            assert seen[-1]["traceparent"] == other and "tracestate" not in seen[-1]
+            served.post(call, session)
+            assert "traceparent" not in seen[-1]  # nothing leaks from one request to the next
+            assert served.stop() == 0
+
+
+def test_the_parsers_follow_the_recommendation():
+    assert trace_id(PARENT) == "4bf92f3577b34da6a3ce929d0e0e4736"
+    assert trace_id("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-future") is not None
+    assert trace_id(PARENT + "-x") is None  # version 00 has exactly four fields
+    assert trace_id("00-00000000000000000000000000000000-00f067aa0ba902b7-01") is None
+    assert trace_id("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7") is None
+    assert trace_id(None) is None
+    assert clean_tracestate(" congo=t61rcWkgMzE , rojo=00f067aa0ba902b7 ") == STATE
+    assert clean_tracestate("a=b" + ",x=y" * 40) is None  # more than 32 members
+    assert clean_tracestate("Upper=1") is None and clean_tracestate("k=v\n") is None
