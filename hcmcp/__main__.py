@@ -27,9 +27,7 @@ WAITING = (
     "hcmcp is an MCP server: it is waiting for an MCP client on stdin/stdout.\n"
     "To try a tool by hand instead: hcmcp call list_checks '{}' --demo\n"
 )
-ELICITATION_OFF_LINE = (
-    "healthchecks-mcp: ELICITATION=false — guarded tools fall back to the two-call token"
-)
+ELICITATION_OFF_LINE = "hcmcp: ELICITATION=false — guarded tools fall back to the two-call token"
 
 
 def _fail(message: str, code: int = 1) -> NoReturn:
@@ -371,8 +369,14 @@ def _main(argv: list[str]) -> None:
     hcmcp.configure_logging_on_first_use = True  # stderr, never stdout
     if not config.elicitation:
         sys.stderr.write(ELICITATION_OFF_LINE + "\n")
-    # plain http, unverified TLS, a proxy variable (the demo instance is none of these)
-    for line in () if opts["demo"] else config.startup_notes:
+    from .config import ignored_lines
+
+    # plain http, unverified TLS, a proxy variable (the demo instance is none of these), and
+    # the variables this run does not read
+    for line in [
+        *(() if opts["demo"] else config.startup_notes),
+        *ignored_lines(os.environ, http=bool(opts["http"]), demo=opts["demo"]),
+    ]:
         sys.stderr.write(line + "\n")
     if not opts["demo"]:  # --demo never uses the configured key
         from .config import api_key_warning

@@ -32,6 +32,10 @@ IGNORED_PROXY_LINE = (
     "hcmcp: {name} is ignored, as curl ignores it (a CGI server can fill it from a request "
     "header); for a proxy to an http:// instance set http_proxy, in lower case."
 )
+SHADOWED_LINE = (
+    "hcmcp: {name} is ignored: {used} is set too, with another value, and the lower-case one "
+    "wins (as in curl)."
+)
 
 
 def _loopback_v4(host: str) -> bool:
@@ -130,25 +134,22 @@ def network_settings(env: Mapping[str, str], site_root: str) -> dict[str, Any]:
         notes.append(PLAIN_HTTP_LINE.format(url=site_root))
 
     proxy = None
-    if any(
-        name in env
-        for name in (
-            "http_proxy",
-            "https_proxy",
-            "HTTPS_PROXY",
-            "all_proxy",
-            "ALL_PROXY",
-            "HTTP_PROXY",
-        )
-    ):
+    proxy_names = ("http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
+    if any(name in env for name in (*proxy_names, "HTTP_PROXY", "no_proxy", "NO_PROXY")):
         from .http import proxy as proxies
 
+        for name in ("no_proxy", "NO_PROXY"):
+            listed = proxies.no_proxy_problem(name, env[name]) if name in env else None
+            if listed:
+                raise ConfigError(listed)
         try:
             proxy = proxies.route_for(env, scheme, host, port)
         except proxies.ProxySettingError as error:
             raise ConfigError(str(error)) from None
+        notes += [IGNORED_PROXY_LINE.format(name=name) for name in proxies.ignored_variables(env)]
         notes += [
-            IGNORED_PROXY_LINE.format(name=name) for name in proxies.ignored_variables(env, scheme)
+            SHADOWED_LINE.format(name=name, used=used)
+            for name, used in proxies.shadowed_variables(env)
         ]
     return {
         "proxy": proxy,
