@@ -295,7 +295,9 @@ async def open_connection(
     from .client_types import ConnectFailed, Timeout
 
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    advice = f"Check {route.source}, or list {host} in NO_PROXY to connect directly. {hint}"
+    # What to check when the proxy is what failed; ``hint`` (the instance's setting) only where
+    # the proxy reached past itself: a 5xx to CONNECT, a TLS handshake that the instance ended.
+    advice = f"Check {route.source}, or list {host} in NO_PROXY to connect directly."
     late = f"Could not connect to {route.described} within {connect_timeout:g} s"
     with anyio.move_on_after(connect_timeout):
         try:
@@ -308,7 +310,7 @@ async def open_connection(
             return stream
         try:
             late = f"{route.subject} did not answer CONNECT {target} within {connect_timeout:g} s"
-            await _tunnel(stream, route, target, advice)
+            await _tunnel(stream, route, target, advice, hint)
             late = (
                 f"The TLS handshake with {target} through {route.described} did not complete "
                 "within "
@@ -324,7 +326,7 @@ async def open_connection(
                 await anyio.aclose_forcefully(stream)
             if isinstance(exc, (OSError, anyio.BrokenResourceError, anyio.EndOfStream)):
                 raise ConnectFailed(
-                    _tunnel_failure(exc, route, target, host, port, advice)
+                    _tunnel_failure(exc, route, target, host, port, advice, hint)
                 ) from exc
             raise
     raise Timeout(
@@ -335,7 +337,9 @@ async def open_connection(
     )
 
 
-async def _tunnel(stream: ByteStream, route: ProxyRoute, target: str, advice: str) -> None:
+async def _tunnel(
+    stream: ByteStream, route: ProxyRoute, target: str, advice: str, hint: str
+) -> None:
     """Ask for the tunnel; return once the proxy said 2xx, with nothing of the tunnel read."""
     import anyio
     import h11
@@ -398,8 +402,9 @@ async def _tunnel(stream: ByteStream, route: ProxyRoute, target: str, advice: st
     if status >= 500:
         raise ConnectFailed(
             f"{route.subject} could not open the tunnel to {target}: it answered CONNECT "
-            f"with {said}, which usually means the proxy cannot reach that host. Check "
-            f"HEALTHCHECKS_URL, and that the instance is up. {advice}"
+            f"with {said}, which usually means the proxy cannot reach that host. {hint} If it "
+            f"is reachable without the proxy, list {target.rpartition(':')[0].strip('[]')} in "
+            "NO_PROXY."
         )
     raise ConnectFailed(
         f"{route.subject} refused the tunnel to {target}: it answered CONNECT with {said}. "
@@ -408,7 +413,13 @@ async def _tunnel(stream: ByteStream, route: ProxyRoute, target: str, advice: st
 
 
 def _tunnel_failure(
-    exc: BaseException, route: ProxyRoute, target: str, host: str, port: int, advice: str
+    exc: BaseException,
+    route: ProxyRoute,
+    target: str,
+    host: str,
+    port: int,
+    advice: str,
+    hint: str,
 ) -> str:
     import anyio
 
@@ -426,7 +437,7 @@ def _tunnel_failure(
         return (
             f"The connection through {route.described} to {target} was closed during the TLS "
             "handshake. "
-            f"Check that {target} speaks https. {advice}"
+            f"Check that {target} speaks https. {hint}"
         )
     return f"The tunnel through {route.described} to {target} failed: {_reason(exc)}. {advice}"
 
