@@ -44,6 +44,7 @@ class Config:
     ca_file: str | None = None  # HEALTHCHECKS_CA_FILE
     insecure_tls: bool = False  # HEALTHCHECKS_INSECURE_TLS
     startup_notes: tuple[str, ...] = ()  # one stderr line each, printed at start
+    result_budget: int = 64 * 1024  # HCMCP_RESULT_BUDGET: bytes of one whole tools/call result
 
     def __init__(self, **values: object) -> None:
         fields = self.__annotations__
@@ -153,6 +154,24 @@ def parse_list(name: str, raw: str | None) -> tuple[str, ...] | None:
             f"{name} is set but names no tool; unset it, or list tool names separated by commas"
         )
     return items
+
+
+RESULT_BUDGET_RANGE = (8 * 1024, 16 * 1024 * 1024)
+
+
+def parse_result_budget(raw: str | None) -> int:
+    """HCMCP_RESULT_BUDGET: the bytes one whole tools/call result may take (text block and
+    structuredContent), a plain whole number; 64 KiB (about 16k tokens) when unset."""
+    if raw is None:
+        return 64 * 1024
+    low, high = RESULT_BUDGET_RANGE
+    text = raw.strip()
+    if not (text.isascii() and text.isdigit()) or not (low <= int(text) <= high):
+        raise ConfigError(
+            f"HCMCP_RESULT_BUDGET={raw[:40]!r} is not a valid size: give a whole number of bytes "
+            f"from {low} to {high} (the default, 65536, is about 16k tokens)"
+        )
+    return int(text)
 
 
 def parse_origins(raw: str | None) -> tuple[str, ...]:
@@ -355,5 +374,6 @@ def load(env: Mapping[str, str]) -> Config:
         ),
         http_token=token.strip() if token is not None else None,
         http_allowed_origins=origins,
+        result_budget=parse_result_budget(env.get("HCMCP_RESULT_BUDGET")),
         **network,
     )

@@ -29,7 +29,9 @@ def build_server(config: Config, api: HealthchecksApi) -> McpServer:
     nothing (or names no tool)."""
     from ..protocol.seal import Seal
     from ..protocol.server import McpServer, ServerIdentity
-    from . import catalog
+    from . import budget, catalog
+
+    budget.configure(config.result_budget)
 
     read, write = catalog.all_tools(api)
     tools = catalog.select(read, write, config)
