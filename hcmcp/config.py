@@ -288,6 +288,11 @@ def ignored_lines(env: Mapping[str, str], *, http: bool, demo: bool) -> list[str
             f"hcmcp: --demo uses its built-in simulated instance, so {_names(unused)} "
             f"{'is' if len(unused) == 1 else 'are'} ignored."
         )
+    if env.get("ELICITATION") == "false" and "HEALTHCHECKS_ELICITATION_TIMEOUT" in env:
+        lines.append(
+            "hcmcp: HEALTHCHECKS_ELICITATION_TIMEOUT is ignored: ELICITATION=false shows no dialog "
+            "to time out."
+        )
     http_only = [name for name in HTTP_ONLY_VARIABLES if name in env]
     if not http and http_only:
         lines.append(

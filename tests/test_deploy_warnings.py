@@ -38,7 +38,7 @@ def test_the_server_prints_each_line_once_at_start():
     lines = stderr.splitlines()
     assert len(lines) == 3 and len(set(lines)) == 3, lines
     assert sum("plain http" in line for line in lines) == 1
-    assert sum("HEALTHCHECKS_INSECURE_TLS=true" in line for line in lines) == 1
+    assert sum("HEALTHCHECKS_INSECURE_TLS is ignored: HEALTHCHECKS_URL is http://" in line for line in lines) == 1
 
 
 def test_the_demo_prints_none_of_them_only_that_it_ignores_them():

@@ -133,3 +133,18 @@ def test_every_start_up_line_has_the_one_prefix():
     assert lines[0] == "hcmcp: ELICITATION=false — guarded tools fall back to the two-call token"
     assert all(line.startswith("hcmcp: ") for line in lines)
     assert len(set(lines)) == len(lines)
+
+
+def test_tls_variables_for_an_http_instance_are_reported_ignored():
+    proc = run(["tools"], HEALTHCHECKS_URL="http://127.0.0.1:8000", HEALTHCHECKS_INSECURE_TLS="true")
+    assert proc.returncode == 0
+    assert proc.stderr.splitlines() == [
+        "hcmcp: HEALTHCHECKS_INSECURE_TLS is ignored: HEALTHCHECKS_URL is http://, so no TLS is used."]
+
+
+def test_the_dialog_timeout_without_a_dialog_is_reported_ignored():
+    proc = run(["tools", "--demo"], ELICITATION="false", HEALTHCHECKS_ELICITATION_TIMEOUT="30")
+    assert proc.returncode == 0
+    assert proc.stderr.splitlines() == [
+        "hcmcp: ELICITATION=false — guarded tools fall back to the two-call token",
+        "hcmcp: HEALTHCHECKS_ELICITATION_TIMEOUT is ignored: ELICITATION=false shows no dialog to time out."]
