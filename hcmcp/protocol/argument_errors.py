@@ -17,7 +17,7 @@ _TYPES = {
     "str": "a string",
     "int": "an integer",
     "float": "a number",
-    "bool": "true or false",
+    "bool": "a boolean",
     "array": "an array",
     "object": "an object",
     "null": "null",

@@ -141,8 +141,8 @@ def require_check_id(tool: str, value: str) -> str:
     )
 
 
-def _next_offset(offset: int, shown: int, matched: int) -> int | None:
-    return offset + shown if shown and offset + shown < matched else None
+def _next_offset(offset: int, shown: int, matched: int) -> int | UnsetType:
+    return offset + shown if shown and offset + shown < matched else UNSET
 
 
 # -- list_checks ------------------------------------------------------------------------------
@@ -215,7 +215,7 @@ class ListChecksResult(Untrusted, kw_only=True):
     project_checks: (
         int | None
     )  # None: the project was too large to fetch whole, so the instance filtered
-    next_offset: int | None = None  # the offset of the next page; None on the last one
+    next_offset: int | UnsetType = UNSET  # the offset of the next page; absent on the last one
     note: str | None = None
 
 
@@ -419,7 +419,7 @@ class ListPingsResult(Untrusted, kw_only=True):
     returned: int
     matched: int
     instance_returned: int
-    next_offset: int | None = None  # the offset of the next page; None on the last one
+    next_offset: int | UnsetType = UNSET  # the offset of the next page; absent on the last one
     note: str | None = None
 
 
@@ -652,7 +652,7 @@ class ListFlipsResult(Untrusted, kw_only=True):
     flips: list[FlipEntry]
     returned: int
     matched: int
-    next_offset: int | None = None  # the offset of the next page; None on the last one
+    next_offset: int | UnsetType = UNSET  # the offset of the next page; absent on the last one
     note: str | None = None
 
 
