@@ -188,3 +188,16 @@ def test_fit_entries_keeps_what_fits_in_the_whole_result_and_not_one_more_at_eve
             assert whole(fitted.kept + 1) + NOTE_ROOM > budget - 2, budget
     assert fit_entries(entries, Envelope(True, []), everything) == Fitted(len(entries), 0)
     assert fit_entries(entries, Envelope(True, []), everything - 1).dropped == 1
+
+
+@pytest.mark.parametrize("text", ['plain', 'quo"te back\\slash', "new\nline\ttab\x01\x1f", "é ✓ \u2028 \x7f 🙂", ""])
+def test_the_counted_sizes_are_the_encoded_sizes(text):
+    """budget.in_text counts instead of encoding again, and sized adds up the result's shell:
+    both exactly what orjson writes."""
+    from hcmcp.tools import budget
+
+    structured = {"untrusted": True, "note": text, "list": [text, {"k": text}]}
+    data = orjson.dumps(structured)
+    assert budget.in_text(data) == len(orjson.dumps(data.decode())) - 2
+    whole = {"content": [{"type": "text", "text": MARKER + "\n\n" + data.decode()}], "structuredContent": structured}
+    assert budget.whole_size(structured, whole["content"][0]["text"]) == len(orjson.dumps(whole)) + ENVELOPE_ROOM

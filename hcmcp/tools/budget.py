@@ -43,9 +43,10 @@ def encoded(value: Any) -> int:
 
 
 def in_text(json_bytes: bytes) -> int:
-    """What JSON costs again inside the text block: as part of a JSON string, quotes and
-    backslashes escaped once more."""
-    return len(orjson.dumps(json_bytes.decode())) - 2
+    """What JSON (as orjson or msgspec write it) costs again inside the text block, as part of a
+    JSON string: each quote and backslash escaped once more. Exact, because their JSON holds no
+    raw control character (they are escaped already) and non-ASCII stays as it is."""
+    return len(json_bytes) + json_bytes.count(b'"') + json_bytes.count(b"\\")
 
 
 def twice(value: Any) -> int:
@@ -54,7 +55,16 @@ def twice(value: Any) -> int:
     return len(data) + in_text(data)
 
 
+# {"content":[{"type":"text","text":""}],"structuredContent":0} without the "" and the 0
+_SHELL = len(orjson.dumps({"content": [{"type": "text", "text": ""}], "structuredContent": 0})) - 3
+
+
 def whole_size(structured: dict[str, Any], text: str) -> int:
     """The serialized result with one text block, plus the protocol's room."""
-    result = {"content": [{"type": "text", "text": text}], "structuredContent": structured}
-    return len(orjson.dumps(result)) + ENVELOPE_ROOM
+    return sized(orjson.dumps(structured), len(orjson.dumps(text)))
+
+
+def sized(structured_json: bytes, text_json: int) -> int:
+    """The same from structuredContent's JSON and the length of the text block's JSON string
+    (quotes included), for a caller that has them already."""
+    return _SHELL + len(structured_json) + text_json + ENVELOPE_ROOM

@@ -162,6 +162,10 @@ def _is_untrusted(value: msgspec.Struct) -> bool:
     return getattr(value, "untrusted", None) is True
 
 
+_MARKED = f"{MARKER}\n\n"
+_MARKED_IN_TEXT = len(orjson.dumps(_MARKED)) - 2
+
+
 def _fitted(
     value: msgspec.Struct,
     text_of: Callable[[dict[str, Any]], str] = _json_text,
@@ -174,6 +178,15 @@ def _fitted(
         # Ours, set here: no field the instance sent can stand in for these two.
         structured["untrusted"] = True
         structured["source"] = SOURCE
+    if text_of is _json_text:  # the usual case: one encode, the size counted from it
+        encoded = orjson.dumps(structured)
+        marked = structured.get("untrusted") is True
+        prefix = 2 + (_MARKED_IN_TEXT if marked else 0)  # the text string's quotes, MARKER
+        # In the text block the JSON takes at most twice its length (every byte a quote):
+        # counting the quotes and backslashes is worth it only near the budget.
+        fits = budget.sized(encoded, prefix + 2 * len(encoded)) <= budget.budget_bytes()
+        if fits or budget.sized(encoded, prefix + budget.in_text(encoded)) <= budget.budget_bytes():
+            return structured, (_MARKED + encoded.decode() if marked else encoded.decode())
     text = text_of(structured)
     if budget.whole_size(structured, text) > budget.budget_bytes():
         fit_result(structured, size_of=lambda s: budget.whole_size(s, text_of(s)), cost=cost)
