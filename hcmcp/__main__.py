@@ -375,7 +375,7 @@ def _main(argv: list[str]) -> None:
     # the variables this run does not read
     for line in [
         *(() if opts["demo"] else config.startup_notes),
-        *ignored_lines(os.environ, http=bool(opts["http"]), demo=opts["demo"]),
+        *ignored_lines(os.environ, http=bool(opts.get("http")), demo=bool(opts.get("demo"))),
     ]:
         sys.stderr.write(line + "\n")
     if not opts["demo"]:  # --demo never uses the configured key
