@@ -33,9 +33,7 @@ KEY_SOURCE_STDIO_LINE = (
     "hcmcp: HEALTHCHECKS_KEY_SOURCE={} applies to --http only (there each request brings its "
     "caller's key); this process has one caller and uses HEALTHCHECKS_API_KEY"
 )
-ELICITATION_OFF_LINE = (
-    "healthchecks-mcp: ELICITATION=false — guarded tools fall back to the two-call token"
-)
+ELICITATION_OFF_LINE = "hcmcp: ELICITATION=false — guarded tools fall back to the two-call token"
 
 
 def _fail(message: str, code: int = 1) -> NoReturn:
@@ -436,8 +434,14 @@ def _main(argv: list[str]) -> None:
     _operating(opts, config)
     if not config.elicitation:
         hcmcp.stderr_line(ELICITATION_OFF_LINE)
-    # plain http, unverified TLS, a proxy variable (the demo instance is none of these)
-    for line in () if opts["demo"] else config.startup_notes:
+    from .config import ignored_lines
+
+    # plain http, unverified TLS, a proxy variable (the demo instance is none of these), and
+    # the variables this run does not read
+    for line in [
+        *(() if opts["demo"] else config.startup_notes),
+        *ignored_lines(os.environ, http=bool(opts.get("http")), demo=bool(opts.get("demo"))),
+    ]:
         hcmcp.stderr_line(line)
     if config.key_source != "env" and not opts.get("http"):
         hcmcp.stderr_line(KEY_SOURCE_STDIO_LINE.format(config.key_source))

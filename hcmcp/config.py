@@ -51,6 +51,7 @@ class Config:
     metrics: bool = False  # HCMCP_METRICS
     log_format: str = "text"  # HCMCP_LOG_FORMAT: text or json
     log_level: str = "warning"  # HCMCP_LOG_LEVEL: debug, info, warning, error
+    result_budget: int = 64 * 1024  # HCMCP_RESULT_BUDGET: bytes of one whole tools/call result
 
     def __init__(self, **values: object) -> None:
         fields = self.__annotations__
@@ -178,6 +179,79 @@ def parse_list(name: str, raw: str | None) -> tuple[str, ...] | None:
     return items
 
 
+RESULT_BUDGET_RANGE = (8 * 1024, 16 * 1024 * 1024)
+
+
+def parse_result_budget(raw: str | None) -> int:
+    """HCMCP_RESULT_BUDGET: the bytes one whole tools/call result may take (text block and
+    structuredContent), a plain whole number; 64 KiB (about 16k tokens) when unset."""
+    if raw is None:
+        return 64 * 1024
+    low, high = RESULT_BUDGET_RANGE
+    text = raw.strip()
+    if not (text.isascii() and text.isdigit()) or not (low <= int(text) <= high):
+        raise ConfigError(
+            f"HCMCP_RESULT_BUDGET={raw[:40]!r} is not a valid size: give a whole number of bytes "
+            f"from {low} to {high} (the default, 65536, is about 16k tokens)"
+        )
+    return int(text)
+
+
+def parse_origins(raw: str | None) -> tuple[str, ...]:
+    """HEALTHCHECKS_HTTP_ALLOWED_ORIGINS: each entry an origin as a browser sends it,
+    http(s)://host[:port] with no path, query, fragment or credentials (a trailing / is
+    dropped)."""
+    name = "HEALTHCHECKS_HTTP_ALLOWED_ORIGINS"
+    if raw is None:
+        return ()
+    if not raw.strip():
+        raise ConfigError(
+            f"{name} is set but empty; unset it, or list origins separated by commas, e.g. "
+            "https://gateway.example.com"
+        )
+    origins = []
+    for item in raw.split(","):
+        entry = item.strip()
+        problem = _origin_problem(entry)
+        if problem:
+            raise ConfigError(
+                f"{name} entry {entry[:80]!r} {problem}. Each comma-separated entry is an origin, "
+                "scheme://host[:port] with http or https and nothing after it, e.g. "
+                "https://gateway.example.com or http://127.0.0.1:3000"
+            )
+        origins.append(entry.lower().rstrip("/"))
+    return tuple(origins)
+
+
+def _origin_problem(entry: str) -> str | None:
+    if not entry:
+        return "is empty (two commas in a row, or one at an end)"
+    parts = _split_url(entry.rstrip("/"))
+    if parts is None:
+        return "is not scheme://host[:port]"
+    scheme, authority, path = parts
+    if scheme.lower() not in ("http", "https"):
+        return f"uses the scheme {scheme}://, which no browser sends as an Origin here"
+    if path:
+        return "has a path; an origin ends after the host and port"
+    if "@" in authority:
+        return "carries credentials (user@); an origin has none"
+    host, port = authority, ""
+    if authority.startswith("["):
+        close = authority.find("]")
+        host, port = authority[: close + 1], authority[close + 1 :]
+        if close < 0 or (port and not port.startswith(":")):
+            return "has an IPv6 address without its closing ] or with text after it"
+        port = port[1:]
+    elif ":" in authority:
+        host, _, port = authority.partition(":")
+    if not host or any(char in host for char in " \t%") or host in ("[]",):
+        return "has no usable host name"
+    if ":" in authority and not (port.isascii() and port.isdigit() and 0 < int(port) <= 65535):
+        return f"has the port {port!r}, not a number from 1 to 65535"
+    return None
+
+
 def parse_seconds(name: str, raw: str | None, default: float) -> float:
     if raw is None:
         return default
@@ -202,6 +276,53 @@ def parse_bytes(name: str, raw: str | None, default: int) -> int:
             f"{name}={raw!r} is not a valid size: give a whole number of bytes from {low} to {high}"
         )
     return int(raw)
+
+
+# The variables that only describe the configured instance, and those only --http reads.
+INSTANCE_VARIABLES = (
+    "HEALTHCHECKS_API_KEY",
+    "HEALTHCHECKS_URL",
+    "HEALTHCHECKS_CA_FILE",
+    "HEALTHCHECKS_INSECURE_TLS",
+    "http_proxy",
+    "HTTP_PROXY",
+    "https_proxy",
+    "HTTPS_PROXY",
+    "all_proxy",
+    "ALL_PROXY",
+    "no_proxy",
+    "NO_PROXY",
+)
+HTTP_ONLY_VARIABLES = ("HEALTHCHECKS_HTTP_TOKEN", "HEALTHCHECKS_HTTP_ALLOWED_ORIGINS")
+
+
+def _names(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def ignored_lines(env: Mapping[str, str], *, http: bool, demo: bool) -> list[str]:
+    """One start-up line per reason a set variable does nothing in this run (the values are
+    never shown). Within a run that uses the instance, config_network's notes cover the proxy
+    variables curl ignores."""
+    lines = []
+    unused = [name for name in INSTANCE_VARIABLES if name in env]
+    if demo and unused:
+        lines.append(
+            f"hcmcp: --demo uses its built-in simulated instance, so {_names(unused)} "
+            f"{'is' if len(unused) == 1 else 'are'} ignored."
+        )
+    if env.get("ELICITATION") == "false" and "HEALTHCHECKS_ELICITATION_TIMEOUT" in env:
+        lines.append(
+            "hcmcp: HEALTHCHECKS_ELICITATION_TIMEOUT is ignored: ELICITATION=false shows no dialog "
+            "to time out."
+        )
+    http_only = [name for name in HTTP_ONLY_VARIABLES if name in env]
+    if not http and http_only:
+        lines.append(
+            f"hcmcp: {_names(http_only)} {'is' if len(http_only) == 1 else 'are'} ignored: "
+            f"{'it applies' if len(http_only) == 1 else 'they apply'} only with --http."
+        )
+    return lines
 
 
 API_KEY_LENGTH = 32
@@ -271,12 +392,7 @@ def load(env: Mapping[str, str]) -> Config:
             "HEALTHCHECKS_HTTP_TOKEN must be at least 16 characters; generate one with: "
             'python -c "import secrets; print(secrets.token_urlsafe(32))"'
         )
-    origins = (
-        parse_list(
-            "HEALTHCHECKS_HTTP_ALLOWED_ORIGINS", env.get("HEALTHCHECKS_HTTP_ALLOWED_ORIGINS")
-        )
-        or ()
-    )
+    origins = parse_origins(env.get("HEALTHCHECKS_HTTP_ALLOWED_ORIGINS"))
     site_root = parse_site_root(env.get("HEALTHCHECKS_URL"))
     from .config_network import network_settings
 
@@ -301,7 +417,7 @@ def load(env: Mapping[str, str]) -> Config:
             5 * 1024 * 1024,
         ),
         http_token=token.strip() if token is not None else None,
-        http_allowed_origins=tuple(o.rstrip("/") for o in origins),
+        http_allowed_origins=origins,
         key_source=parse_key_source(env.get("HEALTHCHECKS_KEY_SOURCE")),
         metrics=parse_bool("HCMCP_METRICS", env.get("HCMCP_METRICS"), False),
         log_format=parse_choice(
@@ -310,5 +426,6 @@ def load(env: Mapping[str, str]) -> Config:
         log_level=parse_choice(
             "HCMCP_LOG_LEVEL", env.get("HCMCP_LOG_LEVEL"), LOG_LEVELS, "warning"
         ),
+        result_budget=parse_result_budget(env.get("HCMCP_RESULT_BUDGET")),
         **network,
     )

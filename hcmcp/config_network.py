@@ -32,6 +32,11 @@ IGNORED_PROXY_LINE = (
     "hcmcp: {name} is ignored, as curl ignores it (a CGI server can fill it from a request "
     "header); for a proxy to an http:// instance set http_proxy, in lower case."
 )
+NO_TLS_LINE = "hcmcp: {names} ignored: HEALTHCHECKS_URL is http://, so no TLS is used."
+SHADOWED_LINE = (
+    "hcmcp: {name} is ignored: {used} is set too, with another value, and the lower-case one "
+    "wins (as in curl)."
+)
 
 
 def _loopback_v4(host: str) -> bool:
@@ -109,7 +114,7 @@ def network_settings(env: Mapping[str, str], site_root: str) -> dict[str, Any]:
     notes: list[str] = []
 
     insecure = parse_bool("HEALTHCHECKS_INSECURE_TLS", env.get("HEALTHCHECKS_INSECURE_TLS"), False)
-    if insecure:
+    if insecure and scheme == "https":
         notes.append(INSECURE_TLS_LINE)
     ca_file = env.get("HEALTHCHECKS_CA_FILE")
     if ca_file is not None:
@@ -126,29 +131,31 @@ def network_settings(env: Mapping[str, str], site_root: str) -> dict[str, Any]:
             raise ConfigError(problem)
     if scheme == "https":
         _check_openssl_paths(env)
-    elif not is_loopback(host):
-        notes.append(PLAIN_HTTP_LINE.format(url=site_root))
+    else:
+        if not is_loopback(host):
+            notes.append(PLAIN_HTTP_LINE.format(url=site_root))
+        unused = [n for n in ("HEALTHCHECKS_CA_FILE", "HEALTHCHECKS_INSECURE_TLS") if n in env]
+        if unused:
+            verb = "is" if len(unused) == 1 else "are"
+            notes.append(NO_TLS_LINE.format(names=f"{' and '.join(unused)} {verb}"))
 
     proxy = None
-    if any(
-        name in env
-        for name in (
-            "http_proxy",
-            "https_proxy",
-            "HTTPS_PROXY",
-            "all_proxy",
-            "ALL_PROXY",
-            "HTTP_PROXY",
-        )
-    ):
+    proxy_names = ("http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
+    if any(name in env for name in (*proxy_names, "HTTP_PROXY", "no_proxy", "NO_PROXY")):
         from .http import proxy as proxies
 
+        for name in ("no_proxy", "NO_PROXY"):
+            listed = proxies.no_proxy_problem(name, env[name]) if name in env else None
+            if listed:
+                raise ConfigError(listed)
         try:
             proxy = proxies.route_for(env, scheme, host, port)
         except proxies.ProxySettingError as error:
             raise ConfigError(str(error)) from None
+        notes += [IGNORED_PROXY_LINE.format(name=name) for name in proxies.ignored_variables(env)]
         notes += [
-            IGNORED_PROXY_LINE.format(name=name) for name in proxies.ignored_variables(env, scheme)
+            SHADOWED_LINE.format(name=name, used=used)
+            for name, used in proxies.shadowed_variables(env)
         ]
     return {
         "proxy": proxy,

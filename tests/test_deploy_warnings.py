@@ -38,10 +38,13 @@ def test_the_server_prints_each_line_once_at_start():
     lines = stderr.splitlines()
     assert len(lines) == 3 and len(set(lines)) == 3, lines
     assert sum("plain http" in line for line in lines) == 1
-    assert sum("HEALTHCHECKS_INSECURE_TLS=true" in line for line in lines) == 1
+    assert sum("HEALTHCHECKS_INSECURE_TLS is ignored: HEALTHCHECKS_URL is http://" in line for line in lines) == 1
 
 
-def test_the_demo_prints_none_of_them():
+def test_the_demo_prints_none_of_them_only_that_it_ignores_them():
     proc = subprocess.run(HCMCP + ["tools", "--demo"], env=hcmcp_env("http://hc.example.com", HTTP_PROXY="http://p:1"),
                           capture_output=True, cwd=ROOT, timeout=30)
-    assert proc.returncode == 0 and proc.stderr == b"", proc.stderr
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.decode().splitlines() == [
+        "hcmcp: --demo uses its built-in simulated instance, so HEALTHCHECKS_API_KEY, HEALTHCHECKS_URL and "
+        "HTTP_PROXY are ignored."]

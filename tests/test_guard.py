@@ -145,7 +145,7 @@ def test_elicitation_false_prints_one_line_and_takes_the_token_path_even_with_a_
         assert not _exists(peer, uuid)
         peer.close()
         lines = [line for line in peer.stderr_text().splitlines() if "ELICITATION" in line]
-        assert lines == ["healthchecks-mcp: ELICITATION=false — guarded tools fall back to the two-call token"]
+        assert lines == ["hcmcp: ELICITATION=false — guarded tools fall back to the two-call token"]
 
 
 def test_a_widened_list_with_a_token_deletes_nothing_over_stdio():

@@ -342,7 +342,7 @@ async def test_connect_refused() -> None:
     text = str(caught.value)
     assert f"Could not connect to 127.0.0.1:{port}" in text
     assert "refused" in text.lower()
-    assert text.endswith("Check HEALTHCHECKS_URL.")
+    assert text.endswith("Check HEALTHCHECKS_URL and that the server is running.")
 
 
 @pytest.mark.anyio
@@ -824,7 +824,7 @@ async def test_https_default_context_uses_the_system_trust_store(tmp_path) -> No
                 await client.request("GET", "/x")
     text = str(caught.value)
     assert text.startswith(f"TLS handshake with localhost:{server.port} failed: certificate verify failed")
-    assert text.endswith("Check HEALTHCHECKS_URL.")
+    assert text.endswith("Check HEALTHCHECKS_URL and that the server is running.")
 
 
 @pytest.mark.anyio

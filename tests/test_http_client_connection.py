@@ -162,7 +162,7 @@ async def test_every_address_refusing_gives_each_reason_once(monkeypatch: pytest
         with pytest.raises(ConnectFailed) as caught:
             await client.request("GET", "/x")
     assert str(caught.value) == (f"Could not connect to instance.test:{port}: Connection refused. "
-                                 "Check HEALTHCHECKS_URL.")
+                                 "Check HEALTHCHECKS_URL and that the server is running.")
 
 
 @pytest.mark.anyio

@@ -1,4 +1,7 @@
-"""Issue 13: every result, read or write, within the 64 KiB budget, and the untrusted marker, over stdio.
+"""Issues 13 and 22: every whole result, read or write, within the 64 KiB budget, and the untrusted marker.
+
+The budget covers what a client receives: the text block and structuredContent together (issue 22,
+finding 7: it used to be structuredContent's alone, with the text repeating it, about twice that).
 
 The unit part pins down how present.fit_result shortens (longest strings first, to one common
 length, each cut marked in place, identifiers never cut, bytes not characters counted); the
@@ -16,6 +19,7 @@ import orjson
 import pytest
 
 from hcmcp.protocol.tool import ToolError
+from hcmcp.tools.budget import ENVELOPE_ROOM
 from hcmcp.tools.present import MIN_KEPT, cut_mark, fit_result
 from hcmcp.tools.shaping import MARKER, RESULT_BUDGET_BYTES
 from support import HCMCP, StdioPeer
@@ -24,7 +28,12 @@ UUID = "5a2d3a1c-0f3e-4c2b-9d7e-1a2b3c4d5e6f"
 
 
 def size(value) -> int:
-    return len(orjson.dumps(value))
+    """The whole result for this structuredContent, its text block the JSON (after MARKER when
+    untrusted), as present writes it, plus the protocol's room."""
+    text = orjson.dumps(value).decode()
+    if value.get("untrusted") is True:
+        text = f"{MARKER}\n\n{text}"
+    return len(orjson.dumps({"content": [{"type": "text", "text": text}], "structuredContent": value})) + ENVELOPE_ROOM
 
 
 def left_out(text: str) -> int:
@@ -63,10 +72,10 @@ def test_several_long_strings_are_cut_to_one_length_and_short_ones_are_kept():
 
 
 def test_a_string_just_longer_than_the_cut_length_is_left_whole_rather_than_grown_by_its_mark():
-    # The common length ends up just under 150 here: cutting b or c there would make them longer.
+    # The common length ends up around 150 here: cutting b or c there would make them longer.
     value = {"a": "a" * 70_000, "b": "b" * 150, "c": "c" * 150, "note": None}
-    assert fit_result(value, budget=1024) == ["a"]
-    assert value["b"] == "b" * 150 and value["c"] == "c" * 150 and size(value) <= 1024
+    assert fit_result(value, 4096) == ["a"]
+    assert value["b"] == "b" * 150 and value["c"] == "c" * 150 and size(value) <= 4096
     assert left_out(value["a"]) > 69_000
 
 
@@ -101,11 +110,16 @@ def schemas(peer):
     return {tool["name"]: tool["outputSchema"] for tool in peer.request("tools/list")["result"]["tools"]}
 
 
+def wire_size(value) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+
+
 def call(peer, name, arguments):
     response = peer.request("tools/call", {"name": name, "arguments": arguments})
     result = response["result"]
     assert not result.get("isError"), result["content"][0]["text"]
-    return result, len(json.dumps(response, ensure_ascii=False, separators=(",", ":")).encode())
+    assert wire_size(result) <= RESULT_BUDGET_BYTES, (name, wire_size(result))
+    return result, wire_size(response)
 
 
 def check_result(result: dict, schema: dict) -> dict:
@@ -120,7 +134,7 @@ def check_result(result: dict, schema: dict) -> dict:
 def test_write_and_read_results_with_a_120k_desc_stay_within_the_budget(peer, schemas):
     created, line = call(peer, "create_check", {"name": "long desc", "desc": LONG, "timeout": 3600})
     check = check_result(created, schemas["create_check"])["check"]
-    assert line < 2 * RESULT_BUDGET_BYTES + 4096       # it was a 242,665-byte line
+    assert line <= RESULT_BUDGET_BYTES + 100       # it was a 242,665-byte line, then about 2 x 64 KiB
     assert check["desc"].startswith(LONG[:1000]) and left_out(check["desc"]) > 50_000
     uuid = check["uuid"]
     updated, _ = call(peer, "update_check", {"check": uuid, "desc": LONG + "!"})
@@ -144,33 +158,46 @@ def test_deleting_many_checks_with_long_descs_stays_within_the_budget(peer, sche
     assert "shortened" in structured["note"]
 
 
-def test_fit_entries_keeps_exactly_what_one_entry_at_a_time_would_keep_at_every_budget():
+def test_fit_entries_keeps_what_fits_in_the_whole_result_and_not_one_more_at_every_budget():
     """fit_entries first measures all the entries in one encode (the usual case: they all fit) and
-    only then one by one; at and around every boundary both must agree."""
+    only then one by one; at and around every boundary, what it keeps fits the whole result (both
+    copies, the note's room free) and one entry more would not."""
     import msgspec
 
+    from hcmcp.tools.budget import NOTE_ROOM
     from hcmcp.tools.shaping import Fitted, fit_entries
 
     class Entry(msgspec.Struct):
         name: str
 
     class Envelope(msgspec.Struct):
+        untrusted: bool
         entries: list[Entry]
 
-    entries = [Entry("x" * (n * 7 % 23)) for n in range(12)]
-    envelope = Envelope(entries=[])
-    fixed = len(msgspec.json.encode(envelope)) + 512
+    entries = [Entry('x"\\' * (n * 7 % 23)) for n in range(12)]     # quotes and backslashes: escaped twice
 
-    def one_at_a_time(budget: int) -> Fitted:
-        room, used = budget - fixed, 0
-        for index, entry in enumerate(entries):
-            used += len(msgspec.json.encode(entry)) + 1
-            if used > room:
-                return Fitted(index, len(entries) - index)
-        return Fitted(len(entries), 0)
+    def whole(kept: int) -> int:
+        return size(msgspec.to_builtins(Envelope(True, entries[:kept])))
 
-    whole = len(msgspec.json.encode(entries)) - 1 + fixed
-    for budget in [*range(fixed - 2, fixed + 40), *range(whole - 40, whole + 3)]:
-        assert fit_entries(entries, envelope, budget) == one_at_a_time(budget), budget
-    assert fit_entries(entries, envelope, whole) == Fitted(len(entries), 0)
-    assert fit_entries(entries, envelope, whole - 1).dropped == 1
+    fixed, everything = whole(0) + NOTE_ROOM, whole(len(entries)) + NOTE_ROOM
+    for budget in [*range(fixed - 2, fixed + 60), *range(everything - 60, everything + 3)]:
+        fitted = fit_entries(entries, Envelope(True, []), budget)
+        assert fitted.kept + fitted.dropped == len(entries)
+        assert whole(fitted.kept) + NOTE_ROOM <= budget or fitted.kept == 0, budget
+        if fitted.dropped:   # one more would not fit (the one-by-one count may be 2 bytes cautious)
+            assert whole(fitted.kept + 1) + NOTE_ROOM > budget - 2, budget
+    assert fit_entries(entries, Envelope(True, []), everything) == Fitted(len(entries), 0)
+    assert fit_entries(entries, Envelope(True, []), everything - 1).dropped == 1
+
+
+@pytest.mark.parametrize("text", ['plain', 'quo"te back\\slash', "new\nline\ttab\x01\x1f", "é ✓ \u2028 \x7f 🙂", ""])
+def test_the_counted_sizes_are_the_encoded_sizes(text):
+    """budget.in_text counts instead of encoding again, and sized adds up the result's shell:
+    both exactly what orjson writes."""
+    from hcmcp.tools import budget
+
+    structured = {"untrusted": True, "note": text, "list": [text, {"k": text}]}
+    data = orjson.dumps(structured)
+    assert budget.in_text(data) == len(orjson.dumps(data.decode())) - 2
+    whole = {"content": [{"type": "text", "text": MARKER + "\n\n" + data.decode()}], "structuredContent": structured}
+    assert budget.whole_size(structured, whole["content"][0]["text"]) == len(orjson.dumps(whole)) + ENVELOPE_ROOM

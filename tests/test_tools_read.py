@@ -94,7 +94,9 @@ async def test_list_checks_filters_by_all_tags_slug_and_status_and_limits() -> N
     assert [c["uuid"] for c in slug["checks"]] == [REPORT]
     assert [c["uuid"] for c in paused["checks"]] == [PAUSED]
     assert limited["returned"] == 1 and limited["matched"] == 4
-    assert "first 1 of 4" in limited["note"] and "limit" in limited["note"]
+    assert limited["next_offset"] == 1
+    assert limited["note"].endswith("Showing checks 1 to 1 of 4. For the next page, call list_checks again with the "
+                                    "same arguments and offset=1.")
 
 
 @pytest.mark.anyio
@@ -125,9 +127,13 @@ async def test_list_checks_drops_whole_entries_to_fit_the_budget_and_says_which_
     size = encoded_size(result)
     assert size <= RESULT_BUDGET_BYTES
     assert result["matched"] == 404 and 0 < result["returned"] < 404
-    dropped = 404 - result["returned"]
-    assert f"{dropped} more checks were left out whole" in result["note"]
-    assert "tag, slug or status" in result["note"]
+    shown, dropped = result["returned"], 500 - result["returned"] - 96   # limit 500, 404 matching
+    dropped = 404 - shown
+    assert result["note"] == (
+        f"The project holds 404 checks; 404 match. Showing checks 1 to {shown} of 404 ({dropped} more within limit "
+        f"did not fit the 64 KiB result budget). For the next page, call list_checks again with the same arguments "
+        f"and offset={shown}.")
+    assert result["next_offset"] == shown
     for entry in result["checks"]:      # whole entries: nothing cut inside one
         assert entry["name"] in ("Backups", "DB dump", "Weekly report", "Legacy cron") or \
             len(entry["tags"][1]) == 305
@@ -256,7 +262,10 @@ async def test_list_pings_budget_drops_whole_pings() -> None:
         result = await env.call("list_pings", {"check": REPORT, "limit": 500})
     assert encoded_size(result) <= RESULT_BUDGET_BYTES
     assert result["matched"] == 500 and result["returned"] < 500
-    assert "left out whole" in result["note"] and "limit" in result["note"]
+    shown = result["returned"]
+    assert result["note"].startswith(
+        f"Showing pings 1 to {shown} of 500 ({500 - shown} more within limit did not fit the 64 KiB result budget). "
+        f"For the next page, call list_pings again with the same arguments and offset={shown}.")
 
 
 @pytest.mark.anyio

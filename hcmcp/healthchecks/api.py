@@ -671,26 +671,30 @@ class HealthchecksApi:
             raise Unreachable(
                 None,
                 f"The request for {what} timed out: {self._judge.scrub(str(error))}",
-                advice="get_status tests the instance without a key. Retry, or raise "
-                "HEALTHCHECKS_TIMEOUT if the instance is just slow.",
+                advice=_without_key_test(needs_key)
+                + "Retry, or raise HEALTHCHECKS_TIMEOUT if the instance is just slow.",
             ) from None
         except http.ConnectFailed as error:
             raise Unreachable(
                 None,
-                self._judge.scrub(str(error)),
-                advice=f"HEALTHCHECKS_URL is {self.site_root}; check it and that the instance "
-                "is up. get_status tests this without a key.",
+                self._judge.scrub(str(error)),  # it already says what to check
+                advice=_without_key_test(needs_key).strip(),
             ) from None
         except http.HttpError as error:
             raise Unreachable(
                 None,
                 f"The exchange with {self.site_root} for {what} failed: "
                 f"{self._judge.scrub(str(error))}",
-                advice="get_status tests the instance without a key.",
+                advice=_without_key_test(needs_key).strip(),
             ) from None
         finally:
             if metrics is not None:
                 metrics.observe(method, rel, status, time.perf_counter() - started)
+
+
+def _without_key_test(needs_key: bool) -> str:
+    """The pointer to get_status, except in get_status itself (the one call without a key)."""
+    return "get_status tests the instance without a key. " if needs_key else ""
 
 
 def _quote(value: str) -> str:

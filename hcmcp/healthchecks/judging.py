@@ -34,10 +34,10 @@ if TYPE_CHECKING:
 UPSTREAM_TEXT_LIMIT = 2000  # security.md: upstream error bodies cut to 2000 characters
 
 KEY_SETUP = (
-    "Set HEALTHCHECKS_API_KEY to an API key of the project to manage. Keys are created in the "
-    "Healthchecks web UI under Project Settings › API Access: a read-only key is enough to list "  # noqa: RUF001  (the web UI's own breadcrumb)
-    "and inspect checks; a read-write key is needed for pings, ping bodies, integrations and "
-    "every change."
+    "Set HEALTHCHECKS_API_KEY to an API key of the project to manage, from the Healthchecks web "
+    "UI under Project Settings › API Access. A read-only key is the right one for most uses: it "  # noqa: RUF001  (the web UI's own breadcrumb)
+    "lists and inspects checks and cannot change anything. Pings, ping bodies, integrations and "
+    "every change need a read-write key."
 )
 
 

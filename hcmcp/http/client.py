@@ -448,7 +448,7 @@ class HttpClient:
 
     def _check_hint(self) -> str:
         if self._origin_setting:
-            return f"Check {self._origin_setting}."
+            return f"Check {self._origin_setting} and that the server is running."
         return "Check the address and that the server is running."
 
     def _connect_failed_text(self, exc: BaseException) -> str:

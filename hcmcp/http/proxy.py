@@ -11,7 +11,9 @@ environment:
 * ``no_proxy``, then ``NO_PROXY``: a comma list of hosts that go direct. ``*`` alone matches
   every host; ``example.com`` and ``.example.com`` both match example.com and every name
   under it (at a label boundary: not badexample.com); ``host:port`` matches that port only;
-  IP addresses match exactly (``[::1]`` or ``::1``).
+  IP addresses match exactly (``[::1]`` or ``::1``), and ``10.0.0.0/8`` or ``fd00::/8`` every
+  address in that network, as curl 7.86 and later. Anything else in the list (a path, a
+  wildcard such as ``*.example.com``, a bad port) stops the server: ``no_proxy_problem``.
 
 A proxy URL is ``http://[user:password@]host[:port]``; without a scheme it is http://, and
 without a port it is 1080 (curl's default). Credentials are percent-decoded and sent as
@@ -98,12 +100,84 @@ def route_for(env: Mapping[str, str], scheme: str, host: str, port: int) -> Prox
     return parse_proxy_url(found[0], found[1].strip())
 
 
-def ignored_variables(env: Mapping[str, str], scheme: str) -> list[str]:
-    """Set variables that curl (and so hcmcp) does not use for ``scheme``: worth one line at
-    start."""
-    if scheme == "http" and env.get("HTTP_PROXY", "").strip() and "http_proxy" not in env:
-        return ["HTTP_PROXY"]
-    return []
+def ignored_variables(env: Mapping[str, str]) -> list[str]:
+    """Set variables that curl (and so hcmcp) never uses: worth one line at start.
+
+    ``HTTP_PROXY`` whenever it is set, whatever the instance's scheme (the README's promise).
+    """
+    return ["HTTP_PROXY"] if "HTTP_PROXY" in env else []
+
+
+def shadowed_variables(env: Mapping[str, str]) -> list[tuple[str, str]]:
+    """(ignored, used) for each upper-case variable set beside its lower-case twin with
+    another value: curl reads the lower-case one first, so the upper-case one changes nothing."""
+    pairs = (("https_proxy", "HTTPS_PROXY"), ("all_proxy", "ALL_PROXY"), ("no_proxy", "NO_PROXY"))
+    return [
+        (upper, lower)
+        for lower, upper in pairs
+        if lower in env and upper in env and env[lower].strip() != env[upper].strip()
+    ]
+
+
+def no_proxy_problem(name: str, raw: str) -> str | None:
+    """The message for the first entry of a no_proxy list that ``bypasses`` cannot use, or None.
+
+    An entry is ``*``, a host name or a suffix (``example.com``, ``.example.com``), an IP
+    address (``[::1]`` or ``::1``), a network (``10.0.0.0/8``), each optionally with ``:port``
+    (IPv6 in brackets then)."""
+    for raw_entry in raw.replace(" ", ",").split(","):
+        entry = raw_entry.strip()
+        if not entry or entry == "*":
+            continue
+        problem = _entry_problem(entry.lower())
+        if problem:
+            return (
+                f"{name} entry {entry[:80]!r} {problem}. Each comma-separated entry is * (every "
+                "host), a host name or suffix (example.com or .example.com), an IP address, a "
+                "network such as 10.0.0.0/8, optionally followed by :port ([::1]:8080 for IPv6)"
+            )
+    return None
+
+
+_LABEL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-_")
+
+
+def _entry_problem(entry: str) -> str | None:
+    if "*" in entry:
+        return "has a wildcard: only * alone is one; write .example.com for every name under it"
+    if "/" in entry:
+        try:
+            ipaddress.ip_network(entry.strip("[]"), strict=False)
+        except ValueError:
+            return "is neither a host nor a network (address/prefix length, e.g. 10.0.0.0/8)"
+        return None
+    host, port_text = _split_port(entry)
+    if port_text is not None and not (
+        port_text.isascii() and port_text.isdigit() and 0 < int(port_text) <= 65535
+    ):
+        return f"has the port {port_text!r}, not a number from 1 to 65535"
+    if _ip(host) is not None:
+        return None
+    if ":" in host or not host.strip("."):
+        return "is neither a host name nor an IP address"
+    labels = host.strip(".").split(".")
+    if not all(label and _LABEL_CHARS.issuperset(label) for label in labels):
+        return "is not a host name (letters, digits, hyphens and dots only)"
+    return None
+
+
+def _split_port(entry: str) -> tuple[str, str | None]:
+    """ "[::1]:8080" -> ("::1", "8080"); "::1" -> ("::1", None); "h:80" -> ("h", "80")."""
+    if entry.startswith("["):
+        end = entry.find("]")
+        if end < 0:
+            return entry, None
+        rest = entry[end + 1 :]
+        return entry[1:end], (rest[1:] if rest.startswith(":") else (rest or None))
+    if entry.count(":") == 1:
+        name, _, port = entry.partition(":")
+        return name, port
+    return entry, None
 
 
 def parse_proxy_url(name: str, raw: str) -> ProxyRoute:
@@ -152,6 +226,15 @@ def bypasses(no_proxy: str, host: str, port: int) -> bool:
             continue
         if entry == "*":
             return True
+        if "/" in entry:
+            try:
+                if host_ip is not None and host_ip in ipaddress.ip_network(
+                    entry.strip("[]"), strict=False
+                ):
+                    return True
+            except ValueError:  # refused at start (no_proxy_problem); never reached
+                pass
+            continue
         entry_host, entry_port = _split_entry(entry)
         if entry_port is not None and entry_port != port:
             continue
@@ -212,7 +295,9 @@ async def open_connection(
     from .client_types import ConnectFailed, Timeout
 
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    advice = f"Check {route.source}, or list {host} in NO_PROXY to connect directly. {hint}"
+    # What to check when the proxy is what failed; ``hint`` (the instance's setting) only where
+    # the proxy reached past itself: a 5xx to CONNECT, a TLS handshake that the instance ended.
+    advice = f"Check {route.source}, or list {host} in NO_PROXY to connect directly."
     late = f"Could not connect to {route.described} within {connect_timeout:g} s"
     with anyio.move_on_after(connect_timeout):
         try:
@@ -225,7 +310,7 @@ async def open_connection(
             return stream
         try:
             late = f"{route.subject} did not answer CONNECT {target} within {connect_timeout:g} s"
-            await _tunnel(stream, route, target, advice)
+            await _tunnel(stream, route, target, advice, hint)
             late = (
                 f"The TLS handshake with {target} through {route.described} did not complete "
                 "within "
@@ -241,7 +326,7 @@ async def open_connection(
                 await anyio.aclose_forcefully(stream)
             if isinstance(exc, (OSError, anyio.BrokenResourceError, anyio.EndOfStream)):
                 raise ConnectFailed(
-                    _tunnel_failure(exc, route, target, host, port, advice)
+                    _tunnel_failure(exc, route, target, host, port, advice, hint)
                 ) from exc
             raise
     raise Timeout(
@@ -252,7 +337,9 @@ async def open_connection(
     )
 
 
-async def _tunnel(stream: ByteStream, route: ProxyRoute, target: str, advice: str) -> None:
+async def _tunnel(
+    stream: ByteStream, route: ProxyRoute, target: str, advice: str, hint: str
+) -> None:
     """Ask for the tunnel; return once the proxy said 2xx, with nothing of the tunnel read."""
     import anyio
     import h11
@@ -315,8 +402,9 @@ async def _tunnel(stream: ByteStream, route: ProxyRoute, target: str, advice: st
     if status >= 500:
         raise ConnectFailed(
             f"{route.subject} could not open the tunnel to {target}: it answered CONNECT "
-            f"with {said}, which usually means the proxy cannot reach that host. Check "
-            f"HEALTHCHECKS_URL, and that the instance is up. {advice}"
+            f"with {said}, which usually means the proxy cannot reach that host. {hint} If it "
+            f"is reachable without the proxy, list {target.rpartition(':')[0].strip('[]')} in "
+            "NO_PROXY."
         )
     raise ConnectFailed(
         f"{route.subject} refused the tunnel to {target}: it answered CONNECT with {said}. "
@@ -325,7 +413,13 @@ async def _tunnel(stream: ByteStream, route: ProxyRoute, target: str, advice: st
 
 
 def _tunnel_failure(
-    exc: BaseException, route: ProxyRoute, target: str, host: str, port: int, advice: str
+    exc: BaseException,
+    route: ProxyRoute,
+    target: str,
+    host: str,
+    port: int,
+    advice: str,
+    hint: str,
 ) -> str:
     import anyio
 
@@ -343,7 +437,7 @@ def _tunnel_failure(
         return (
             f"The connection through {route.described} to {target} was closed during the TLS "
             "handshake. "
-            f"Check that {target} speaks https. {advice}"
+            f"Check that {target} speaks https. {hint}"
         )
     return f"The tunnel through {route.described} to {target} failed: {_reason(exc)}. {advice}"
 

@@ -48,7 +48,7 @@ class ToolError(Exception):
 # decoded params Struct, and returns an instance of the tool's result Struct.
 Handler = Callable[[Any, Any], Awaitable[msgspec.Struct]]
 # Turns a handler's result into (structuredContent, the text block). The protocol's own
-# default is the JSON twice; a tool layer may mark, shorten or render it (see hcmcp/tools/present.py).
+# default is the JSON twice; a tool layer may mark, shorten or render it (tools/present.py).
 Presenter = Callable[[msgspec.Struct], "tuple[dict[str, Any], str]"]
 
 
@@ -76,7 +76,7 @@ class Tool:
         return structured, orjson.dumps(structured).decode()
 
     def descriptor(self) -> dict[str, Any]:
-        """The ``Tool`` object of a tools/list result (revision-neutral; see revisions.shape_tool)."""
+        """The ``Tool`` object of a tools/list result (revision-neutral: revisions.shape_tool)."""
         return {
             "name": self.name,
             "title": self.title,
@@ -91,61 +91,16 @@ class Tool:
         try:
             return msgspec.convert(arguments, self.params, strict=True)
         except msgspec.ValidationError as exc:
-            raise ToolError(
-                argument_error_text(self, str(exc)), field=_field_of(str(exc))
-            ) from None
+            from .argument_errors import field_of
 
-
-def _field_of(error: str) -> str | None:
-    # msgspec says "... - at `$.limit`" or "Object contains unknown field `x` - at `$`".
-    if "unknown field `" in error:
-        return error.split("unknown field `", 1)[1].split("`", 1)[0]
-    if "at `$." in error:
-        return error.rsplit("at `$.", 1)[1].rstrip("`").split("[", 1)[0].split(".", 1)[0]
-    if "missing required field `" in error:
-        return error.split("missing required field `", 1)[1].split("`", 1)[0]
-    return None
+            raise ToolError(argument_error_text(self, str(exc)), field=field_of(str(exc))) from None
 
 
 def argument_error_text(tool: Tool, error: str) -> str:
-    name = _field_of(error)
-    props = flat_schema(tool.params).get("properties", {})
-    if "unknown field" in error:
-        valid = ", ".join(sorted(props)) or "none"
-        return (
-            f"Invalid arguments for {tool.name}: unknown field '{name}'. "
-            f"Remove it; the fields this tool takes are: {valid}."
-        )
-    problem = error.split(" - at ", 1)[0]
-    expected = ""
-    if name in props and not problem.startswith("Expected"):
-        expected = f" Expected: {_describe(props[name])}."
-    elif name in props and ("minimum" in props[name] or "maximum" in props[name]):
-        prop = props[name]
-        expected = f" Allowed: {prop.get('minimum', '-inf')} to {prop.get('maximum', 'inf')}."
-    where = f"field '{name}'" if name else "the arguments"
-    return f"Invalid arguments for {tool.name}: {where}: {problem}.{expected}"
+    """msgspec's ``error`` for ``tool``'s arguments, in our words (see argument_errors.py)."""
+    from .argument_errors import explain
 
-
-def _describe(prop: dict[str, Any]) -> str:
-    parts = []
-    if "enum" in prop:
-        parts.append("one of " + ", ".join(repr(v) for v in prop["enum"]))
-    elif "anyOf" in prop:
-        parts.append(" or ".join(_describe(p) for p in prop["anyOf"]))
-    elif "type" in prop:
-        t = prop["type"]
-        if t == "array" and "items" in prop:
-            parts.append(f"an array of {_describe(prop['items'])}")
-        else:
-            parts.append(t if isinstance(t, str) else " or ".join(t))
-    if "minimum" in prop or "maximum" in prop:
-        parts.append(f"from {prop.get('minimum', '-inf')} to {prop.get('maximum', 'inf')}")
-    if "maxLength" in prop:
-        parts.append(f"at most {prop['maxLength']} characters")
-    if "maxItems" in prop:
-        parts.append(f"at most {prop['maxItems']} items")
-    return ", ".join(parts) or "a valid value"
+    return explain(tool.name, flat_schema(tool.params), error)
 
 
 _schema_cache: dict[type, dict[str, Any]] = {}
@@ -157,7 +112,7 @@ def schema_key(struct: type) -> str:
 
 
 def preload_schemas(schemas: dict[str, dict[str, Any]]) -> None:
-    """Seed flat_schema with schemas generated earlier from these very Structs (see tools/catalog.py).
+    """Seed flat_schema with schemas generated earlier from these very Structs (tools/catalog.py).
 
     Generating them costs milliseconds per tool, which is most of a cold start; the caller
     guarantees they are current (it checks a checksum of the source they came from).

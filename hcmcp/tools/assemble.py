@@ -42,7 +42,9 @@ def build_server(
     from ..protocol.seal import Seal, derived_key
     from ..protocol.server import McpServer, ServerIdentity
     from ..protocol.tenants import fingerprint
-    from . import catalog
+    from . import budget, catalog
+
+    budget.configure(config.result_budget)
 
     read, write = catalog.all_tools(api)
     tools = catalog.select(read, write, config)

@@ -3,9 +3,11 @@
 Every tool of this package answers through ``present`` (``get_ping_body`` through
 ``present_body``), the ``presenter`` of its Tool:
 
-- **The budget.** The structured result stays within RESULT_BUDGET_BYTES of JSON, whatever
-  the instance sent and whatever the caller passed (a 120,000-character ``desc`` comes back
-  from create_check too). Listings already drop whole entries to fit (shaping.fit_entries);
+- **The budget.** The whole result as a client receives it (the text block and
+  structuredContent, see budget.py) stays within the budget, whatever the instance sent and
+  whatever the caller passed (a 120,000-character ``desc`` comes back from create_check too).
+  Each string is paid for in both copies, so a cut saves twice what it removes. Listings
+  already drop whole entries to fit and offer the next page (shaping.fit_entries);
   what is still too large is one object with long texts, and those are shortened: the
   longest first, all of them to the same length if several must give (so a short field is
   never cut while a longer one keeps more), each cut marked in place with how many
@@ -18,29 +20,34 @@ Every tool of this package answers through ``present`` (``get_ping_body`` throug
   Healthchecks and never instructions; ``untrusted`` and ``source`` are set here, last, so
   nothing the instance sends can change them. There is no closing marker to forge:
   everything after the sentence is the instance's. (An error that quotes the instance puts
-  MARKER right before the quote, at the end of its text: shaping.tool_error.) ``get_ping_body``'s text block is the
-  cleaned body itself after the sentence, so a person reads the job's output rather than
-  an escaped JSON string.
+  MARKER right before the quote, at the end of its text: shaping.tool_error.)
+  ``get_ping_body``'s text block is the cleaned body itself after the sentence, so a
+  person reads the job's output rather than an escaped JSON string.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import msgspec
 import orjson
 
 from ..protocol.tool import Tool, ToolError
-from .shaping import MARKER, RESULT_BUDGET_BYTES, SOURCE
+from . import budget
+from .shaping import MARKER, SOURCE
 
 MIN_KEPT = 64  # characters every shortened string keeps
-NOTE_ROOM = 512  # bytes kept free for the sentence the note gains
 _PROTECTED = frozenset({"untrusted", "source"})
+
+# The whole result's size for a structuredContent, and what one string of it costs there
+# (where: its path, e.g. "check.desc"): the two things the text block's shape decides.
+Size = Callable[[dict[str, Any]], int]
+Cost = Callable[[str, str], int]
 
 
 def cut_mark(left_out: int) -> str:
-    return f"… [{left_out} more characters cut here to keep the result under {RESULT_BUDGET_BYTES // 1024} KiB]"
+    return f"… [{left_out} more characters cut here to keep the result under {budget.described()}]"
 
 
 def _cut(text: str, keep: int) -> str:
@@ -48,7 +55,7 @@ def _cut(text: str, keep: int) -> str:
 
 
 def _worth_cutting(text: str, keep: int) -> bool:
-    """Cut only where it saves something: a string just longer than ``keep`` would grow by its mark."""
+    """Cut only where it saves something: a string just over ``keep`` would grow by its mark."""
     return len(text) - keep > len(cut_mark(len(text) - keep))
 
 
@@ -56,8 +63,22 @@ def _encoded(value: Any) -> int:
     return len(orjson.dumps(value))
 
 
+def _json_text(structured: dict[str, Any]) -> str:
+    """The text block of a JSON result: the JSON, after MARKER when it is untrusted."""
+    text = orjson.dumps(structured).decode()
+    return f"{MARKER}\n\n{text}" if structured.get("untrusted") is True else text
+
+
+def _json_size(structured: dict[str, Any]) -> int:
+    return budget.whole_size(structured, _json_text(structured))
+
+
+def _twice(where: str, text: str) -> int:
+    return budget.twice(text)
+
+
 def _long_strings(node: Any, path: str, into: list[tuple[Any, Any, str]]) -> None:
-    """Every string longer than MIN_KEPT under ``node``: (its container, its key or index, its path)."""
+    """Every string longer than MIN_KEPT under ``node``: (its container, key or index, path)."""
     if isinstance(node, dict):
         items: Iterable[tuple[Any, Any]] = node.items()
     elif isinstance(node, list):
@@ -73,36 +94,45 @@ def _long_strings(node: Any, path: str, into: list[tuple[Any, Any, str]]) -> Non
             _long_strings(value, where, into)
 
 
-def fit_result(structured: dict[str, Any], budget: int = RESULT_BUDGET_BYTES) -> list[str]:
-    """Shorten the longest strings of ``structured`` (in place) until its JSON fits ``budget``.
+def fit_result(
+    structured: dict[str, Any],
+    limit: int | None = None,
+    *,
+    size_of: Size = _json_size,
+    cost: Cost = _twice,
+) -> list[str]:
+    """Shorten the longest strings of ``structured`` (in place) until the whole result fits
+    ``limit`` (default: the budget in force), its size measured by ``size_of`` (default: a JSON
+    text block, as ``present`` writes it) and each string's share by ``cost``.
 
     Returns the paths of the strings that were cut ([] when it fitted as it was). Raises
     ToolError when even every long string at MIN_KEPT characters would not fit: then the
     result is large by its number of entries, which a narrower request fixes.
     """
-    size = _encoded(structured)
-    if size <= budget:
+    limit = budget.budget_bytes() if limit is None else limit
+    size = size_of(structured)
+    if size <= limit:
         return []
     leaves: list[tuple[Any, Any, str]] = []
     _long_strings(structured, "", leaves)
     originals = [
-        (container, key, where, container[key], _encoded(container[key]))
+        (container, key, where, container[key], cost(where, container[key]))
         for container, key, where in leaves
     ]
-    target = budget - NOTE_ROOM
+    target = limit - budget.NOTE_ROOM
 
     def size_at(keep: int) -> int:
         total = size
-        for _, _, _, text, encoded in originals:
+        for _, _, where, text, paid in originals:
             if _worth_cutting(text, keep):
-                total += _encoded(_cut(text, keep)) - encoded
+                total += cost(where, _cut(text, keep)) - paid
         return total
 
     if not originals or size_at(MIN_KEPT) > target:
         raise ToolError(
-            f"The result of this call would be {size} bytes of JSON, more than this server's "
-            f"{budget // 1024} KiB result budget even with every text shortened. Narrow the request "
-            "(a lower limit, a filter) and call again.",
+            f"The result of this call would be {size} bytes, more than this server's "
+            f"{budget.described(limit)} result budget even with every text shortened. Narrow the "
+            "request (a lower limit, a filter) and call again, or raise HCMCP_RESULT_BUDGET.",
             kind="result_too_large",
         )
     low, high = MIN_KEPT, max(len(text) for _, _, _, text, _ in originals)
@@ -121,7 +151,8 @@ def fit_result(structured: dict[str, Any], budget: int = RESULT_BUDGET_BYTES) ->
         shown = ", ".join(cut[:5]) + (f" and {len(cut) - 5} more" if len(cut) > 5 else "")
         sentence = (
             f"{shown} {'was' if len(cut) == 1 else 'were'} shortened to keep the result under "
-            f"{budget // 1024} KiB; each cut is marked in place with how many characters were left out."
+            f"{budget.described(limit)}; each cut is marked in place with how many characters "
+            "were left out."
         )
         structured["note"] = f"{structured['note']} {sentence}" if structured["note"] else sentence
     return cut
@@ -131,41 +162,69 @@ def _is_untrusted(value: msgspec.Struct) -> bool:
     return getattr(value, "untrusted", None) is True
 
 
-def _structured(value: msgspec.Struct) -> tuple[dict[str, Any], bytes]:
-    """The budgeted structuredContent and its JSON (encoded once when it fits, as it nearly always does)."""
+_MARKED = f"{MARKER}\n\n"
+_MARKED_IN_TEXT = len(orjson.dumps(_MARKED)) - 2
+
+
+def _fitted(
+    value: msgspec.Struct,
+    text_of: Callable[[dict[str, Any]], str] = _json_text,
+    cost: Cost = _twice,
+) -> tuple[dict[str, Any], str]:
+    """structuredContent and the text block, shortened together until the whole result fits
+    the budget (measured once when it fits, as it nearly always does)."""
     structured = msgspec.to_builtins(value)
     if _is_untrusted(value):
         # Ours, set here: no field the instance sent can stand in for these two.
         structured["untrusted"] = True
         structured["source"] = SOURCE
-    encoded = orjson.dumps(structured)
-    if len(encoded) > RESULT_BUDGET_BYTES:
-        fit_result(structured)
+    if text_of is _json_text:  # the usual case: one encode, the size counted from it
         encoded = orjson.dumps(structured)
-    return structured, encoded
+        marked = structured.get("untrusted") is True
+        prefix = 2 + (_MARKED_IN_TEXT if marked else 0)  # the text string's quotes, MARKER
+        # In the text block the JSON takes at most twice its length (every byte a quote):
+        # counting the quotes and backslashes is worth it only near the budget.
+        fits = budget.sized(encoded, prefix + 2 * len(encoded)) <= budget.budget_bytes()
+        if fits or budget.sized(encoded, prefix + budget.in_text(encoded)) <= budget.budget_bytes():
+            return structured, (_MARKED + encoded.decode() if marked else encoded.decode())
+    text = text_of(structured)
+    if budget.whole_size(structured, text) > budget.budget_bytes():
+        fit_result(structured, size_of=lambda s: budget.whole_size(s, text_of(s)), cost=cost)
+        text = text_of(structured)
+    return structured, text
 
 
 def present(value: msgspec.Struct) -> tuple[dict[str, Any], str]:
     """(structuredContent, text): budgeted; the text is the JSON, after MARKER when untrusted."""
-    structured, encoded = _structured(value)
-    text = encoded.decode()
-    return structured, (f"{MARKER}\n\n{text}" if _is_untrusted(value) else text)
+    return _fitted(value)
+
+
+def _body_text(structured: dict[str, Any]) -> str:
+    return f"{MARKER}\n\n{structured['body']}"
+
+
+def _body_cost(where: str, text: str) -> int:
+    """The body is in the text block as itself, every other string only in structuredContent."""
+    paid = _encoded(text)
+    return paid + (paid - 2 if where == "body" else 0)
 
 
 def present_body(value: msgspec.Struct) -> tuple[dict[str, Any], str]:
     """get_ping_body: the text block is MARKER, then the cleaned body itself (not its JSON)."""
-    structured, _ = _structured(value)
-    return structured, f"{MARKER}\n\n{structured['body']}"
+    return _fitted(value, _body_text, _body_cost)
+
+
+def _delete_text(structured: dict[str, Any]) -> str:
+    text = orjson.dumps(structured).decode()
+    carries_instance_text = bool(structured.get("deleted") or structured.get("failed"))
+    return f"{MARKER}\n\n{text}" if carries_instance_text else text
 
 
 def present_delete(value: msgspec.Struct) -> tuple[dict[str, Any], str]:
     """delete_check: marked only when it reports the instance's words (the deleted checks, a
     failure). A refusal or a token_issued result is this server's own text, and its token
     instruction must not sit under a sentence saying never to follow what follows."""
-    structured, encoded = _structured(value)
-    text = encoded.decode()
-    carries_instance_text = bool(structured.get("deleted") or structured.get("failed"))
-    return structured, (f"{MARKER}\n\n{text}" if carries_instance_text else text)
+    return _fitted(value, _delete_text)
 
 
 def presented(tools: list[Tool]) -> list[Tool]:

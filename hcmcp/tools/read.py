@@ -26,13 +26,13 @@ from .shaping import (
     CheckDetail,
     CheckedTool,
     Untrusted,
-    budget_sentence,
     calling_api,
     check_detail,
     fit_entries,
     is_api_failure,
     join_note,
     malformed_sentence,
+    page_sentence,
     refuse_separator_items,
     remove_control_characters,
     tool_error,
@@ -47,6 +47,17 @@ PingType = Literal["success", "start", "fail", "log", "ign"]
 Tag = Annotated[str, Meta(min_length=1, max_length=500, pattern=r"^\S+$")]
 Limit = Annotated[
     int, Meta(ge=1, le=500, description="At most this many entries (1…500, default 50).")
+]
+Offset = Annotated[
+    int,
+    Meta(
+        ge=0,
+        le=100_000,
+        description=(
+            "Skip this many matching entries first (default 0). A page cut short by limit or by "
+            "the result budget gives in note and next_offset the offset of the next page."
+        ),
+    ),
 ]
 
 UUID_TEXT = (
@@ -130,13 +141,8 @@ def require_check_id(tool: str, value: str) -> str:
     )
 
 
-def limit_sentence(shown: int, available: int, noun: str, narrow: str) -> str:
-    if available <= shown:
-        return ""
-    return (
-        f"Showing the first {shown} of {available} {noun} (limit {shown}); "
-        f"raise limit (up to 500) or {narrow}."
-    )
+def _next_offset(offset: int, shown: int, matched: int) -> int | UnsetType:
+    return offset + shown if shown and offset + shown < matched else UNSET
 
 
 # -- list_checks ------------------------------------------------------------------------------
@@ -183,6 +189,7 @@ class ListChecksParams(msgspec.Struct, forbid_unknown_fields=True, kw_only=True)
         | UnsetType
     ) = UNSET
     limit: Limit = 50
+    offset: Offset = 0
 
 
 class CheckSummary(msgspec.Struct, kw_only=True):
@@ -208,6 +215,7 @@ class ListChecksResult(Untrusted, kw_only=True):
     project_checks: (
         int | None
     )  # None: the project was too large to fetch whole, so the instance filtered
+    next_offset: int | UnsetType = UNSET  # the offset of the next page; absent on the last one
     note: str | None = None
 
 
@@ -272,12 +280,13 @@ def _list_checks(api: HealthchecksApi) -> Tool:
             and (params.slug is UNSET or c.slug == params.slug)
             and (params.status is UNSET or c.status == params.status)
         ]
-        summaries = [summary_of(c) for c in matched[: params.limit]]
+        page = matched[params.offset : params.offset + params.limit]
+        summaries = [summary_of(c) for c in page]
         fitted = fit_entries(
-            summaries, ListChecksResult(checks=[], returned=0, matched=0, project_checks=0)
+            summaries,
+            ListChecksResult(checks=[], returned=0, matched=0, project_checks=0, next_offset=0),
         )
         shown = summaries[: fitted.kept]
-        narrow = "narrow with tag, slug or status"
         project_checks = len(listing.items) + listing.malformed if total_known else None
         note = join_note(
             [
@@ -286,10 +295,14 @@ def _list_checks(api: HealthchecksApi) -> Tool:
                 else f"{len(matched)} checks match. The whole project is larger than this server's "
                 f"{api.byte_ceiling}-byte ceiling, so the instance filtered by tag/slug and the "
                 "total is not known.",
-                limit_sentence(len(summaries), len(matched), "matching checks", narrow),
-                budget_sentence(fitted.dropped, "check", f"lower limit or {narrow}")
-                if fitted.dropped
-                else "",
+                page_sentence(
+                    "list_checks",
+                    "checks",
+                    params.offset,
+                    len(shown),
+                    fitted.dropped,
+                    len(matched),
+                ),
                 malformed_sentence(listing.malformed, "check") if listing.malformed else "",
             ]
         )
@@ -298,6 +311,7 @@ def _list_checks(api: HealthchecksApi) -> Tool:
             returned=len(shown),
             matched=len(matched),
             project_checks=project_checks,
+            next_offset=_next_offset(params.offset, len(shown), len(matched)),
             note=note,
         )
 
@@ -314,10 +328,10 @@ def _list_checks(api: HealthchecksApi) -> Tool:
             "(all of them must match), slug (exact; slugs are not unique), status (new, up, grace, "
             "down, "
             "paused; filtered here). The API has no pagination: it returns every check at once, so "
-            "limit "
-            "(1…500, default 50) and a 64 KiB result budget are this server's, and the result says "
-            "how many "
-            "checks the project really holds and what was left out. Works with a read-only key."
+            "limit (1…500, default 50), offset and the result budget (64 KiB by default) are this "
+            "server's; the result says how many checks the project really holds, and a page cut "
+            "short gives next_offset and says in note how to read the next one. Works with a "
+            "read-only key."
         ),
         params=ListChecksParams,
         result=ListChecksResult,
@@ -383,6 +397,7 @@ class ListPingsParams(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         Annotated[PingType, Meta(description="Only pings of this type. Filtered here.")] | UnsetType
     ) = UNSET
     limit: Limit = 50
+    offset: Offset = 0
 
 
 class PingEntry(msgspec.Struct, kw_only=True):
@@ -404,6 +419,7 @@ class ListPingsResult(Untrusted, kw_only=True):
     returned: int
     matched: int
     instance_returned: int
+    next_offset: int | UnsetType = UNSET  # the offset of the next page; absent on the last one
     note: str | None = None
 
 
@@ -425,17 +441,23 @@ def _list_pings(api: HealthchecksApi) -> Tool:
                 duration=p.duration,
                 body_url=p.body_url,
             )
-            for p in matched[: params.limit]
+            for p in matched[params.offset : params.offset + params.limit]
         ]
-        envelope = ListPingsResult(check=uuid, pings=[], returned=0, matched=0, instance_returned=0)
+        envelope = ListPingsResult(
+            check=uuid, pings=[], returned=0, matched=0, instance_returned=0, next_offset=0
+        )
         fitted = fit_entries(entries, envelope)
         shown = entries[: fitted.kept]
         note = join_note(
             [
-                limit_sentence(len(entries), len(matched), "matching pings", "filter by type"),
-                budget_sentence(fitted.dropped, "ping", "lower limit or filter by type")
-                if fitted.dropped
-                else "",
+                page_sentence(
+                    "list_pings",
+                    "pings",
+                    params.offset,
+                    len(shown),
+                    fitted.dropped,
+                    len(matched),
+                ),
                 malformed_sentence(listing.malformed, "ping") if listing.malformed else "",
                 (
                     "The instance lists at most its ping log limit (100 on a free plan, 1000 on a "
@@ -450,6 +472,7 @@ def _list_pings(api: HealthchecksApi) -> Tool:
             returned=len(shown),
             matched=len(matched),
             instance_returned=len(listing.items) + listing.malformed,
+            next_offset=_next_offset(params.offset, len(shown), len(matched)),
             note=note,
         )
 
@@ -461,7 +484,8 @@ def _list_pings(api: HealthchecksApi) -> Tool:
             "n, source "
             "address, method, user agent and — where recorded — duration and body_url "
             "(get_ping_body reads "
-            "the body). Filter by type (success, start, fail, log, ign); limit 1…500, default 50. "
+            "the body). Filter by type (success, start, fail, log, ign); limit 1…500, default 50; "
+            "offset reads the next page (next_offset in a page cut short). "
             "The "
             "instance caps the list at 100 pings on a free plan and 1000 on a paid one and has no "
             "pagination, so older pings cannot be reached. 🔑 Needs a read-write key: Healthchecks "
@@ -615,6 +639,7 @@ class ListFlipsParams(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
         | UnsetType
     ) = UNSET
     limit: Limit = 50
+    offset: Offset = 0
 
 
 class FlipEntry(msgspec.Struct, kw_only=True):
@@ -627,6 +652,7 @@ class ListFlipsResult(Untrusted, kw_only=True):
     flips: list[FlipEntry]
     returned: int
     matched: int
+    next_offset: int | UnsetType = UNSET  # the offset of the next page; absent on the last one
     note: str | None = None
 
 
@@ -646,20 +672,31 @@ def _list_flips(api: HealthchecksApi) -> Tool:
             )
         )
         entries = [FlipEntry(timestamp=f.timestamp, up=bool(f.up)) for f in listing.items]
-        limited = entries[: params.limit]
+        page = entries[params.offset : params.offset + params.limit]
+        fitted = fit_entries(
+            page, ListFlipsResult(check=ident, flips=[], returned=0, matched=0, next_offset=0)
+        )
+        limited = page[: fitted.kept]
         note = join_note(
             [
-                limit_sentence(
-                    len(limited),
-                    len(entries),
+                page_sentence(
+                    "list_flips",
                     "flips",
-                    "narrow the window with seconds, start or end",
+                    params.offset,
+                    len(limited),
+                    fitted.dropped,
+                    len(entries),
                 ),
                 malformed_sentence(listing.malformed, "flip") if listing.malformed else "",
             ]
         )
         return ListFlipsResult(
-            check=ident, flips=limited, returned=len(limited), matched=len(entries), note=note
+            check=ident,
+            flips=limited,
+            returned=len(limited),
+            matched=len(entries),
+            next_offset=_next_offset(params.offset, len(limited), len(entries)),
+            note=note,
         )
 
     return Tool(
@@ -674,7 +711,8 @@ def _list_flips(api: HealthchecksApi) -> Tool:
             "Optional window: "
             "seconds (the last N seconds, 0…31536000), start and end (Unix timestamps, "
             "0…10000000000); a "
-            "window whose start is after its end is refused here. limit defaults to 50 (1…500). "
+            "window whose start is after its end is refused here. limit defaults to 50 (1…500); "
+            "offset reads the next page (next_offset in a page cut short). "
             "The instance "
             "keeps roughly the current month and the two before it. A 404 means no such check in "
             "this "

@@ -11,10 +11,10 @@ from msgspec import UNSET, UnsetType
 
 from ..healthchecks.api import KEY_SETUP, HealthchecksApi
 from ..protocol.tool import Tool
+from . import budget
 from .present import presented
 from .read import READ, READ_ONLY_REACHABLE, READ_WRITE_ONLY, NoParams, check_tools
 from .shaping import (
-    RESULT_BUDGET_BYTES,
     Untrusted,
     budget_sentence,
     calling_api,
@@ -125,7 +125,7 @@ def _list_badges(api: HealthchecksApi) -> Tool:
                 (
                     f"The project has {tags} tags; badges for {shown_tags} of them are shown (at "
                     "most "
-                    f"{BADGE_TAG_CEILING}, and as many as fit in {RESULT_BUDGET_BYTES // 1024} "
+                    f"{BADGE_TAG_CEILING}, and as many as fit in {budget.described()} "
                     "KiB). Every badge URL "
                     "is built from its tag the same way, so the pattern of the ones shown holds "
                     "for the rest."

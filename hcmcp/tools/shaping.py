@@ -3,7 +3,8 @@
 - the untrusted marker (``untrusted: true``, ``source: "healthchecks"``) on results that
   carry what the instance said;
 - control-character removal, with a count, for text written by whatever pings a check;
-- the result budget: listings drop whole entries to fit and say so in ``note``;
+- the result budget (its size and costs are budget.py's): listings drop whole entries to fit,
+  and a page cut short says in ``note`` which offset reads the next one;
 - one way to turn any API or HTTP failure into a ToolError;
 - the check object as the tools show it (channels, tags and keywords as lists).
 """
@@ -22,8 +23,11 @@ from msgspec import UNSET, UnsetType
 from ..healthchecks.api import ApiError, Redirected, Unauthorized
 from ..healthchecks.models import Check
 from ..protocol.tool import Tool, ToolError
+from . import budget
+from .budget import DEFAULT_BYTES
 
-RESULT_BUDGET_BYTES = 64 * 1024  # of JSON in structuredContent; the text block repeats it
+# The default budget for the whole result; budget.budget_bytes() is the one in force.
+RESULT_BUDGET_BYTES = DEFAULT_BYTES
 SOURCE = "healthchecks"
 # The one sentence before anything the instance wrote, in a text block (see present.py).
 MARKER = (
@@ -83,17 +87,24 @@ class Fitted:
 
 
 def fit_entries(
-    entries: Sequence[Any], envelope: msgspec.Struct, budget: int = RESULT_BUDGET_BYTES
+    entries: Sequence[Any], envelope: msgspec.Struct, limit: int | None = None
 ) -> Fitted:
-    """How many leading ``entries`` fit in ``budget`` bytes of JSON beside ``envelope``
-    (the result without its entries; 512 bytes are kept free for the note)."""
-    room = budget - len(msgspec.json.encode(envelope)) - 512
-    # All of them, in one pass, nearly always: "[a,b,c]" is the entries plus a comma each, plus one.
-    if len(msgspec.json.encode(entries)) - 1 <= room:
+    """How many leading ``entries`` fit in the whole result (``limit`` bytes, default the budget
+    in force) beside ``envelope``, the result without its entries: each entry is paid for in
+    structuredContent and again in the text block (budget.twice); NOTE_ROOM stays free."""
+    limit = budget.budget_bytes() if limit is None else limit
+    shell = msgspec.to_builtins(envelope)
+    text = f"{MARKER}\n\n{msgspec.json.encode(shell).decode()}"
+    room = limit - budget.whole_size(shell, text) - budget.NOTE_ROOM
+    # All of them, in one pass, nearly always: "[a,b]" in each copy is the entries, a comma
+    # between two, and the brackets the envelope already paid for.
+    together = msgspec.json.encode(entries)
+    if len(together) + budget.in_text(together) - 4 <= room:
         return Fitted(len(entries), 0)
     used = 0
     for index, entry in enumerate(entries):
-        used += len(msgspec.json.encode(entry)) + 1  # +1: the comma
+        one = msgspec.json.encode(entry)
+        used += len(one) + budget.in_text(one) + 2  # +2: its comma in each copy
         if used > room:
             return Fitted(index, len(entries) - index)
     return Fitted(len(entries), 0)
@@ -101,9 +112,40 @@ def fit_entries(
 
 def budget_sentence(dropped: int, noun: str, narrow: str) -> str:
     return (
-        f"{dropped} more {noun if dropped == 1 else noun + 's'} {'was' if dropped == 1 else 'were'} left "
-        f"out whole to keep the result "
-        f"under {RESULT_BUDGET_BYTES // 1024} KiB; {narrow}."
+        f"{dropped} more {noun if dropped == 1 else noun + 's'} "
+        f"{'was' if dropped == 1 else 'were'} left out whole to keep the result under "
+        f"{budget.described()}; {narrow}."
+    )
+
+
+def page_sentence(tool: str, noun: str, offset: int, shown: int, dropped: int, matched: int) -> str:
+    """Where this page sits among the ``matched`` entries, and exactly how to read the next one:
+    the same call with ``offset`` moved past what is shown (``dropped`` of them fell to the
+    budget rather than to ``limit``). Empty when one page holds them all."""
+    end = offset + shown
+    if matched == 0 or (offset == 0 and end >= matched):
+        return ""
+    if offset >= matched:
+        return (
+            f"offset {offset} is past the last of the {matched} matching {noun}; call {tool} "
+            "again with a lower offset (0 for the first page)."
+        )
+    if shown == 0:
+        return (
+            f"Not even one of the matching {noun} fits the {budget.described()} result budget; "
+            "raise HCMCP_RESULT_BUDGET."
+        )
+    where = f"Showing {noun} {offset + 1} to {end} of {matched}"
+    if end >= matched:
+        return f"{where}: the last page."
+    why = (
+        f" ({dropped} more within limit did not fit the {budget.described()} result budget)"
+        if dropped
+        else ""
+    )
+    return (
+        f"{where}{why}. For the next page, call {tool} again with the same arguments and "
+        f"offset={end}."
     )
 
 
