@@ -16,6 +16,8 @@ import threading
 from support import HCMCP, ROOT, StdioPeer, modern_meta
 from test_http_transport_process import BOTH, Served, clean_env, read
 from test_http_transport_support import initialize_params, modern_headers, rpc
+from hcmcp.healthchecks.simulator import Simulator
+from hcmcp.protocol.tenants import fingerprint
 
 DIALOG = {"elicitation": {"form": {}}}
 ACCEPT = {"confirm_delete": {"action": "accept", "content": {"confirm": True}}}
@@ -127,6 +129,10 @@ def test_stdio_2026_input_required_and_its_retries_are_audited():
     assert all(r["client_name"] == "hcmcp-tests" for r in records)
 
 
+# --demo acts with the simulator's read-write key: its lines name that key's fingerprint, never the key.
+DEMO_TENANT = fingerprint(Simulator.RW_KEY)
+
+
 def test_text_mode_audit_is_one_readable_line_at_the_default_level():
     with StdioPeer(HCMCP + ["--demo"]) as peer:
         peer.initialize()
@@ -136,8 +142,8 @@ def test_text_mode_audit_is_one_readable_line_at_the_default_level():
         peer.close()
         lines = [line for line in peer.stderr_text().splitlines() if " audit" in line]
     assert lines == [
-        f"hcmcp: INFO audit: tool=create_check checks={uuid} outcome=created client_name=hcmcp-tests client_version=1",
-        f"hcmcp: INFO audit: tool=pause_check checks={uuid} outcome=paused client_name=hcmcp-tests client_version=1",
+        f"hcmcp: INFO audit: tool=create_check checks={uuid} outcome=created client_name=hcmcp-tests client_version=1 tenant={DEMO_TENANT}",
+        f"hcmcp: INFO audit: tool=pause_check checks={uuid} outcome=paused client_name=hcmcp-tests client_version=1 tenant={DEMO_TENANT}",
     ]
 
 
