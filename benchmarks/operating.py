@@ -169,7 +169,10 @@ def main(argv: list[str] | None = None) -> int:
                 def paired(values: dict[str, list[float]], name: str) -> float:
                     # The median of the per-round ratios: each round's pair ran back to back, so a
                     # change of the machine's load between rounds cancels out.
-                    return median([on / off for on, off in zip(values[name], values["off"], strict=True)])
+                    # A round whose `off` figure is 0 (CPU read in clock ticks, a --quick round too
+                    # short to tick) has no ratio: it is left out, and none left is "nan" (no verdict).
+                    pairs = [on / off for on, off in zip(values[name], values["off"], strict=True) if off > 0]
+                    return median(pairs) if pairs else float("nan")
 
                 ratios = {name: (paired(p50, name), paired(cpu, name), paired(rate, name)) for name in names}
                 for name in names:
