@@ -57,9 +57,8 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def startup_stdio(venv: Path) -> float:
-    started = time.perf_counter()
-    proc = subprocess.Popen(
+def _stdio_server(venv: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
         [_python(venv), "-m", "hcmcp", "--demo"],
         cwd=venv,
         env=_env(),
@@ -67,6 +66,11 @@ def startup_stdio(venv: Path) -> float:
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
+
+
+def startup_stdio(venv: Path) -> float:
+    started = time.perf_counter()
+    proc = _stdio_server(venv)
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(json.dumps(INIT).encode() + b"\n")
     proc.stdin.flush()
@@ -141,14 +145,7 @@ def _call(ident: int) -> dict:
 
 
 def calls_stdio(venv: Path, calls: int) -> float:
-    proc = subprocess.Popen(
-        [_python(venv), "-m", "hcmcp", "--demo"],
-        cwd=venv,
-        env=_env(),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = _stdio_server(venv)
     assert proc.stdin is not None and proc.stdout is not None
     send = proc.stdin
     send.write(json.dumps(INIT).encode() + b"\n")

@@ -335,25 +335,26 @@ def _serve_http_now(opts: dict[str, Any], config: Config) -> None:
 async def _serve_adopted(
     opts: dict[str, Any], config: Config, built: Any, handover: Any
 ) -> int | None:
+    """The full path after the fast phase: ``built`` is the server, or (--demo) the simulator the
+    server is built over here."""
+    if not opts["demo"]:
+        return await _serve_handed_over(opts, config, built, handover)
+    async with _built_server(opts, config, built) as server:
+        return await _serve_handed_over(opts, config, server, handover)
+
+
+async def _serve_handed_over(
+    opts: dict[str, Any], config: Config, server: McpServer, handover: Any
+) -> int | None:
     from .protocol.http_serving import serve_http
 
-    if opts["demo"]:
-        async with _built_server(opts, config, built) as server:
-            return await serve_http(
-                server,
-                opts["http"],
-                config=config,
-                stateless=opts["stateless"],
-                adopted=handover,
-                tenant=server.tenant,
-            )
     return await serve_http(
-        built,
+        server,
         opts["http"],
         config=config,
         stateless=opts["stateless"],
         adopted=handover,
-        tenant=built.tenant,
+        tenant=server.tenant,
     )
 
 
