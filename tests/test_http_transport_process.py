@@ -74,13 +74,14 @@ def clean_env(**extra: str) -> dict[str, str]:
 class Served:
     """A server process on 127.0.0.1 port 0; the port is read from its banner on stderr."""
 
-    def __init__(self, argv: list[str], env: dict[str, str] | None = None) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str] | None = None,
+                 banner: str = r"127\.0\.0\.1") -> None:
         self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.PIPE, env=env or clean_env(), cwd=ROOT, text=True)
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.stderr: list[str] = []
         threading.Thread(target=self._pump, daemon=True).start()
-        self.port = int(self.wait_for(r"serving MCP at http://127\.0\.0\.1:(\d+)/mcp").group(1))
+        self.port = int(self.wait_for(rf"serving MCP at http://{banner}:(\d+)/mcp").group(1))
 
     def _pump(self) -> None:
         for line in self.proc.stderr:

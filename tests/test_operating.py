@@ -57,22 +57,8 @@ def kubelet(port: int, path: str, method: str = "GET", host: str | None = None) 
 
 
 def served(args: list[str], banner: str = r"127\.0\.0\.1", **env: str) -> Served:
-    class Any_(Served):
-        def __init__(self) -> None:  # the banner's host may be 0.0.0.0
-            import queue
-            import threading
-
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "hcmcp", *args], stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=clean_env(**env), cwd=ROOT,
-                text=True,
-            )
-            self.lines = queue.Queue()
-            self.stderr = []
-            threading.Thread(target=self._pump, daemon=True).start()
-            self.port = int(self.wait_for(rf"serving MCP at http://{banner}:(\d+)/mcp").group(1))
-
-    return Any_()
+    """``hcmcp ARGS`` with ``env`` (the banner's host may be 0.0.0.0)."""
+    return Served([sys.executable, "-m", "hcmcp", *args], clean_env(**env), banner=banner)
 
 
 # -- probes --------------------------------------------------------------------------------------
