@@ -16,9 +16,11 @@ from typing import Any
 import jsonschema
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-SCHEMAS = SHARED / "spec" / "mcp-schema"
-RECORDINGS = SHARED / "healthchecks-recordings"
+# Both inside the repository (tests/test_self_contained.py keeps it so): the official MCP schemas,
+# vendored with their licence and source (conformance/mcp-schema/README.md), and the Healthchecks
+# recordings the simulator is checked against.
+SCHEMAS = ROOT / "conformance" / "mcp-schema"
+RECORDINGS = ROOT / "tests" / "fixtures" / "healthchecks-recordings"
 
 # The result definition each method's answer must satisfy, per the official schema.
 RESULT_OF = {
