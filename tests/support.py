@@ -201,6 +201,14 @@ FIXTURE = [PY, "-m", "conformance.fixture_server", "--minimal"]   # the suite's 
 HCMCP = shlex.split(os.environ["HCMCP_SERVER_CMD"]) if os.environ.get("HCMCP_SERVER_CMD") else [PY, "-m", "hcmcp"]
 
 
+def cache_env() -> dict[str, str]:
+    """What every spawned server's environment carries, however little else a test passes on: where a
+    .pyz unpacks (conftest.py points HCMCP_PYZ_CACHE into the session's temporary directory). Left out,
+    as by an environment made up from scratch (the SDK's StdioServerParameters passes only HOME, PATH
+    and a few more), a .pyz unpacks into the user's ~/.cache/hcmcp/pyz, and the run leaves it behind."""
+    return {"HCMCP_PYZ_CACHE": os.environ["HCMCP_PYZ_CACHE"]} if os.environ.get("HCMCP_PYZ_CACHE") else {}
+
+
 def assert_sigterm_exits_promptly(command: list[str], attempts: int = 12) -> None:
     """SIGTERM right after an answered initialize, at several moments: each process must exit 0
     within 5 s (a race: a handler still pending when a blocking read began left it in that read)."""
