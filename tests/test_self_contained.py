@@ -11,6 +11,7 @@ not match them itself: it is scanned like any other.
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -41,14 +42,13 @@ OUTSIDE = [
 
 def our_files() -> list[Path]:
     found = []
-    for path in sorted(ROOT.rglob("*")):
-        parts = set(path.relative_to(ROOT).parts)
-        if parts & NOT_OURS or any(p.endswith(".egg-info") for p in parts) or not path.is_file():
-            continue
-        if path in HISTORY or path.suffix not in TEXT_SUFFIXES:
-            continue
-        found.append(path)
-    return found
+    for folder, dirs, files in os.walk(ROOT):
+        dirs[:] = [d for d in dirs if d not in NOT_OURS and not d.endswith(".egg-info")]   # never walked
+        for name in files:
+            path = Path(folder) / name
+            if path not in HISTORY and path.suffix in TEXT_SUFFIXES and path.is_file():
+                found.append(path)
+    return sorted(found)
 
 
 def outside_references(path: Path) -> list[str]:
