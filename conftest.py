@@ -2,9 +2,11 @@
 the session's own .pyz cache, and the check that a run leaves no hcmcp cache behind."""
 
 import os
+import shlex
 import shutil
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -19,23 +21,48 @@ if "HCMCP_PYZ_CACHE" not in os.environ:
     _PYZ_CACHE = tempfile.mkdtemp(prefix="hcmcp-test-session-cache-")
     os.environ["HCMCP_PYZ_CACHE"] = _PYZ_CACHE
 
-def _hcmcp_caches() -> set[str]:
-    """Where a .pyz this session ran (tests/pyz_build.py records their payload hashes) may have
-    unpacked outside a test's own directories: ${TMPDIR:-/tmp}/hcmcp-<uid>/pyz/<hash> (the fallback
-    without HOME) and ~/.cache/hcmcp/pyz/<hash> (or $XDG_CACHE_HOME's). Only this session's hashes
-    count: other checkouts' runs on the same machine build other payloads. .ci/node.sh's Node 22 and
-    conformance suites under ~/.cache/hcmcp are kept there on purpose and never looked at."""
-    builds = sys.modules.get("pyz_build")
-    hashes = set(getattr(builds, "SEEN", ()))
-    found: set[str] = set()
+
+def _unpacked_payloads() -> set[str]:
+    """Every unpacked .pyz payload outside a test's own directories: ~/.cache/hcmcp/pyz/<hash> (or
+    $XDG_CACHE_HOME's) and ${TMPDIR:-/tmp}/hcmcp-<uid>/pyz/<hash> (the fallback without HOME).
+    .ci/node.sh's Node 22 and conformance suites under ~/.cache/hcmcp are kept there on purpose and
+    never looked at."""
+    roots = {Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hcmcp" / "pyz",
+             Path.home() / ".cache" / "hcmcp" / "pyz"}
     for temp in {tempfile.gettempdir(), "/tmp"}:
-        for hash in hashes:
-            found |= {str(p) for p in Path(temp).glob(f"hcmcp-[0-9]*/pyz/{hash}")}
-    caches = {Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"), Path.home() / ".cache"}
-    for cache in caches:
-        found |= {str(cache / "hcmcp" / "pyz" / hash) for hash in hashes
-                  if (cache / "hcmcp" / "pyz" / hash).exists()}
-    return found
+        roots |= set(Path(temp).glob("hcmcp-[0-9]*/pyz"))
+    return {str(entry) for root in roots if root.is_dir() for entry in root.iterdir()
+            if not entry.name.startswith(".")}   # a dot: another process's copy being unpacked
+
+
+# What was there before this session ran anything: a user's own cache (they ran ./dist/hcmcp.pyz as
+# the README shows) or an earlier run's is theirs, never this run's failure.
+_BEFORE = _unpacked_payloads()
+
+
+def _payloads_of_this_run() -> set[str]:
+    """The payload hashes of the .pyz files this session may have run: those tests/pyz_build.py built
+    or was given, the one HCMCP_SERVER_CMD names (.ci/run's second pass) and this checkout's dist/.
+    Another checkout's run on the same machine, at another commit, unpacks other payloads."""
+    from pyz_build import SEEN, payload_hash
+    hashes = set(SEEN)
+    named = [os.environ.get("HCMCP_PYZ", ""), *shlex.split(os.environ.get("HCMCP_SERVER_CMD", "")),
+             *map(str, (Path(__file__).parent / "dist").glob("*.pyz"))]
+    for name in named:
+        if name.endswith(".pyz") and Path(name).is_file():
+            try:
+                hashes.add(payload_hash(Path(name)))
+            except (OSError, KeyError, IndexError, ValueError, zipfile.BadZipFile):
+                pass   # not a .pyz of ours: nothing of it can be in the cache
+    return hashes
+
+
+def _hcmcp_caches() -> set[str]:
+    """The payloads this run unpacked outside its temporary directories: new since the session began,
+    and one of this run's .pyz files. (A spawn that reuses a copy that was already there leaves
+    nothing behind, so it is not counted.)"""
+    ours = _payloads_of_this_run()
+    return {path for path in _unpacked_payloads() - _BEFORE if Path(path).name in ours}
 
 # How many examples each fuzz family ran in this session, for the summary (issue 13).
 FUZZ_EXAMPLES: dict[str, int] = {}

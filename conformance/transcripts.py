@@ -22,7 +22,7 @@ from pathlib import Path
 from conformance.replay.format import (ROOT, SERVERS, TRANSCRIPTS, TRANSPORTS, Transcript,
                                        TranscriptError, find_transcripts, load)
 from conformance.replay.patterns import Mismatch, match, substitute
-from conformance.replay.runner import Outcome, run_transcript
+from conformance.replay.runner import SCHEMAS, Outcome, run_transcript
 from conformance.replay.targets import Target, discover
 
 __all__ = ["Path", "ROOT", "SERVERS", "TRANSCRIPTS", "TRANSPORTS", "Mismatch", "Outcome", "Target", "Transcript",
@@ -63,10 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     where.add_argument("--url", metavar="URL", help="speak Streamable HTTP to the MCP server already serving URL")
     parser.add_argument("files", nargs="*", help="transcript files or folders (default: every transcript)")
     args = parser.parse_args(argv)
-    schemas = ROOT.parent / "shared" / "spec" / "mcp-schema"
-    if not any(schemas.glob("*.schema.json")):
+    if not any(SCHEMAS.glob("*.schema.json")):
         print(f"the official MCP JSON schemas are missing: every message is validated against them, so put "
-              f"<revision>.schema.json (2024-11-05 … 2026-07-28, from the spec repository's schema/ folder) in {schemas}")
+              f"<revision>.schema.json (2024-11-05 … 2026-07-28, from the spec repository's schema/ folder) in {SCHEMAS}")
         return 2
     if args.server_command is not None:
         target = Target.from_command(args.server_command)

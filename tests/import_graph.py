@@ -3,7 +3,7 @@ and classes), except under ``if TYPE_CHECKING:``, which never runs.
 
 An import of a package counts as an import of its ``__init__.py``; ``from .x import y`` counts as an
 import of ``x.y`` when that module exists, else of ``x``. A cycle is a strongly connected set of
-two or more modules. (The same rules as ``../shared/tools/import_cycles.py``, kept here so that the
+two or more modules. (The same rules as the team's ``import_cycles.py`` tool, kept here so that the
 tests depend on nothing outside the repository.)
 """
 

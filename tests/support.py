@@ -16,9 +16,11 @@ from typing import Any
 import jsonschema
 
 ROOT = Path(__file__).resolve().parent.parent
-SHARED = ROOT.parent / "shared"
-SCHEMAS = SHARED / "spec" / "mcp-schema"
-RECORDINGS = SHARED / "healthchecks-recordings"
+# Both inside the repository (tests/test_self_contained.py keeps it so): the official MCP schemas,
+# vendored with their licence and source (conformance/mcp-schema/README.md), and the Healthchecks
+# recordings the simulator is checked against.
+SCHEMAS = ROOT / "conformance" / "mcp-schema"
+RECORDINGS = ROOT / "tests" / "fixtures" / "healthchecks-recordings"
 
 # The result definition each method's answer must satisfy, per the official schema.
 RESULT_OF = {
@@ -197,6 +199,14 @@ PY = sys.executable
 FIXTURE = [PY, "-m", "conformance.fixture_server", "--minimal"]   # the suite's fixtures: without --minimal
 # HCMCP_SERVER_CMD (e.g. "python3 dist/hcmcp.pyz") makes the stdio end-to-end tests spawn that instead.
 HCMCP = shlex.split(os.environ["HCMCP_SERVER_CMD"]) if os.environ.get("HCMCP_SERVER_CMD") else [PY, "-m", "hcmcp"]
+
+
+def cache_env() -> dict[str, str]:
+    """What every spawned server's environment carries, however little else a test passes on: where a
+    .pyz unpacks (conftest.py points HCMCP_PYZ_CACHE into the session's temporary directory). Left out,
+    as by an environment made up from scratch (the SDK's StdioServerParameters passes only HOME, PATH
+    and a few more), a .pyz unpacks into the user's ~/.cache/hcmcp/pyz, and the run leaves it behind."""
+    return {"HCMCP_PYZ_CACHE": os.environ["HCMCP_PYZ_CACHE"]} if os.environ.get("HCMCP_PYZ_CACHE") else {}
 
 
 def assert_sigterm_exits_promptly(command: list[str], attempts: int = 12) -> None:

@@ -10,7 +10,6 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 
@@ -19,8 +18,8 @@ from hcmcp.healthchecks.api import (BadRequest, Conflict, Forbidden, Healthcheck
                                     MissingApiKey, NotFound, NotJson, Redirected, ResponseTooLarge,
                                     Unauthorized, Unavailable, Unreachable)
 from hcmcp.http.server import Request, Response, serve_in_background
+from support import RECORDINGS
 
-RECORDINGS = Path(__file__).resolve().parents[2] / "shared" / "healthchecks-recordings"
 RW_KEY = "hcw_realLookingSecretKey00000001"
 RO_KEY = "hcr_realLookingSecretKey00000002"
 UUID = "11111111-1111-4111-8111-111111111111"

@@ -7,7 +7,7 @@ import subprocess
 import pytest
 
 from hcmcp.config import ConfigError, load
-from support import HCMCP, ROOT
+from support import HCMCP, ROOT, cache_env
 
 
 @pytest.mark.parametrize("name", ["ELICITATION", "HEALTHCHECKS_READ_ONLY"])
@@ -20,8 +20,8 @@ def test_booleans_accept_exactly_true_or_false(name, value):
 
 @pytest.mark.parametrize("env", [{"ELICITATION": "yes"}, {"ELICITATION": "1"}, {"HEALTHCHECKS_READ_ONLY": "on"}])
 def test_a_bad_boolean_stops_the_server_with_exit_1(env):
-    proc = subprocess.run(HCMCP, env={**env, "PATH": "/usr/bin:/bin"}, input=b"", capture_output=True, cwd=ROOT,
-                          timeout=20)
+    proc = subprocess.run(HCMCP, env={**cache_env(), **env, "PATH": "/usr/bin:/bin"}, input=b"", capture_output=True,
+                          cwd=ROOT, timeout=20)
     assert proc.returncode == 1
     assert b"true" in proc.stderr and b"false" in proc.stderr and proc.stdout == b""
 

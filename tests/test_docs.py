@@ -225,16 +225,29 @@ def local_links(document: Path) -> list[tuple[int, str]]:
     return links
 
 
-@pytest.mark.parametrize("document", DOCUMENTS, ids=[str(d.relative_to(ROOT)) for d in DOCUMENTS])
-def test_every_local_link_and_anchor_resolves(document: Path):
+# Linked pages outside README.md and docs/*.md: their links are checked too (their blocks are not run).
+LINKED = [ROOT / "SECURITY.md", ROOT / "DESIGN.md", ROOT / "docs" / "product" / "README.md",
+          ROOT / "conformance" / "mcp-schema" / "README.md"]
+
+
+def broken_links(document: Path, root: Path = ROOT) -> list[str]:
     broken = []
     for number, target in local_links(document):
         path, _, anchor = target.partition("#")
         file = (document.parent / path).resolve() if path else document
-        if not file.exists():
+        if not file.is_relative_to(root):
+            # It may resolve on the machine that wrote it; a clone has nothing beside it (issue 28).
+            broken.append(f"{document.name}:{number}: {target} (outside the repository)")
+        elif not file.exists():
             broken.append(f"{document.name}:{number}: {target} (no such file)")
         elif anchor and file.suffix == ".md" and anchor not in anchors(file):
             broken.append(f"{document.name}:{number}: {target} (no heading #{anchor} in {file.name})")
+    return broken
+
+
+@pytest.mark.parametrize("document", DOCUMENTS + LINKED, ids=[str(d.relative_to(ROOT)) for d in DOCUMENTS + LINKED])
+def test_every_local_link_and_anchor_resolves(document: Path):
+    broken = broken_links(document)
     assert not broken, "\n".join(broken)
 
 
@@ -243,3 +256,14 @@ def test_the_link_check_finds_a_broken_link_and_anchor(tmp_path):
     page.write_text("# Top\n[ok](#top) [file](page.md#top) [gone](nowhere.md) [anchor](#nope) `[code](x.md)`\n")
     assert local_links(page) == [(2, "#top"), (2, "page.md#top"), (2, "nowhere.md"), (2, "#nope")]
     assert anchors(page) == {"top"}
+    assert broken_links(page, root=tmp_path) == ["page.md:2: nowhere.md (no such file)",
+                                                 "page.md:2: #nope (no heading #nope in page.md)"]
+
+
+def test_a_link_out_of_the_repository_is_broken_even_where_its_target_exists(tmp_path):
+    (tmp_path / "beside").mkdir()
+    (tmp_path / "beside" / "spec.md").write_text("# Spec\n")
+    (tmp_path / "repo").mkdir()
+    page = tmp_path / "repo" / "page.md"
+    page.write_text("# Top\nsee [the spec](../beside/spec.md)\n")
+    assert broken_links(page, root=tmp_path / "repo") == ["page.md:2: ../beside/spec.md (outside the repository)"]

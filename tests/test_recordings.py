@@ -21,7 +21,6 @@ import http.client
 import json
 import re
 from email.utils import parsedate_to_datetime
-from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -31,8 +30,8 @@ import pytest
 from hcmcp.healthchecks.simulator import NOT_FOUND_PAGE, Simulator, serve
 from hcmcp.healthchecks.simulator_seed import RECORDED_NOW
 from hcmcp.http.server import Request, Response, StreamingResponse
+from support import RECORDINGS
 
-RECORDINGS = Path(__file__).resolve().parent.parent.parent / "shared" / "healthchecks-recordings"
 INDEX = json.loads((RECORDINGS / "_index.json").read_text())
 CASES = [entry["file"] for entry in INDEX["cases"]]
 

@@ -24,6 +24,8 @@ EXPECT_TIMEOUT_MS = 10_000
 sys.path.insert(0, str(ROOT / "tests"))
 import support  # noqa: E402  (tests/support.py holds the schema checks: validate_server_message)
 
+SCHEMAS = support.SCHEMAS   # conformance/mcp-schema: the official schemas, vendored with their licence
+
 
 class StepFailed(Exception):
     def __init__(self, number: int, step: dict[str, Any], why: str, expected: Any = None, got: Any = None) -> None:
@@ -193,7 +195,7 @@ def _key(request_id: Any) -> Any:
 
 
 def _schema_revisions() -> set[str]:
-    return {p.name.split(".")[0] for p in (ROOT.parent / "shared" / "spec" / "mcp-schema").glob("*.schema.json")}
+    return {p.name.split(".")[0] for p in SCHEMAS.glob("*.schema.json")}
 
 
 def run_transcript(transcript: Transcript, transport: str, target: Target | None = None) -> Outcome:

@@ -1,7 +1,7 @@
 """An in-process Healthchecks instance: the Management API and the ping endpoint, no I/O.
 
 Used by ``hcmcp --demo`` (no account, no network), by the end-to-end tests and by the
-benchmarks. It reproduces the real server as recorded in shared/healthchecks-recordings
+benchmarks. It reproduces the real server as recorded in tests/fixtures/healthchecks-recordings
 (statuses, JSON shapes and byte-exact JSON formatting, error strings, the odd 404/405/301
 bodies, CORS and Django's headers). ``Simulator.app`` is a pure HTTP application for
 ``hcmcp.http.server``; run it with ``serve(sim)`` or ``serve_in_background(sim.app)``, or
