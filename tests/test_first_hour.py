@@ -166,6 +166,15 @@ def test_a_flood_of_401s_is_logged_bounded_with_the_rest_counted():
     assert sum(r.get("suppressed", 0) for r in refused) + len(refused) == 61
 
 
+def test_a_401_for_a_missing_key_in_the_request_key_mode_is_logged_too():
+    env = clean_env(HEALTHCHECKS_KEY_SOURCE="request", HCMCP_LOG_LEVEL="info", HCMCP_LOG_FORMAT="json")
+    with Served([*HCMCP, "--http", "127.0.0.1:0", "--demo"], env) as served:
+        assert _post(served.port, {}) == 401
+        served.stop()
+    (refused,) = _refusals(served.stderr)
+    assert refused["credential"] == "none" and "X-Healthchecks-Api-Key" in refused["reason"], refused
+
+
 def test_at_the_default_level_a_401_writes_nothing():
     with Served([*HCMCP, "--http", "127.0.0.1:0", "--demo"], clean_env(HEALTHCHECKS_HTTP_TOKEN=TOKEN)) as served:
         assert _post(served.port, {}) == 401
