@@ -13,12 +13,15 @@ Each test runs the real server (`python -m hcmcp --demo`) over stdio or Streamab
 
 from __future__ import annotations
 
+import http.client
+import json
 import sys
+import threading
 import time
 
 from support import HCMCP, StdioPeer
 from test_audit import QUIET, audits
-from test_http_transport_process import Served, clean_env
+from test_http_transport_process import BOTH, Served, clean_env
 from test_http_transport_support import initialize_params, rpc
 
 DIALOG = {"elicitation": {"form": {}}}
@@ -117,3 +120,35 @@ def test_a_client_that_answers_elicitation_with_method_not_found_gets_the_token_
         peer.close()
         records = audits(peer.stderr_text())
     assert [(r["outcome"], r.get("results")) for r in records] == [("token_issued", None), ("deleted", ["deleted"])]
+
+
+def test_over_http_a_method_not_found_answer_gets_the_token_and_the_token_deletes():
+    argv = [sys.executable, "-m", "hcmcp", "--http", "127.0.0.1:0", "--demo"]
+    with Served(argv, clean_env(**QUIET)) as served:
+        status, headers, _ = served.post(rpc("initialize", initialize_params(DIALOG)))
+        session = {"Mcp-Session-Id": headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
+        served.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+        _, _, listed = served.post(rpc("tools/call", {"name": "list_checks", "arguments": {}}, 2), session)
+        check = listed[0]["result"]["structuredContent"]["checks"][0]["uuid"]
+        conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=10)
+        conn.request("POST", "/mcp", json.dumps(rpc("tools/call", {"name": "delete_check", "arguments": {"check": check}}, 3)),
+                     {"Content-Type": "application/json", "Accept": BOTH, **session})
+        response = conn.getresponse()
+        buffer = b""
+        while b"\n\n" not in buffer:
+            buffer += response.read1(65536)
+        ask = json.loads(next(line[5:] for line in buffer.decode().split("\n") if line.startswith("data:")))
+        assert ask["method"] == "elicitation/create"
+        rest: list = []
+        reader = threading.Thread(target=lambda: rest.append(response.read()))
+        reader.start()
+        refusal = {"jsonrpc": "2.0", "id": ask["id"], "error": {"code": -32601, "message": "Method not found"}}
+        assert served.post(refusal, session)[0] == 202
+        reader.join(10)
+        events = [json.loads(line[5:]) for line in (buffer + rest[0]).decode().split("\n") if line.startswith("data:")]
+        result = events[-1]["result"]["structuredContent"]
+        assert result["outcome"] == "token_issued" and "-32601" in result["message"], result
+        _, _, done = served.post(rpc("tools/call", {"name": "delete_check", "arguments": {
+            "check": check, "confirm_token": result["confirm_token"]}}, 4), session)
+        assert [m.get("method") for m in done] == [None]   # not asked again: one message, the result
+        assert done[0]["result"]["structuredContent"]["outcome"] == "approved_by_token"
