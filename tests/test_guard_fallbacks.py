@@ -152,3 +152,26 @@ def test_over_http_a_method_not_found_answer_gets_the_token_and_the_token_delete
             "check": check, "confirm_token": result["confirm_token"]}}, 4), session)
         assert [m.get("method") for m in done] == [None]   # not asked again: one message, the result
         assert done[0]["result"]["structuredContent"]["outcome"] == "approved_by_token"
+
+
+def test_a_dialog_approved_run_that_stops_says_failed_and_not_reached_per_check():
+    first_missing = "00000000-0000-4000-8000-000000000000"   # sorts first: the run stops at once
+    last_missing = "ffffffff-0000-4000-8000-000000000000"    # sorts last: the others are deleted first
+    accept = {"action": "accept", "content": {"confirm": True}}
+    with StdioPeer(HCMCP + ["--demo"], env=QUIET) as peer:
+        peer.initialize(DIALOG)
+        one, two, three = sorted(_uuids(peer)[:3])
+        for rid, targets in (("stopped", [first_missing, one, two]), ("partial", [three, last_missing])):
+            peer.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                       "params": {"name": "delete_check", "arguments": {"check": targets}}})
+            asked = peer.read()
+            assert asked["method"] == "elicitation/create"
+            peer.send({"jsonrpc": "2.0", "id": asked["id"], "result": accept})
+            peer.read_response(rid)
+        peer.close()
+        records = audits(peer.stderr_text())
+    assert [(r["outcome"], r["checks"], r["results"]) for r in records] == [
+        ("tool_error", [first_missing, one, two], ["failed", "not_reached", "not_reached"]),
+        ("partly_deleted", [three, last_missing], ["deleted", "failed"]),
+    ]
+    assert all(r["approved_by"] == "dialog" for r in records)
