@@ -49,7 +49,7 @@ def test_the_page_names_no_command_a_client_cannot_find():
 
 
 @pytest.mark.parametrize("entry", SERVERS, ids=[" ".join([e["command"], *e.get("args", [])]) for e in SERVERS])
-def test_each_configuration_starts_and_lists_the_tools(entry, tmp_path):
+def test_each_configuration_starts_and_lists_the_tools(entry):
     venv_bin = Path(sys.executable).parent
     command = entry["command"].replace(VENV_PLACEHOLDER, f"{venv_bin}/")
     if command == "python3":
@@ -57,8 +57,7 @@ def test_each_configuration_starts_and_lists_the_tools(entry, tmp_path):
     args = [arg.replace(PYZ_PLACEHOLDER, str(built_pyz()) if PYZ_PLACEHOLDER in arg else arg)
             for arg in entry.get("args", [])]
     assert os.path.isabs(command), command
-    env = {name: value for name, value in entry.get("env", {}).items()}
-    env["HCMCP_PYZ_CACHE"] = str(tmp_path / "pyz")   # a .pyz unpacks here, never into ~/.cache
+    env = dict(entry.get("env", {}))   # (the session's HCMCP_PYZ_CACHE comes with the rest)
     with StdioPeer([command, *args, "--demo"], env=env) as peer:
         peer.initialize()
         tools = peer.request("tools/list")["result"]["tools"]
