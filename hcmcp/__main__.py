@@ -93,14 +93,35 @@ def _serving_options(argv: list[str]) -> dict[str, Any] | None:
     return opts
 
 
-def _config() -> Config:
-    from .config import load
+def _config(demo: bool = False) -> Config:
+    """The configuration from the environment; under --demo without the instance's variables
+    (the simulated instance replaces them: they are ignored, with the one line of ignored_lines,
+    so a value that would be refused for a real instance does not stop the demo)."""
+    from .config import INSTANCE_VARIABLES, load
     from .config_parse import ConfigError
 
+    env: Any = os.environ
+    if demo:
+        env = {name: value for name, value in env.items() if name not in INSTANCE_VARIABLES}
     try:
-        return load(os.environ)
+        return load(env)
     except ConfigError as error:
         _fail(str(error))
+
+
+def _check_bind(bind: str) -> None:
+    """A --http value that is not HOST:PORT is a usage error (exit 2), before anything loads."""
+    from .fast_start.http import bind_address
+
+    if bind_address(bind) is not None:
+        return  # (an IP address and port: the fast path's own check, no import)
+    from .protocol.http_serving import parse_bind
+
+    try:
+        parse_bind(bind)
+    except ValueError as error:
+        hint = f" (a bare port: --http 127.0.0.1:{bind})" if bind.isdigit() else ""
+        _fail(f"{error}{hint}", 2)
 
 
 def build_server(config: Config, api: HealthchecksApi, **options: Any) -> McpServer:
@@ -391,7 +412,9 @@ def _tool_help(opts: dict[str, Any], config: Config) -> int:
     tools = {tool.name: tool for tool in read + write}
     tool = tools.get(opts["tool"])
     if tool is None:
-        _fail(f"unknown tool {opts['tool']!r}; the tools are: {', '.join(tools)}", USAGE)
+        from .cli import unknown_tool
+
+        _fail(unknown_tool(opts["tool"], list(tools)), USAGE)
     sys.stdout.write(tool_help(tool))
     return 0
 
@@ -426,9 +449,11 @@ def _main(argv: list[str]) -> None:
         from .cli import parse
 
         opts = parse(argv)  # help, -V and every error end here (exit 0 or 2)
+    if opts.get("http") is not None:
+        _check_bind(opts["http"])
     if opts["command"] == "call" and opts["tool_help"]:
-        raise SystemExit(_tool_help(opts, _config()))
-    config = _config()
+        raise SystemExit(_tool_help(opts, _config(opts["demo"])))
+    config = _config(opts["demo"])
     import hcmcp
 
     hcmcp.configure_logging_on_first_use = True  # stderr, never stdout

@@ -136,7 +136,7 @@ class _Parser:
     def _parser(self, prog: str, usage: str, description: str) -> argparse.ArgumentParser:
         import argparse
 
-        parser = argparse.ArgumentParser(
+        parser = _suggesting_parser()(
             prog=prog,
             usage=usage,
             description=description,
@@ -148,6 +148,51 @@ class _Parser:
         # Our own -h, so that `hcmcp call TOOL --help` can answer with the tool's arguments.
         parser.add_argument("-h", "--help", action="store_true", help="show this help and exit")
         return parser
+
+
+def _suggesting_parser() -> type[argparse.ArgumentParser]:
+    """argparse's parser, whose "unrecognized arguments" names the close option (--deom: --demo),
+    as an unknown command names the close command."""
+    import argparse
+
+    class Suggesting(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            prefix = "unrecognized arguments: "
+            if message.startswith(prefix):
+                message += _option_hint(message[len(prefix) :].split(), self)
+            super().error(message)
+
+    return Suggesting
+
+
+def _option_hint(words: list[str], parser: argparse.ArgumentParser) -> str:
+    import difflib
+
+    options = [name for name in parser._option_string_actions if name.startswith("--")]
+    for word in words:
+        if word.startswith("-"):
+            close = difflib.get_close_matches(word.split("=", 1)[0], options, n=1, cutoff=0.6)
+            if close:
+                return f"; did you mean '{close[0]}'?"
+    return ""
+
+
+def close_tool(name: str, names: list[str]) -> str | None:
+    """The tool ``name`` was probably meant to be, when it is not one of ``names``."""
+    import difflib
+
+    if name in names:
+        return None
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def unknown_tool(name: str, names: list[str]) -> str:
+    """An unknown tool's line: the close name when there is one, else every name."""
+    close = close_tool(name, names)
+    if close is not None:
+        return f"unknown tool {name!r}; did you mean '{close}'? (hcmcp tools lists them)"
+    return f"unknown tool {name!r}; the tools are: {', '.join(names)}"
 
 
 def _command_at(argv: list[str]) -> int | None:
@@ -189,6 +234,8 @@ def parse(argv: list[str]) -> dict[str, Any]:
         if namespace.help:
             parsers.main.print_help()
             raise SystemExit(OK)
+        if namespace.http == "":
+            parsers.main.error("--http needs HOST:PORT, e.g. --http 127.0.0.1:8000")
         if namespace.stateless and namespace.http is None:
             parsers.main.error("--stateless applies to --http only: add --http HOST:PORT")
         return {
@@ -437,6 +484,10 @@ async def call_once(
     message = Message(
         jsonrpc="2.0", id=1, method="tools/call", params={"name": name, "arguments": arguments}
     )
+    close = close_tool(name, list(server.tools))
+    if close is not None:  # the protocol's answer lists every tool; a person wants the one meant
+        sys.stderr.write(f"hcmcp: {unknown_tool(name, list(server.tools))}\n")
+        return USAGE
     # The terminal can always be reached; whether a dialog is shown follows from the capabilities.
     response = await server.handle(message, session, ask)
     if response is None or "error" in response:

@@ -110,7 +110,9 @@ async def ask_at_terminal(
         if schema.get("type") == "boolean":
             label = schema.get("title") or field
             # The prompt goes to stderr (input() would write it to stdout: the result's).
-            sys.stderr.write(f"{label} — type yes to confirm: ")
+            sys.stderr.write(
+                f"{label}? Type yes to delete (anything else, y too, deletes nothing): "
+            )
             sys.stderr.flush()
             content[field] = (await read_reply()).strip().lower() == "yes"
     if content and all(content.values()):

@@ -193,6 +193,9 @@ def test_call_without_a_terminal_blames_the_client_not_a_transport():
     assert "did not declare" in body["message"] and "stateless" not in body["message"]
 
 
+PROMPT = b"Type yes to delete (anything else, y too, deletes nothing): "
+
+
 def _pty_call(arguments: str, answer: bytes) -> tuple[bytes, bytes, int]:
     """hcmcp call delete_check with stdin and stderr on a terminal; answers the prompt with ``answer``."""
     primary, secondary = pty.openpty()
@@ -201,7 +204,7 @@ def _pty_call(arguments: str, answer: bytes) -> tuple[bytes, bytes, int]:
     os.close(secondary)
     seen = b""
     deadline = time.monotonic() + 20
-    while b"type yes to confirm" not in seen and time.monotonic() < deadline:
+    while PROMPT not in seen and time.monotonic() < deadline:
         ready, _, _ = select.select([primary], [], [], 0.2)
         if ready:
             seen += os.read(primary, 4096)
@@ -212,12 +215,13 @@ def _pty_call(arguments: str, answer: bytes) -> tuple[bytes, bytes, int]:
     return seen, out, code
 
 
-@pytest.mark.parametrize("answer, outcome", [(b"yes", "approved_by_dialog"), (b"no", "declined")])
+@pytest.mark.parametrize("answer, outcome", [(b"yes", "approved_by_terminal"), (b"no", "declined"),
+                                             (b"y", "declined")])
 def test_call_asks_the_person_at_the_terminal(answer, outcome):
     check = json.loads(_call("list_checks", "{}").stdout)["checks"][0]   # the demo's UUIDs are fixed
     uuid = check["uuid"]
     seen, out, code = _pty_call(json.dumps({"check": uuid}), answer)
-    assert uuid in seen.decode() and b"pause_check" in seen and b"type yes to confirm" in seen
+    assert uuid in seen.decode() and b"pause_check" in seen and PROMPT in seen
     # a person sees which check it is: its name, tags, status and last ping beside the UUID
     shown = seen.decode().replace("\r\n", "\n")
     assert f'  {uuid}  "{check["name"]}"\n' in shown, shown
@@ -226,5 +230,8 @@ def test_call_asks_the_person_at_the_terminal(answer, outcome):
     tags = re.escape(" ".join(check["tags"]))
     assert re.search(f"tags: {tags}   status: {check['status']}   last ping: {stamp}", shown), shown
     body = json.loads(out)   # stdout carries the result alone, the prompt went to the terminal
-    assert code == (0 if outcome == "approved_by_dialog" else 3) and body["outcome"] == outcome, body
-    assert [c["uuid"] for c in body["deleted"]] == ([uuid] if outcome == "approved_by_dialog" else [])
+    approved = outcome == "approved_by_terminal"   # one name with the audit line's approved_by=terminal
+    assert code == (0 if approved else 3) and body["outcome"] == outcome, body
+    assert [c["uuid"] for c in body["deleted"]] == ([uuid] if approved else [])
+    assert body["message"] == ("Approved on the command line: the person typed yes at hcmcp call's prompt."
+                               if approved else "Nothing was deleted: the answer at the terminal was not yes.")

@@ -167,7 +167,7 @@ def test_ctrl_c_at_the_delete_prompt_ends_at_once_without_enter():
                        stdin=subprocess.DEVNULL, timeout=30, check=True).stdout
     )["checks"][0]["uuid"]
     with terminal(["call", "delete_check", json.dumps({"check": uuid}), "--demo"]) as term:
-        term.wait_for(rb"type yes to confirm: ")
+        term.wait_for(rb"deletes nothing\): ")
         term.interrupt()
         assert term.proc.stdout.read() == b""
 

@@ -70,7 +70,7 @@ def test_an_empty_allowed_origins_stops_the_server():
     ("exa!mple.com", "exa!mple.com", "is not a host name (letters, digits, hyphens and dots only)"),
 ])
 def test_a_no_proxy_entry_that_cannot_match_stops_the_server(name, value, entry, problem):
-    proc = run(["tools", "--demo"], **{name: value})
+    proc = run(["tools"], **{name: value})   # (not --demo: it ignores the instance's variables)
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr == f"hcmcp: {name} entry {entry!r} {problem}. {NO_PROXY_RULE}\n"
 

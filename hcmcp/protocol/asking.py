@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .jsonrpc import INVALID_PARAMS, RpcError
+from .jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 from .seal import SealBroken
 
 if TYPE_CHECKING:
@@ -21,6 +21,12 @@ if TYPE_CHECKING:
 OPERATOR_DISABLED = "operator"  # ELICITATION=false on this server
 CLIENT_CANNOT = "client"  # the client did not declare form elicitation
 TRANSPORT_CANNOT = "transport"  # a stateless transport: no way to reach the client mid-call
+# The client never sent notifications/initialized on this session (a bridge that does not forward
+# it): the server may not send it a request, and a question held until then may never be sent.
+NOT_INITIALIZED = "not_initialized"
+# The client declared elicitation, then answered elicitation/create with -32601 (method not
+# found): remembered on the session (Session.dialog_refused), so it is not asked again.
+CLIENT_REFUSED = "client_refused"
 
 MISSING_STATE_NOTE = (
     "An earlier answer to this question could not be used: it came back without the "
@@ -53,11 +59,13 @@ UNVERIFIED_REFUSAL = (
 class Answer:
     """What came back. ``action``: accept, decline, cancel, error (the client answered with an
     error), malformed (an answer we could not read), timeout (no answer in time), or gone (the
-    client can no longer answer: it closed stdin)."""
+    client can no longer answer: it closed stdin). ``code``: the client's JSON-RPC error code
+    when ``action`` is error."""
 
     action: str
     content: dict[str, Any] | None = None
     detail: str = ""
+    code: int | None = None
 
 
 class ClientGone(Exception):
@@ -175,5 +183,13 @@ async def _legacy_answer(ctx: RequestContext, params: dict[str, Any]) -> Answer:
     if "error" in reply:
         error = reply["error"]
         text = error.get("message") if isinstance(error, dict) else None
-        return Answer("error", detail=f"the client answered with an error: {text or error!r}")
+        code = error.get("code") if isinstance(error, dict) else None
+        if code == METHOD_NOT_FOUND:
+            # It cannot show a dialog after all, whatever it declared: not asked again here.
+            ctx.session.dialog_refused = True
+        return Answer(
+            "error",
+            detail=f"the client answered with an error: {text or error!r}",
+            code=code if isinstance(code, int) else None,
+        )
     return read_answer(reply.get("result"))

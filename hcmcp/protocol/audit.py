@@ -9,7 +9,8 @@ consent on the terminal) calls ``record`` itself, with ``approved_by="terminal"`
 
 Fields: ``tool``, ``checks`` (the identifiers acted on; never names, which are free text),
 ``outcome``, ``approved_by`` (dialog, input_required, token, terminal; absent where nothing was
-approved), the client's ``client_name`` and ``client_version`` as it declared them (cut to 100
+approved), ``results`` (where the tool acted on each check in turn, one word per check in the order
+of ``checks``: delete_check's deleted, already_gone, failed, not_reached; absent otherwise), the client's ``client_name`` and ``client_version`` as it declared them (cut to 100
 characters), and the ``tenant`` fingerprint where there is one. No key, token or session id.
 """
 
@@ -48,6 +49,7 @@ def record(
     checks: list[str],
     outcome: str,
     approved_by: str | None = None,
+    results: list[str] | None = None,
     client_name: str | None = None,
     client_version: str | None = None,
     tenant: str | None = None,
@@ -64,6 +66,7 @@ def record(
         checks=list(checks),
         outcome=outcome,
         approved_by=approved_by,
+        results=list(results) if results is not None else None,
         client_name=client_name,
         client_version=client_version,
         tenant=tenant,

@@ -12,7 +12,9 @@
   address); without a token (a loopback bind) the whole listener guard applies. 404 while
   metrics are off.
 
-It also owns the listener's series: sessions open, requests in flight and refusals by status.
+It also owns the listener's series: sessions open, requests in flight and refusals by status;
+and the info line of each 401 (``RefusalLog``: the reason and the remote address, never the
+credential; at most a burst of 10 lines, then one a second, the rest counted in the next line).
 """
 
 from __future__ import annotations
@@ -53,6 +55,62 @@ def _body(status: str) -> bytes:
     return b'{"status":"' + status.encode() + b'"}'
 
 
+_CREDENTIAL_HEADERS = ("authorization", "x-healthchecks-api-key")
+
+
+class RefusalLog:
+    """One info line per 401, bounded: a token bucket of ``burst`` lines refilled at ``rate`` a
+    second, so that a flood of bad credentials writes at most about one line a second; the lines
+    left out are counted in the next one (``suppressed``). ``clock`` is injectable for tests."""
+
+    def __init__(
+        self, burst: int = 10, rate: float = 1.0, clock: Callable[[], float] | None = None
+    ) -> None:
+        import time
+
+        self.burst = burst
+        self.rate = rate
+        self.clock = clock or time.monotonic
+        self.tokens = float(burst)
+        self.last = self.clock()
+        self.suppressed = 0
+
+    def allow(self) -> bool:
+        now = self.clock()
+        self.tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
+        self.last = now
+        if self.tokens < 1:
+            self.suppressed += 1
+            return False
+        self.tokens -= 1
+        return True
+
+    def refused(self, request: Request, status: int, reason: str) -> None:
+        """The line for one refusal: ``reason`` is the answer's own text (it never holds the
+        credential), ``remote`` the peer's address."""
+        import hcmcp
+
+        if not hcmcp.observing:  # the default level (warning) writes no info line
+            return
+        from ..telemetry import logs
+
+        if not logs.enabled("info") or not self.allow():
+            return
+        suppressed, self.suppressed = self.suppressed, 0
+        sent = any(request.header(name) is not None for name in _CREDENTIAL_HEADERS)
+        logs.emit(
+            "info",
+            "refused",
+            None,
+            status=status,
+            reason=reason,
+            credential="rejected" if sent else "none",  # whether one was sent; never its value
+            remote=request.client[0] if request.client else None,
+            path=request.path[:100],
+            suppressed=suppressed or None,
+        )
+
+
 class Operations:
     """The operator's endpoints of one listener, and its drain flag."""
 
@@ -66,6 +124,7 @@ class Operations:
         self.guard = guard
         self.token_set = token_set
         self.draining = False
+        self.refusal_log = RefusalLog()
         self.metrics: Registry | None = None
         self._refusals: Counter | None = None
         import hcmcp

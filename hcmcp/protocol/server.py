@@ -20,6 +20,8 @@ from .. import get_logger
 from . import revisions
 from .asking import (  # ClientGone: re-exported, it was defined here
     CLIENT_CANNOT,
+    CLIENT_REFUSED,
+    NOT_INITIALIZED,
     OPERATOR_DISABLED,
     TRANSPORT_CANNOT,
     Answer,
@@ -113,6 +115,8 @@ class Session:
     tenant: str | None = None
     label: str | None = None
     approval_source: str | None = None
+    # The client answered elicitation/create with -32601: no dialog is asked of it again.
+    dialog_refused: bool = False
     _next_id: int = 0
     _initialized_event: Any = None
 
@@ -161,6 +165,9 @@ class RequestContext:
     audit_checks: list[str] = field(default_factory=list)
     audit_outcome: str | None = None
     approved_by: str | None = None
+    # One word per audit_checks entry where the tool acted on each (delete_check: deleted,
+    # already_gone, failed, not_reached); None where the outcome says it all.
+    audit_results: list[str] | None = None
 
     @property
     def tenant(self) -> str | None:
@@ -187,6 +194,12 @@ class RequestContext:
             return TRANSPORT_CANNOT
         if not revisions.declares_form_elicitation(self.client_capabilities):
             return CLIENT_CANNOT
+        if not self.modern and not self.session.initialized:
+            # A request may not be sent before notifications/initialized; a client serving calls
+            # without it (a bridge that does not forward it) may never send it: do not wait.
+            return NOT_INITIALIZED
+        if not self.modern and self.session.dialog_refused:
+            return CLIENT_REFUSED
         return None
 
     @property
@@ -609,6 +622,7 @@ class McpServer:
             checks=ctx.audit_checks,
             outcome=outcome,
             approved_by=ctx.approved_by,
+            results=ctx.audit_results,
             client_name=client_name,
             client_version=client_version,
             tenant=ctx.session.tenant or self.tenant,

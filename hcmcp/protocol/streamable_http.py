@@ -143,6 +143,7 @@ class _Reply(Exception):
         id: Any = None,
     ) -> None:
         super().__init__(message)
+        self.message = message
         self.response = Response(
             status,
             encode(error_message(id, RpcError(code, message, data))),
@@ -317,6 +318,8 @@ class StreamableHttp:
             )
         except _Reply as reply:
             self.ops.refused(reply.response.status)
+            if reply.response.status == 401:  # an operator reading the log can tell why
+                self.ops.refusal_log.refused(request, 401, reply.message)
             return reply.response
 
     async def _caller(self, request: Request) -> Caller:

@@ -15,7 +15,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ..protocol.asking import CLIENT_CANNOT, OPERATOR_DISABLED, TRANSPORT_CANNOT
+from ..protocol.asking import (
+    CLIENT_CANNOT,
+    CLIENT_REFUSED,
+    NOT_INITIALIZED,
+    OPERATOR_DISABLED,
+    TRANSPORT_CANNOT,
+)
+from ..protocol.jsonrpc import METHOD_NOT_FOUND
 
 OPERATION = "delete_check"
 TOKEN_LIFETIME = 300  # seconds
@@ -153,6 +160,13 @@ _WHY = {
     "asked.",
     TRANSPORT_CANNOT: "This server runs in stateless HTTP mode, where it has no way to ask the "
     "client during a call, so delete_check falls back to a two-call token.",
+    NOT_INITIALIZED: "This MCP client has not sent notifications/initialized on this session "
+    "(a bridge in front of hcmcp may never forward it), and until it does the server may not "
+    "send it a question, so delete_check falls back to a two-call token at once instead of "
+    "waiting for a dialog that might never be shown.",
+    CLIENT_REFUSED: "This MCP client declared that it can show a confirmation dialog "
+    "(elicitation), but answered elicitation/create with -32601 (method not found; a bridge in "
+    "front of hcmcp may do this), so delete_check falls back to a two-call token.",
 }
 
 _PROVES = (
@@ -190,6 +204,10 @@ def _token_verdict(
 TERMINAL_APPROVAL = (
     "Approved on the command line: hcmcp call delete_check ... --yes (the person who ran it "
     "consented before the call; no dialog was shown)."
+)
+
+TERMINAL_PROMPT_APPROVAL = (
+    "Approved on the command line: the person typed yes at hcmcp call's prompt."
 )
 
 # The guard's outcomes as counted in hcmcp_guard_outcomes_total (HCMCP_METRICS).
@@ -264,8 +282,19 @@ async def _decide(ctx: Any, targets: list[str], confirm_token: str | None) -> Ve
             # one key's sealed question must not open under another's.
             fingerprint=bound_to if tenant is None else f"{bound_to}/{tenant}",
         )
+        if answer.action == "error" and answer.code == METHOD_NOT_FOUND:
+            # It cannot ask after all: the token path, with its cause named (and a token this
+            # call brought is redeemed: the session asks no dialog again).
+            return _by_token(ctx, CLIENT_REFUSED, targets, bound_to, confirm_token)
+        at_terminal = getattr(getattr(ctx, "session", None), "approval_source", None) == "terminal"
         if answer.action == "accept" and (answer.content or {}).get(CONFIRM_FIELD) is True:
+            if at_terminal:  # hcmcp call's prompt: one name with the audit's approved_by=terminal
+                return Verdict(True, "approved_by_terminal", TERMINAL_PROMPT_APPROVAL)
             return Verdict(True, "approved_by_dialog", "Approved in the confirmation dialog.")
+        if answer.action == "decline" and at_terminal:
+            return Verdict(
+                False, "declined", "Nothing was deleted: the answer at the terminal was not yes."
+            )
         if answer.action == "accept":
             return Verdict(
                 False,
@@ -285,6 +314,13 @@ async def _decide(ctx: Any, targets: list[str], confirm_token: str | None) -> Ve
             "no_answer",
             f"Nothing was deleted: no usable answer came back ({answer.detail}).",
         )
+    return _by_token(ctx, why_no_dialog, targets, bound_to, confirm_token)
+
+
+def _by_token(
+    ctx: Any, why_no_dialog: str, targets: list[str], bound_to: str, confirm_token: str | None
+) -> Verdict:
+    """The fallback: a token issued, or the one this call brought redeemed (or refused)."""
     if confirm_token is None:
         return _token_verdict(ctx, "token_issued", why_no_dialog, targets, bound_to)
     key, tenant = _sealing(ctx)

@@ -598,6 +598,9 @@ def _delete_check(api: HealthchecksApi) -> Tool:
         deleted: list[CheckDetail] = []
         gone: list[str] = []
         total = len(targets)
+        # What happened to each check, for the audit line: deleted, already_gone, failed,
+        # not_reached (after the first failure). Until the instance answers, not_reached.
+        results = dict.fromkeys(targets, "not_reached")
         for index, uuid in enumerate(targets):
             try:
                 deleted.append(check_detail(await api.delete_check(uuid)))
@@ -606,8 +609,11 @@ def _delete_check(api: HealthchecksApi) -> Tool:
                     raise
                 if isinstance(error, NotFound) and verdict.outcome == "approved_by_token":
                     gone.append(uuid)
+                    results[uuid] = "already_gone"
                     await _progress(ctx, index + 1, total, f"check {uuid} was already deleted")
                     continue
+                results[uuid] = "failed"
+                _audit_results(ctx, targets, results)
                 if total == 1:
                     raise tool_error(error) from None
                 failure = DeleteFailure(check=uuid, error=tool_error(error).message)
@@ -617,8 +623,14 @@ def _delete_check(api: HealthchecksApi) -> Tool:
                     ctx, index + 1, total, f"check {uuid} could not be deleted; stopped"
                 )
                 return _stopped(verdict, targets, deleted, failure, rest)
+            results[uuid] = "deleted"
             await _progress(ctx, index + 1, total, f"deleted check {uuid} ({index + 1} of {total})")
-        _audit(ctx, targets, "deleted")
+        _audit_results(ctx, targets, results)
+        # "deleted" only when this call deleted every check; a token used again finds them gone.
+        if not gone:
+            _audit(ctx, targets, "deleted")
+        else:
+            _audit(ctx, targets, "partly_deleted" if deleted else "already_gone")
         note = (
             "deleted holds each check as it was just before deletion — the last record of it (its channels "
             "are always empty by then). The UUIDs cannot be reused."
@@ -675,6 +687,12 @@ def _audit(
         ctx.audit_outcome = outcome
     if approved_by is not None:
         ctx.approved_by = approved_by
+
+
+def _audit_results(ctx: Any, targets: list[str], results: dict[str, str]) -> None:
+    """The audit line's per-check word, in the order of its checks."""
+    if hasattr(ctx, "audit_results"):
+        ctx.audit_results = [results[uuid] for uuid in targets]
 
 
 async def _progress(ctx: Any, progress: int, total: int, message: str) -> None:
