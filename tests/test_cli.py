@@ -271,7 +271,7 @@ def test_no_mcp_message_can_give_the_command_lines_consent():
             if meta:
                 params["_meta"] = meta
             result = peer.request("tools/call", params)["result"]
-            outcome = result["structuredContent"].get("outcome")
+            outcome = result.get("structuredContent", {}).get("outcome")
             assert outcome in (None, "token_issued"), result
             assert outcome == "token_issued" or result["isError"]
         listed = peer.request("tools/call", {"name": "get_check", "arguments": {"check": uuid}})["result"]

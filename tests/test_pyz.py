@@ -111,7 +111,7 @@ def test_it_serves_the_demo_over_stdio_as_nobody_without_home_from_a_read_only_d
             proc.stdin.write(json.dumps(rpc(method, params, id)).encode() + b"\n")
             proc.stdin.flush()
             message = json.loads(out.next())
-            validate_server_message(revision, message, method)
+            validate_server_message(revision, message, method, params.get("name"))
             assert message["id"] == id and "result" in message, message
             return message["result"]
 
