@@ -151,7 +151,8 @@ def test_it_serves_the_demo_over_http_as_nobody_without_home_from_a_read_only_di
             conn.request("POST", "/mcp", json.dumps(message),
                          {"Content-Type": "application/json", "Accept": BOTH, **headers})
             try:
-                return read(conn.getresponse(), revision, message.get("method"))
+                return read(conn.getresponse(), revision, message.get("method"),
+                            (message.get("params") or {}).get("name"))
             finally:
                 conn.close()
 
