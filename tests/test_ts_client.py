@@ -24,7 +24,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from support import HCMCP, ROOT
+from support import HCMCP, ROOT, cache_env
 from test_http_transport_process import Served, clean_env
 
 DRIVER = ROOT / "tests" / "ts_client" / "tool_calls.mjs"
@@ -126,7 +126,8 @@ def assert_guard_outcomes(rows: list[dict], outcomes: list[str]) -> None:
 
 def stdio_server() -> dict:
     env = clean_env()
-    return {"command": HCMCP + ["--demo"], "env": {k: env[k] for k in ("PATH", "HOME", "TMPDIR") if k in env}}
+    kept = {k: env[k] for k in ("PATH", "HOME", "TMPDIR") if k in env}
+    return {"command": HCMCP + ["--demo"], "env": {**kept, **cache_env()}}   # a .pyz unpacks into the run's cache
 
 
 def test_every_tools_errors_reach_the_ts_sdk_client_over_stdio():
