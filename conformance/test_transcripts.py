@@ -217,9 +217,9 @@ def test_a_message_outside_the_schema_fails(tmp_path):
     validated = []
     original = replay_runner.validate_with_official_schema
 
-    def spy(revision, message, method):
+    def spy(revision, message, method, *tool_and_listed):
         validated.append((revision, method))
-        original(revision, message, method)
+        original(revision, message, method, *tool_and_listed)
 
     replay_runner.validate_with_official_schema = spy
     try:

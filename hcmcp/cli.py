@@ -495,6 +495,21 @@ async def call_once(
         sys.stderr.write(f"hcmcp: {error.get('message')}\n")
         return USAGE
     result = response["result"]
-    output = result.get("structuredContent")
-    sys.stdout.write(orjson.dumps(output, option=orjson.OPT_INDENT_2).decode() + "\n")
+    sys.stdout.write(orjson.dumps(printed(result), option=orjson.OPT_INDENT_2).decode() + "\n")
     return exit_code(name, result)
+
+
+def printed(result: dict[str, Any]) -> Any:
+    """What ``hcmcp call`` prints: the structuredContent; for an isError result (which carries
+    none) ``{"error": its text, **its _meta["io.hcmcp/error"]}``, kind, status and retryable."""
+    if not result.get("isError"):
+        return result.get("structuredContent")
+    from .protocol.tool import ERROR_META
+
+    text = "\n".join(
+        block["text"]
+        for block in result.get("content", ())
+        if block.get("type") == "text" and isinstance(block.get("text"), str)
+    )
+    details = (result.get("_meta") or {}).get(ERROR_META) or {}
+    return {"error": text, **details}

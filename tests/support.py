@@ -59,11 +59,16 @@ def validate_definition(revision: str, definition: str, value: Any) -> None:
         raise error
 
 
-def validate_server_message(revision: str, message: dict[str, Any], method: str | None = None) -> None:
+def validate_server_message(revision: str, message: dict[str, Any], method: str | None = None,
+                            tool: str | None = None, listed: dict[str, Any] | None = None) -> None:
     """Validate one message the server wrote: the envelope, then the result by the method it answers.
 
     ``"id": null`` fails here as it fails every MCP schema: an error whose id could not be read
     leaves ``id`` out (valid from 2025-11-25), or is not written at all (DESIGN.md).
+
+    A ``tools/call`` result is also held to its tool's ``outputSchema`` (validate_tool_result):
+    ``tool`` is the name the call asked for, ``listed`` the session's own tools/list (name ->
+    outputSchema or None), else the tools hcmcp and its conformance fixtures serve.
     """
     validate_definition(revision, "JSONRPCMessage", message)
     if "result" in message and method in RESULT_OF:
@@ -76,8 +81,81 @@ def validate_server_message(revision: str, message: dict[str, Any], method: str 
         if revision == "2024-11-05" and definition == "EmptyResult":
             definition = "Result"
         validate_definition(revision, definition, result)
+        if definition == "CallToolResult":
+            validate_tool_result(revision, result, tool, listed)
     if "method" in message and message["method"] == "elicitation/create":
         validate_definition(revision, "ElicitRequest", message)
+
+
+ERROR_META = "io.hcmcp/error"   # where an isError result carries kind, status, retryable, field...
+
+
+def error_details(result: dict[str, Any]) -> dict[str, Any]:
+    """The details of an isError result: ``_meta["io.hcmcp/error"]`` (never structuredContent,
+    which would have to match the tool's outputSchema)."""
+    assert result.get("isError") is True, result
+    assert "structuredContent" not in result, result
+    return (result.get("_meta") or {}).get(ERROR_META) or {}
+
+
+# Revisions whose Tool has no outputSchema: nothing to hold a result to.
+_NO_OUTPUT_SCHEMA = ("2024-11-05", "2025-03-26")
+
+
+@lru_cache(maxsize=None)
+def known_output_schemas() -> dict[str, dict[str, Any] | None]:
+    """name -> outputSchema (None: the tool declares none) of every tool a test may call without
+    listing first: hcmcp's 14 and the conformance fixture server's (no name is in both)."""
+    from conformance.fixture_server import fixture_server
+    from hcmcp.healthchecks.api import HealthchecksApi
+    from hcmcp.tools.catalog import all_tools
+
+    read, write = all_tools(HealthchecksApi("https://healthchecks.io", None))
+    hcmcp_tools = {tool.name: tool.descriptor().get("outputSchema") for tool in read + write}
+    fixtures = {tool.name: tool.descriptor().get("outputSchema") for tool in fixture_server().tools.values()}
+    assert not set(hcmcp_tools) & set(fixtures), "a tool name both hcmcp and the fixtures serve"
+    return {**fixtures, **hcmcp_tools}
+
+
+def listed_output_schemas(tools_list_result: dict[str, Any]) -> dict[str, Any]:
+    """name -> outputSchema (or None) of a tools/list result's tools."""
+    return {tool["name"]: tool.get("outputSchema") for tool in tools_list_result.get("tools") or ()
+            if isinstance(tool, dict) and isinstance(tool.get("name"), str)}
+
+
+@lru_cache(maxsize=None)
+def _output_validator(schema_json: str):
+    # A tool's outputSchema is JSON Schema 2020-12 unless it says otherwise (2025-11-25 on).
+    schema = json.loads(schema_json)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    cls.check_schema(schema)
+    return cls(schema)
+
+
+def validate_tool_result(revision: str, result: dict[str, Any], tool: str | None,
+                         listed: dict[str, Any] | None = None) -> None:
+    """A CallToolResult against its tool's outputSchema, success and isError alike: 2025-06-18 on,
+    structured content MUST conform to it (the TS SDK's client throws -32602 when it does not). A
+    success result of such a tool must carry it; an isError result may leave it out."""
+    if tool is None:
+        raise AssertionError("a tools/call result to validate needs the name of the tool it answers")
+    if revision in _NO_OUTPUT_SCHEMA:
+        return
+    schemas = listed if listed is not None and tool in listed else known_output_schemas()
+    schema = schemas.get(tool)
+    if schema is None:
+        return   # the tool declares no outputSchema (or is unknown here): any structured content goes
+    if "structuredContent" not in result:
+        if not result.get("isError"):
+            raise AssertionError(f"{tool} declares an outputSchema, but its result has no structuredContent: {result}")
+        return
+    error = jsonschema.exceptions.best_match(
+        _output_validator(json.dumps(schema, sort_keys=True)).iter_errors(result["structuredContent"]))
+    if error is not None:
+        where = "/".join(str(part) for part in error.absolute_path)
+        raise AssertionError(
+            f"the structuredContent of this {'isError ' if result.get('isError') else ''}{tool} result does not "
+            f"match the tool's outputSchema{' at ' + where if where else ''}: {error.message}\n{result}")
 
 
 class StdioPeer:
@@ -91,6 +169,8 @@ class StdioPeer:
         self.revision = revision
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.sent_methods: dict[Any, str] = {}
+        self.sent_tools: dict[Any, Any] = {}   # request id -> the tool a tools/call named
+        self.listed: dict[str, Any] | None = None   # this session's tools/list: name -> outputSchema
         self.received: list[dict[str, Any]] = []
         threading.Thread(target=self._pump, daemon=True).start()
         self._next = 0
@@ -105,9 +185,24 @@ class StdioPeer:
         self.proc.stdin.flush()
 
     def send(self, message: dict[str, Any]) -> None:
+        self.note(message)
+        self.send_raw(json.dumps(message).encode())
+
+    def note(self, message: dict[str, Any]) -> None:
+        """Remember a request sent (by send(), or raw by the test) to validate its answer."""
         if "method" in message and "id" in message:
             self.sent_methods[message["id"]] = message["method"]
-        self.send_raw(json.dumps(message).encode())
+            if message["method"] == "tools/call":
+                params = message.get("params")
+                self.sent_tools[message["id"]] = params.get("name") if isinstance(params, dict) else None
+
+    def validate(self, message: dict[str, Any], revision: str | None = None) -> None:
+        """validate_server_message for a message this peer's requests were answered with."""
+        method = self.sent_methods.get(message.get("id")) if "method" not in message else None
+        tool = self.sent_tools.get(message.get("id")) if method == "tools/call" else None
+        validate_server_message(revision or self.revision_of(message, method), message, method, tool, self.listed)
+        if method == "tools/list" and isinstance(message.get("result"), dict):
+            self.listed = {**(self.listed or {}), **listed_output_schemas(message["result"])}
 
     def request(self, method: str, params: dict[str, Any] | None = None, id: Any = None) -> dict[str, Any]:
         if id is None:
@@ -134,8 +229,7 @@ class StdioPeer:
             raise AssertionError("the server closed stdout; stderr: " + self.stderr_text())
         assert line.endswith(b"\n") and b"\n" not in line[:-1], line
         message = json.loads(line)
-        method = self.sent_methods.get(message.get("id")) if "method" not in message else None
-        validate_server_message(self.revision_of(message, method), message, method)
+        self.validate(message)
         self.received.append(message)
         return message
 

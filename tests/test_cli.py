@@ -220,6 +220,14 @@ def test_exit_codes_0_1_2_3():
     assert run("call", "list_checks", "{}", "--demo").returncode == 0
     bad = run("call", "list_checks", '{"limit": 0}', "--demo")
     assert bad.returncode == 1 and "limit" in json.loads(bad.stdout)["error"]
+    assert json.loads(bad.stdout)["field"] == "limit"
+    # An isError result carries no structuredContent (issue 28): the command prints what it always did,
+    # {"error": the text, kind, status, retryable...}, from the text and _meta["io.hcmcp/error"].
+    missing = run("call", "get_check", '{"check": "00000000-0000-4000-8000-000000000000"}', "--demo")
+    printed = json.loads(missing.stdout)
+    assert missing.returncode == 1 and "404" in printed["error"]
+    assert {key: printed[key] for key in ("kind", "status", "retryable")} == \
+        {"kind": "not_found", "status": 404, "retryable": False}
     unknown = run("call", "nope", "{}", "--demo")
     assert unknown.returncode == 2 and b"Unknown tool" in unknown.stderr and unknown.stdout == b""
     token = run("call", "delete_check", json.dumps({"check": demo_uuids()[0]}), "--demo")
@@ -271,7 +279,7 @@ def test_no_mcp_message_can_give_the_command_lines_consent():
             if meta:
                 params["_meta"] = meta
             result = peer.request("tools/call", params)["result"]
-            outcome = result["structuredContent"].get("outcome")
+            outcome = result.get("structuredContent", {}).get("outcome")
             assert outcome in (None, "token_issued"), result
             assert outcome == "token_issued" or result["isError"]
         listed = peer.request("tools/call", {"name": "get_check", "arguments": {"check": uuid}})["result"]

@@ -11,7 +11,7 @@ from datetime import datetime
 from deploy_support import call, hcmcp, hcmcp_env, seeded, simulator_thread
 from hcmcp.healthchecks.models import check_of
 from hcmcp.healthchecks.versions import as_v3
-from support import RECORDINGS
+from support import RECORDINGS, error_details
 
 
 def ok(peer, name, arguments):
@@ -56,9 +56,9 @@ def test_a_v2_instance_is_found_once_and_slug_is_refused_before_sending():
     assert info["api_version"] == 2 and "API v2" in info["detail"] and "slug" in info["detail"]
     text = refused["content"][0]["text"]
     assert refused.get("isError") and "slug needs an instance with API v3" in text and "v2" in text
-    assert refused["structuredContent"]["field"] == "slug" and after_refusal == before
+    assert error_details(refused)["field"] == "slug" and after_refusal == before
     assert created["check"]["slug"] == "nightly-backup" and "slug" in created["note"]
-    assert updated.get("isError") and updated["structuredContent"]["api_version"] == 2
+    assert updated.get("isError") and error_details(updated)["api_version"] == 2
     assert not any(method == "POST" and "/checks/" + checks[0]["uuid"] in path for method, path in sim.requests)
 
 

@@ -135,7 +135,7 @@ def test_a_client_stays_on_its_connection_through_the_hand_over():
                     messages.append(answer.json)
             assert loaded(fast.proc.pid, "msgspec", "orjson")   # the tools/call went to the full path
         for message, method in zip(messages, ["initialize", "tools/list", "tools/call", "tools/list"]):
-            validate_server_message("2025-11-25", message, method)
+            validate_server_message("2025-11-25", message, method, "list_checks")
             assert "result" in message, message
         assert not messages[2]["result"].get("isError") and messages[2]["result"]["structuredContent"]["checks"]
         assert messages[1]["result"] == messages[3]["result"]   # the fast tools/list and the full path's
@@ -434,6 +434,6 @@ def test_once_built_the_full_server_takes_over_an_idle_connection_and_its_sessio
                                 b'"arguments":{}}}', session=sid))
             answer = raw.answer()
         assert answer.status == 200
-        validate_server_message("2025-11-25", answer.json, "tools/call")
+        validate_server_message("2025-11-25", answer.json, "tools/call", "get_status")
         assert not answer.json["result"].get("isError")
         assert served.stop() == 0

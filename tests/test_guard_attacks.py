@@ -32,7 +32,7 @@ import pytest
 from hcmcp.protocol.seal import Seal
 from hcmcp.tools import confirm
 from hcmcp.tools.shaping import MARKER
-from support import PY, ROOT, StdioPeer, modern_meta
+from support import PY, ROOT, StdioPeer, error_details, modern_meta
 from test_http_transport_process import Served, clean_env
 from test_http_transport_support import Wire, rpc, session
 
@@ -98,7 +98,7 @@ class Side:
     def exists(self, uuid: str) -> bool:
         result = self.modern("get_check", {"check": uuid})
         if result.get("isError"):
-            assert result["structuredContent"]["kind"] == "not_found", result
+            assert error_details(result)["kind"] == "not_found", result
             return False
         return True
 

@@ -56,7 +56,7 @@ def check_uuids(port: int, headers: dict) -> list[str]:
     with Raw(port) as raw:
         post(raw, call("list_checks", {}, "list"), headers)
         answer = raw.answer()
-        validate_server_message(LEGACY, answer.json, "tools/call")
+        validate_server_message(LEGACY, answer.json, "tools/call", "list_checks")
         return [check["uuid"] for check in answer.json["result"]["structuredContent"]["checks"]]
 
 

@@ -110,7 +110,7 @@ class Served:
         conn = connection or self.connection()
         conn.request("POST", "/mcp", json.dumps(message), {"Content-Type": "application/json", "Accept": BOTH,
                                                           **(headers or {})})
-        return read(conn.getresponse(), revision, message.get("method"))
+        return read(conn.getresponse(), revision, message.get("method"), (message.get("params") or {}).get("name"))
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 10.0) -> int:
         self.proc.send_signal(sig)
@@ -125,7 +125,8 @@ class Served:
             self.proc.wait()
 
 
-def read(response: http.client.HTTPResponse, revision: str, method: str | None) -> tuple[int, dict, list[dict]]:
+def read(response: http.client.HTTPResponse, revision: str, method: str | None,
+         tool: str | None = None) -> tuple[int, dict, list[dict]]:
     body = response.read().decode()
     headers = {name.lower(): value for name, value in response.getheaders()}
     if headers.get("content-type", "").startswith("text/event-stream"):
@@ -133,7 +134,7 @@ def read(response: http.client.HTTPResponse, revision: str, method: str | None) 
     else:
         messages = [json.loads(body)] if body else []
     for message in messages:
-        validate_server_message(revision, message, None if "method" in message else method)
+        validate_server_message(revision, message, None if "method" in message else method, tool)
     return response.status, headers, messages
 
 
@@ -162,7 +163,7 @@ def test_sigterm_lets_the_call_in_flight_finish_stops_accepting_and_exits_0():
         served.wait_for("slow: started")
         started = time.monotonic()
         served.proc.send_signal(signal.SIGTERM)
-        status, _, messages = read(conn.getresponse(), "2026-07-28", "tools/call")
+        status, _, messages = read(conn.getresponse(), "2026-07-28", "tools/call", "slow")
         assert status == 200 and messages[-1]["result"]["structuredContent"] == {"seconds": 0.5}
         assert served.proc.wait(10) == 0
         assert time.monotonic() - started < 5   # it did not sit out the whole grace

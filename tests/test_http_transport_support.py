@@ -50,7 +50,8 @@ def _validate_definition(revision: str, definition: str, value: Any) -> None:
     _validator(revision, definition).validate(value)
 
 
-def validate_server_message(revision: str, message: dict[str, Any], method: str | None = None) -> None:
+def validate_server_message(revision: str, message: dict[str, Any], method: str | None = None,
+                            tool: str | None = None) -> None:
     """support.validate_server_message, with each schema's validator built once.
 
     jsonschema.validate() re-checks the whole official schema on every call (0.7 s here), which
@@ -59,7 +60,7 @@ def validate_server_message(revision: str, message: dict[str, Any], method: str 
     original = support.validate_definition
     support.validate_definition = _validate_definition
     try:
-        support.validate_server_message(revision, message, method)
+        support.validate_server_message(revision, message, method, tool)
     finally:
         support.validate_definition = original
 
@@ -150,6 +151,7 @@ class Wire:
         self._text = ""
         self._revision = LEGACY
         self._method: str | None = None
+        self._tool: Any = None   # the tool a tools/call named, to hold its result to its outputSchema
 
     # bytes
 
@@ -211,9 +213,10 @@ class Wire:
         if isinstance(body, dict):
             self._method = body.get("method")
             params = body.get("params") or {}
+            self._tool = params.get("name") if isinstance(params, dict) else None
             self._revision = revision or (MODERN if "_meta" in params else LEGACY)
         else:
-            self._method, self._revision = None, revision or LEGACY
+            self._method, self._tool, self._revision = None, None, revision or LEGACY
         await self.send(self.encode(method, path, raw, all_headers))
 
     async def read_head(self) -> tuple[int, dict[str, str]]:
@@ -261,7 +264,7 @@ class Wire:
 
     def check(self, message: dict[str, Any]) -> None:
         method = None if "method" in message else self._method
-        validate_server_message(self._revision, message, method)
+        validate_server_message(self._revision, message, method, self._tool if method == "tools/call" else None)
 
     async def read_reply(self, head_read: bool = True) -> Reply:
         """The rest of the response (its head read already, unless head_read=False): whole body,

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-from support import HCMCP, StdioPeer
+from support import HCMCP, StdioPeer, error_details
 from test_http_transport_process import Served, clean_env, modern_call
 
 KEY = "hcr_" + "a" * 28
@@ -43,8 +43,8 @@ def error_text(argv: list[str], env: dict[str, str], name: str, arguments: dict)
     with StdioPeer(argv, env=env) as peer:
         peer.initialize()
         result = peer.request("tools/call", {"name": name, "arguments": arguments})["result"]
-    assert result["isError"] is True
-    assert result["structuredContent"]["error"] == result["content"][0]["text"]
+    assert result["isError"] is True and len(result["content"]) == 1
+    error_details(result)   # (the text alone: no structuredContent)
     return result["content"][0]["text"]
 
 
@@ -132,7 +132,7 @@ def test_every_tool_answers_every_decoder_error_in_our_words():
                 text = result["content"][0]["text"]
                 assert result["isError"] is True, (tool["name"], arguments)
                 assert text.startswith(f"Invalid arguments for {tool['name']}: "), text
-                assert f"'{field}'" in text and result["structuredContent"]["field"] == field, text
+                assert f"'{field}'" in text and error_details(result)["field"] == field, text
                 assert "`" not in text and "Object " not in text, text
                 seen += 1
     assert seen > 40

@@ -174,11 +174,11 @@ def test_sigterm_drains_readyz_503_at_once_while_the_slow_call_finishes_and_is_d
             "POST", "/mcp", json.dumps(other),
             {"Content-Type": "application/json", "Accept": BOTH, **other_headers},
         )
-        refused, refused_headers, refusal = read(fresh.getresponse(), "2026-07-28", "tools/call")
+        refused, refused_headers, refusal = read(fresh.getresponse(), "2026-07-28", "tools/call", "slow")
         assert refused == 503 and "shutting down" in refusal[0]["error"]["message"]
         assert refused_headers["retry-after"]
         # The call in flight still gets its answer.
-        status, _, messages = read(conn.getresponse(), "2026-07-28", "tools/call")
+        status, _, messages = read(conn.getresponse(), "2026-07-28", "tools/call", "slow")
         assert status == 200 and messages[-1]["result"]["structuredContent"] == {"seconds": 2.0}
         assert server.proc.wait(10) == 0
         assert time.monotonic() - signalled < 6  # it left once the call was done, not at the grace

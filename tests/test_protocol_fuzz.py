@@ -61,7 +61,8 @@ def test_any_message_gets_a_well_formed_answer_or_none(message):
     revision = "2026-07-28" if isinstance(encoded.get("result"), dict) and "resultType" in encoded["result"] \
         else "2025-11-25"
     method = decoded.method if decoded is not None and isinstance(decoded.method, str) else None
-    validate_server_message(revision, encoded, method)
+    params = decoded.params if decoded is not None and isinstance(decoded.params, dict) else {}
+    validate_server_message(revision, encoded, method, params.get("name"))
 
 
 @settings(max_examples=300, deadline=None)

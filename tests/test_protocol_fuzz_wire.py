@@ -52,6 +52,12 @@ def _revision_of(message: dict[str, Any], negotiated: str = REVISION) -> str:
     return "2026-07-28" if isinstance(result, dict) and "resultType" in result else negotiated
 
 
+def _tool_of(value: Any) -> Any:
+    """The tool a (fuzzed) tools/call names, to hold its result to that tool's outputSchema."""
+    params = value.get("params") if isinstance(value, dict) else None
+    return params.get("name") if isinstance(params, dict) else None
+
+
 class StdioFuzzer:
     """One spawned server for many examples; every line it writes is checked against ``revision``,
     the revision its initialize negotiated (2025-06-18 requires an id on every error)."""
@@ -62,6 +68,7 @@ class StdioFuzzer:
         self.peer.initialize(version=revision)
         self.tools = self.peer.request("tools/list")["result"]["tools"]
         self.methods: dict[Any, str] = {}
+        self.tools: dict[Any, Any] = {}   # request id -> the tool a tools/call named
         self.cancelled_unanswered = 0   # calls a cancellation stopped: never answered (counted for tests)
         self.probes = 0
         self.examples = 0
@@ -96,7 +103,7 @@ class StdioFuzzer:
             self.internal.append(json.dumps(message)[:300] + "\n  after: " + b" | ".join(
                 line[:400] for line in self.current).decode("utf-8", "replace"))
         validate_server_message(_revision_of(message, self.revision), message,
-                                self.methods.get(id) if id is not None else None)
+                                self.methods.get(id) if id is not None else None, self.tools.get(id))
         return message
 
     def run(self, lines: list[bytes]) -> None:
@@ -107,6 +114,7 @@ class StdioFuzzer:
         for value in values:
             if fz.must_answer(value) and isinstance(value.get("method"), str):
                 self.methods[value["id"]] = value["method"]
+                self.tools[value["id"]] = _tool_of(value)
         cancelled = fz.cancelled_after_request(values)
         self.probes += 1
         probe = f"probe-{self.probes}"
@@ -289,7 +297,8 @@ class HttpFuzzer:
         method = value.get("method") if isinstance(value, dict) and isinstance(value.get("method"), str) else None
         for message in messages:
             assert isinstance(message, dict) and message.get("jsonrpc") == "2.0", message
-            validate_server_message(_revision_of(message), message, None if "method" in message else method)
+            validate_server_message(_revision_of(message), message, None if "method" in message else method,
+                                    _tool_of(value))
         answers = [m for m in messages if "method" not in m]
         if answers and "resultType" in (answers[0].get("result") or {}):
             self.modern_results += 1
@@ -471,7 +480,7 @@ def test_stdio_a_client_that_writes_thousands_of_requests_without_reading(fuzz_e
             message = json.loads(line)
             method = methods[message["id"]]
             if method not in validated:   # one of each kind (jsonschema on every tools/list is slow)
-                validate_server_message(REVISION, message, method)
+                validate_server_message(REVISION, message, method, "list_checks")
                 validated.add(method)
             assert message.get("jsonrpc") == "2.0" and ("result" in message or "error" in message)
             seen[message["id"]] += 1

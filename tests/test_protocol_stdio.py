@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from support import FIXTURE, StdioPeer, modern_meta
+from support import FIXTURE, StdioPeer, error_details, modern_meta
 
 
 @pytest.fixture
@@ -100,7 +100,7 @@ def test_bad_arguments_are_an_iserror_result_naming_the_field(peer, arguments, f
     peer.initialize()
     result = peer.request("tools/call", {"name": "add", "arguments": arguments})["result"]
     assert result["isError"] is True
-    assert result["structuredContent"]["field"] == field
+    assert error_details(result) == {"field": field}
     assert result["content"][0]["text"] == fragment
     assert "`" not in fragment and "Object" not in fragment  # never the decoder's own words
 

@@ -111,7 +111,7 @@ def test_it_serves_the_demo_over_stdio_as_nobody_without_home_from_a_read_only_d
             proc.stdin.write(json.dumps(rpc(method, params, id)).encode() + b"\n")
             proc.stdin.flush()
             message = json.loads(out.next())
-            validate_server_message(revision, message, method)
+            validate_server_message(revision, message, method, params.get("name"))
             assert message["id"] == id and "result" in message, message
             return message["result"]
 
@@ -151,7 +151,8 @@ def test_it_serves_the_demo_over_http_as_nobody_without_home_from_a_read_only_di
             conn.request("POST", "/mcp", json.dumps(message),
                          {"Content-Type": "application/json", "Accept": BOTH, **headers})
             try:
-                return read(conn.getresponse(), revision, message.get("method"))
+                return read(conn.getresponse(), revision, message.get("method"),
+                            (message.get("params") or {}).get("name"))
             finally:
                 conn.close()
 

@@ -63,7 +63,8 @@ def test_calls_sent_together_wait_for_the_instance_together(hostile):
     with _peer(hostile) as peer:
         peer.initialize()
         calls = [_get_check(f"c{n}") for n in range(6)]
-        peer.sent_methods.update((call["id"], "tools/call") for call in calls)
+        for call in calls:
+            peer.note(call)
         peer.send_raw(b"".join(json.dumps(call).encode() + b"\n" for call in calls))   # one write
         started = time.monotonic()
         answered = {peer.read(timeout=20)["id"] for _ in calls}

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from support import FIXTURE, HCMCP, StdioPeer, assert_sigterm_exits_promptly, validate_server_message
+from support import FIXTURE, HCMCP, StdioPeer, assert_sigterm_exits_promptly
 
 HANDSHAKE = [
     {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -27,8 +27,7 @@ def _all_at_once(peer: StdioPeer, messages: list[dict]) -> None:
     """Every message in one write, then stdin closed: the client of the issue."""
     import json
     for message in messages:
-        if "method" in message and "id" in message:
-            peer.sent_methods[message["id"]] = message["method"]
+        peer.note(message)
     peer.proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
     peer.proc.stdin.close()
 
@@ -46,7 +45,7 @@ def _messages_until_exit(peer: StdioPeer, timeout: float = 20.0) -> list[dict]:
             return out
         import json
         message = json.loads(line)
-        validate_server_message("2025-11-25", message, peer.sent_methods.get(message.get("id")))
+        peer.validate(message, "2025-11-25")
         out.append(message)
 
 

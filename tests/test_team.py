@@ -109,8 +109,9 @@ class Wire:
             messages = [json.loads(line[5:]) for line in text.split("\n") if line.startswith("data:")]
         else:
             messages = [json.loads(text)] if text else []
+        tool = (message.get("params") or {}).get("name")
         for each in messages:
-            validate_server_message(revision, each, message.get("method"))
+            validate_server_message(revision, each, message.get("method"), tool)
         return response.status, answer_headers, messages
 
 

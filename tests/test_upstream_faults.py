@@ -19,7 +19,7 @@ import pytest
 
 from hcmcp.tools.shaping import MARKER
 from hostile_upstream import KEY, SMUGGLED_NAME, UUID, Hostile
-from support import HCMCP, StdioPeer
+from support import HCMCP, StdioPeer, error_details
 
 TIMEOUT = 2.0                # HEALTHCHECKS_TIMEOUT of the server under test
 DEADLINE = TIMEOUT + 6.0     # what a call may take at most, on a loaded 2-core machine
@@ -132,7 +132,7 @@ def test_an_error_quoting_the_instance_puts_the_marker_right_before_its_words(pe
     text = assert_clean_error(result, elapsed, raw)
     ours, quoted = text.split(f"\n\n{MARKER}\n\n")
     assert "429" in ours and "after 17 seconds" in ours and quoted == "too many requests for key [the API key]"
-    structured = result["structuredContent"]
+    structured = error_details(result)
     assert structured["upstream"] == quoted and (structured["untrusted"], structured["source"]) == (True, "healthchecks")
     assert_next_call_works(peer, hostile)
 

@@ -72,6 +72,7 @@ class Replay:
         self.strict = target.is_hcmcp
         self.captures: dict[str, Any] = {}
         self.methods: dict[Any, str] = {}     # request id -> method, to validate the result it gets
+        self.tools: dict[Any, Any] = {}       # request id -> the tool a tools/call named (its outputSchema)
         self.modern_ids: set[Any] = set()     # request ids sent with 2026-07-28 _meta
         self.revision = transcript.revision   # the negotiated legacy revision, once initialize is answered
         self.not_run: dict[str, int] = {}
@@ -122,6 +123,7 @@ class Replay:
         key = _key(message["id"])     # an id may be reused once its request is answered: last use wins
         self.methods[key] = message["method"]
         params = message.get("params")
+        self.tools[key] = params.get("name") if isinstance(params, dict) else None
         if isinstance(params, dict) and isinstance(params.get("_meta"), dict) and META_VERSION in params["_meta"]:
             self.modern_ids.add(key)
         else:
@@ -175,8 +177,11 @@ class Replay:
             result = message.get("result")
             if isinstance(result, dict) and result.get("protocolVersion") in _schema_revisions():
                 revision = result["protocolVersion"]
+        tool = self.tools.get(key) if method == "tools/call" else None
+        # A foreign target's tools are held to the outputSchemas it listed; hcmcp's to its own.
+        listed = None if self.target.offers is None else self.target.offers.output_schemas
         try:
-            validate_with_official_schema(revision, message, method)
+            validate_with_official_schema(revision, message, method, tool, listed)
         except Exception as error:     # jsonschema.ValidationError, with the path it failed at
             detail = getattr(error, "message", str(error))
             where = "/".join(str(p) for p in getattr(error, "absolute_path", ()))
@@ -184,9 +189,11 @@ class Replay:
                                       f"{' at ' + where if where else ''}: {detail}", got=message) from None
 
 
-def validate_with_official_schema(revision: str, message: dict[str, Any], method: str | None) -> None:
-    """tests/support.validate_server_message (its validators are built once per definition)."""
-    support.validate_server_message(revision, message, method)
+def validate_with_official_schema(revision: str, message: dict[str, Any], method: str | None,
+                                  tool: str | None = None, listed: dict[str, Any] | None = None) -> None:
+    """tests/support.validate_server_message (its validators are built once per definition); a
+    tools/call result is held to the outputSchema of ``tool`` too (``listed``: name -> outputSchema)."""
+    support.validate_server_message(revision, message, method, tool, listed)
 
 
 def _key(request_id: Any) -> Any:

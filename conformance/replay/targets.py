@@ -34,6 +34,7 @@ class Offers:
     modern: bool = False                # answers 2026-07-28 server/discover
     why_no_modern: str = ""
     listed: dict[str, set[str]] = field(default_factory=lambda: {kind: set() for kind in NEED_KINDS})
+    output_schemas: dict[str, Any] = field(default_factory=dict)   # tool name -> its outputSchema (or None)
 
     def summary(self) -> str:
         name = self.server_info.get("name", "?") if isinstance(self.server_info, dict) else "?"
@@ -175,6 +176,10 @@ def _list_all(peer: StdioPeer | HttpPeer, offers: Offers, capabilities: dict[str
                 break
             offers.listed[kind].update(item[key] for item in result.get(field_name) or ()
                                        if isinstance(item, dict) and isinstance(item.get(key), str))
+            if kind == "tools":
+                offers.output_schemas.update((item["name"], item.get("outputSchema"))
+                                             for item in result.get("tools") or ()
+                                             if isinstance(item, dict) and isinstance(item.get("name"), str))
             cursor = result.get("nextCursor")
             if not cursor:
                 break

@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from .tool import Tool, flat_schema
+from .tool import ERROR_META, Tool, flat_schema
 
 
 class ResourceContents(msgspec.Struct, omit_defaults=True, rename="camel"):
@@ -77,9 +77,15 @@ class ContentTool(Tool):
         return descriptor
 
     def call_result(self, output: ToolOutput) -> dict[str, Any]:
+        """An error's structured part goes in ``_meta["io.hcmcp/error"]``, as a ToolError's does:
+        as structuredContent it would have to match the outputSchema, which describes success."""
         result: dict[str, Any] = {"content": msgspec.to_builtins(output.content)}
         if output.structured is not msgspec.UNSET:
-            result["structuredContent"] = msgspec.to_builtins(output.structured)
+            structured = msgspec.to_builtins(output.structured)
+            if output.is_error:
+                result["_meta"] = {ERROR_META: structured}
+            else:
+                result["structuredContent"] = structured
         if output.is_error:
             result["isError"] = True
         return result

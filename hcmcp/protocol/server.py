@@ -41,7 +41,7 @@ from .jsonrpc import (
     result_message,
 )
 from .seal import Seal
-from .tool import Tool, ToolError
+from .tool import ERROR_META, Tool, ToolError
 
 if TYPE_CHECKING:
     import anyio  # at run time anyio is imported where first needed (start-up)
@@ -676,9 +676,11 @@ def tool_result(structured: dict[str, Any], text: str | None = None) -> dict[str
 
 
 def error_result(error: ToolError) -> dict[str, Any]:
-    structured = {"error": error.message, **error.details}
-    return {
-        "content": [{"type": "text", "text": error.message}],
-        "structuredContent": structured,
-        "isError": True,
-    }
+    """An isError CallToolResult: the message as text, and no structuredContent, which would have to
+    match the tool's outputSchema (the TypeScript SDK's client throws -32602 otherwise, and the model
+    never sees the text). What a program may act on (kind, status, retryable, field...) travels in
+    ``_meta["io.hcmcp/error"]``, where no schema constrains it."""
+    result: dict[str, Any] = {"content": [{"type": "text", "text": error.message}], "isError": True}
+    if error.details:
+        result["_meta"] = {ERROR_META: error.details}
+    return result

@@ -31,11 +31,16 @@ class Annotations:
         }
 
 
+# The _meta key of an isError result's details (a prefix of ours: the spec's _meta naming rules).
+ERROR_META = "io.hcmcp/error"
+
+
 class ToolError(Exception):
     """Raised by a handler: becomes an ``isError`` result whose text is ``message``.
 
-    ``details`` (a JSON object) travels in ``structuredContent`` as
-    ``{"error": message, **details}`` so a client can act on it without parsing prose.
+    ``details`` (a JSON object: kind, status, retryable, field...) travels in the result's
+    ``_meta["io.hcmcp/error"]`` so a client can act on it without parsing prose. Never in
+    ``structuredContent``: that must match the tool's outputSchema, which describes success.
     """
 
     def __init__(self, message: str, **details: Any) -> None:
