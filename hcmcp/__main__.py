@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .config import Config
     from .healthchecks.api import HealthchecksApi
     from .healthchecks.simulator import Simulator
-    from .http.client import HttpClient
+    from .http.client.client import HttpClient
     from .protocol.server import McpServer
     from .tools.tenancy import KeyTenancy
 
@@ -303,7 +303,7 @@ def _warming(build: Callable[[], Any], config: Config) -> Callable[[], Any]:
         built = build()
         import anyio._backends._asyncio  # noqa: F401 -- imported now, off the first call's path
 
-        from .http import client  # noqa: F401 -- (ssl loads with the first https connection)
+        from .http.client import client  # noqa: F401 -- (ssl loads with the first https connection)
 
         return built
 
@@ -537,7 +537,7 @@ def _operating(opts: dict[str, Any], config: Config) -> None:
 def _run_serving(run: Callable[..., Any], *args: Any) -> Any:
     """run(*args), with a refusal to start as one line on stderr and exit 1, never a traceback:
     a SystemExit or a failed bind, also when a task group (the --demo simulator's) wrapped it."""
-    from .http.server import ListenFailed
+    from .http.server.server import ListenFailed
 
     try:
         return run(*args)

@@ -43,7 +43,7 @@ class Config:
     # request brings its caller's key) or request-or-env (the caller's key, else the env key).
     key_source: str = "env"
     # How the instance is reached (see config_network.py): the proxy, TLS trust, start-up notes.
-    proxy: Any = None  # hcmcp.http.proxy.ProxyRoute, or None for direct
+    proxy: Any = None  # hcmcp.http.client.proxy.ProxyRoute, or None for direct
     ca_file: str | None = None  # HEALTHCHECKS_CA_FILE
     insecure_tls: bool = False  # HEALTHCHECKS_INSECURE_TLS
     startup_notes: tuple[str, ...] = ()  # one stderr line each, printed at start

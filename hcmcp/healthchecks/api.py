@@ -58,7 +58,7 @@ from .models import (
 )
 
 if TYPE_CHECKING:
-    from ..http.client import HttpClient, HttpResponse
+    from ..http.client.client import HttpClient, HttpResponse
     from .observe import UpstreamMetrics
 
 PING_BODY_CEILING = 64 * 1024  # tools.md: ping bodies are truncated at 64 KB
@@ -100,8 +100,8 @@ class HealthchecksApi:
         insecure_tls: bool = False,
     ) -> None:
         """``api_version`` None: detected on first use (see ``versions``). ``proxy``: a
-        ``hcmcp.http.proxy.ProxyRoute`` or None; ``ca_file`` / ``insecure_tls``: trust for
-        the instance's TLS (``hcmcp.http.tls``)."""
+        ``hcmcp.http.client.proxy.ProxyRoute`` or None; ``ca_file`` / ``insecure_tls``: trust for
+        the instance's TLS (``hcmcp.http.client.tls``)."""
         parts = urlsplit(site_root.rstrip("/"))
         self.site_root = site_root.rstrip("/")
         self._origin = f"{parts.scheme}://{parts.netloc}"
@@ -435,14 +435,14 @@ class HealthchecksApi:
 
     def _http(self) -> HttpClient:
         if self._client is None:
-            from ..http.client import (
+            from ..http.client.client import (
                 HttpClient,
             )  # lazily: tools/list must not import the HTTP stack
 
             context = None
             ca_file, insecure = self._tls
             if self._origin.startswith("https:") and (ca_file or insecure):
-                from ..http.tls import TlsSettings
+                from ..http.client.tls import TlsSettings
 
                 context = TlsSettings(ca_file, insecure).context()
             self._client = HttpClient(
@@ -627,7 +627,7 @@ class HealthchecksApi:
     ) -> HttpResponse:
         """One request at API ``version`` (default: the known one, else 3); transport failures
         typed."""
-        from ..http import client as http
+        from ..http.client import client as http
 
         headers = [("accept", "application/json")]
         if needs_key and self._key is not None:  # _send refuses a request that needs a missing key

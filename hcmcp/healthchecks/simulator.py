@@ -71,7 +71,7 @@ from hcmcp.healthchecks.simulator_schedules import (  # noqa: F401
     schedule_is_valid,
 )
 from hcmcp.healthchecks.simulator_state import OTHER_RO_KEY, OTHER_RW_KEY, RO_KEY, RW_KEY, Instance
-from hcmcp.http.server import Request, Response, StreamingResponse
+from hcmcp.http.server.server import Request, Response, StreamingResponse
 
 # ---------------------------------------------------------------------------------------
 # The simulator
@@ -343,7 +343,7 @@ async def serve(
     With ``adopt_address`` the simulator's URLs (``ping_url``, ``update_url``...) use the
     bound address instead of its ``site_root``.
     """
-    from hcmcp.http.server import serve_in_background
+    from hcmcp.http.server.server import serve_in_background
 
     async with serve_in_background(sim.app, host=host, port=port) as server:
         if adopt_address:

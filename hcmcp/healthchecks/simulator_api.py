@@ -28,7 +28,7 @@ from hcmcp.healthchecks.simulator_model import Check, Flip, Ping, Project, iso_m
 from hcmcp.healthchecks.simulator_schedules import guess_kind
 from hcmcp.healthchecks.simulator_state import Instance
 from hcmcp.healthchecks.simulator_validation import validate_spec
-from hcmcp.http.server import Request, Response, StreamingResponse
+from hcmcp.http.server.server import Request, Response, StreamingResponse
 
 MAX_DURATION = 72 * 3600.0  # a start and a success further apart are not paired
 

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from hcmcp.healthchecks.simulator_http import _error, _Http404, _json, _Refusal, _response
 from hcmcp.healthchecks.simulator_model import Check, Flip, Project
-from hcmcp.http.server import Request, Response
+from hcmcp.http.server.server import Request, Response
 
 RW_KEY = "hcw_sim_project_a_read_write_key"
 RO_KEY = "hcr_sim_project_a_read_only_key0"

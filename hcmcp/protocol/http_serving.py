@@ -18,7 +18,7 @@ import anyio
 import anyio.abc
 
 from .. import stderr_line
-from ..http.server import HttpServer, ServerLimits
+from ..http.server.server import HttpServer, ServerLimits
 from .http_tenancy import Tenancy
 from .server import McpServer, Session
 from .streamable_http import ENDPOINT, HttpSettings, StreamableHttp, error_body

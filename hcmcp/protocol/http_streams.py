@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 
-from ..http.server import StreamingResponse
+from ..http.server.server import StreamingResponse
 from .jsonrpc import encode
 
 SSE_HEADERS = (

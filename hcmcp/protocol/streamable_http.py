@@ -38,7 +38,7 @@ import anyio
 import anyio.abc
 import msgspec
 
-from ..http.server import Request, Response, StreamingResponse
+from ..http.server.server import Request, Response, StreamingResponse
 from . import revisions
 from .http_guard import ListenerGuard, Refused
 from .http_media import accepts_json_and_sse as _accepts_json_and_sse

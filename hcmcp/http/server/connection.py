@@ -14,13 +14,13 @@ import anyio
 import h11
 from anyio.abc import SocketAttribute
 
-from .framing import Refusal, head_size, split_target
-from .idle_wait import suspends_once, unattended
-from .messages import Request, Response, StreamingResponse, error_payload
+from ..framing import Refusal, head_size, split_target
+from ..idle_wait import suspends_once, unattended
+from ..messages import Request, Response, StreamingResponse, error_payload
+from ..socket_stream import RawSocketStream, linger_and_close
 from .request_head import PlainHead, asks_keep_alive
 from .request_reader import RECEIVE_SIZE, ClientGone, RequestReader
 from .response_head import END_OF_MESSAGE, STATE_RESPONSE, plain_head, reason, without_headers
-from .socket_stream import RawSocketStream, linger_and_close
 
 if TYPE_CHECKING:
     from .server import HttpServer

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 import anyio
 import h11
 
-from .client_connection import (
+from ..framing import h11_buffer
+from .connection import (
     Connection,
     Dropped,
     StreamConnection,
@@ -24,24 +25,23 @@ from .client_connection import (
     is_tls_error,
     running_asyncio_loop,
 )
-from .client_exchange import Deadlines as _Deadlines
-from .client_exchange import Exchange as _Exchange
-from .client_exchange import content_length as _content_length
-from .client_exchange import refuse_client_owned as _refuse_client_owned
-from .client_exchange import size_text as _size
-from .client_exchange import valid_ceiling as _valid_ceiling
-from .client_request import RequestWriter
+from .exchange import Deadlines as _Deadlines
+from .exchange import Exchange as _Exchange
+from .exchange import content_length as _content_length
+from .exchange import refuse_client_owned as _refuse_client_owned
+from .exchange import size_text as _size
+from .exchange import valid_ceiling as _valid_ceiling
+from .request import RequestWriter
 
 # Re-exported (``X as X``): callers import them from here.
-from .client_types import BodyTooLarge as BodyTooLarge
-from .client_types import ConnectFailed as ConnectFailed
-from .client_types import ConnectionLost as ConnectionLost
-from .client_types import HttpError as HttpError
-from .client_types import HttpResponse as HttpResponse
-from .client_types import ProtocolFailure as ProtocolFailure
-from .client_types import Timeout as Timeout
-from .client_types import _Origin
-from .framing import h11_buffer
+from .types import BodyTooLarge as BodyTooLarge
+from .types import ConnectFailed as ConnectFailed
+from .types import ConnectionLost as ConnectionLost
+from .types import HttpError as HttpError
+from .types import HttpResponse as HttpResponse
+from .types import ProtocolFailure as ProtocolFailure
+from .types import Timeout as Timeout
+from .types import _Origin
 
 if TYPE_CHECKING:  # ssl is imported only when an https origin connects
     import ssl

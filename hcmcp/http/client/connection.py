@@ -27,7 +27,7 @@ import anyio
 import h11
 from anyio.abc import SocketAttribute
 
-from .socket_stream import RawSocketStream
+from ..socket_stream import RawSocketStream
 
 READ_CHUNK = 64 * 1024
 _ATTEMPT_DELAY = 0.25  # seconds before the next address is tried beside a slow one (anyio's value)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import anyio
 import h11
 
-from .framing import (
+from ..framing import (
     Refusal,
     buffered,
     check_chunk_framing,
@@ -27,8 +27,8 @@ from .framing import (
     peek,
     protocol_error_message,
 )
+from ..socket_stream import RawSocketStream
 from .request_head import NOT_PLAIN, PlainHead, parse_plain
-from .socket_stream import RawSocketStream
 
 if TYPE_CHECKING:
     from .server import HttpServer

@@ -291,8 +291,8 @@ async def open_connection(
     """
     import anyio
 
-    from .client_connection import connect_reason as _connect_reason
-    from .client_types import ConnectFailed, Timeout
+    from .connection import connect_reason as _connect_reason
+    from .types import ConnectFailed, Timeout
 
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     # What to check when the proxy is what failed; ``hint`` (the instance's setting) only where
@@ -346,7 +346,7 @@ async def _tunnel(
 
     from hcmcp import __version__
 
-    from .client_types import ConnectFailed
+    from .types import ConnectFailed
 
     conn = h11.Connection(h11.CLIENT)
     headers = [("Host", target), ("User-Agent", f"hcmcp/{__version__}")]
@@ -423,8 +423,8 @@ def _tunnel_failure(
 ) -> str:
     import anyio
 
-    from .client_connection import is_tls_error as _is_tls_error
-    from .client_connection import reason as _reason
+    from .connection import is_tls_error as _is_tls_error
+    from .connection import reason as _reason
     from .tls import failure_text
 
     for candidate in (exc, exc.__cause__):

@@ -40,10 +40,10 @@ import anyio.abc
 import h11
 from anyio.abc import SocketAttribute
 
+from ..messages import App, Request, Response, ServerLimits, StreamingResponse, error_payload
+from ..socket_stream import RawSocketStream, accept, linger_and_close
 from .connection import _Connection
-from .messages import App, Request, Response, ServerLimits, StreamingResponse, error_payload
 from .response_head import reason
-from .socket_stream import RawSocketStream, accept, linger_and_close
 
 __all__ = [
     "App",

@@ -14,10 +14,10 @@ import h11
 
 from hcmcp import __version__
 
-from .client_connection import Connection
-from .client_exchange import Exchange as _Exchange
-from .client_exchange import refuse_client_owned as _refuse_client_owned
-from .client_types import HttpError, _Origin
+from .connection import Connection
+from .exchange import Exchange as _Exchange
+from .exchange import refuse_client_owned as _refuse_client_owned
+from .types import HttpError, _Origin
 
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # Characters left as they are in a path: the sub-delims, ":" "@" "/" and "%" (so an
