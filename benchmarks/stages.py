@@ -38,7 +38,7 @@ WARM_UP = 50
 PROBES = [
     ("hcmcp.http.server.request_reader", "RequestReader", "read_socket", "request bytes read (HTTP)", True),
     ("hcmcp.http.server.request_reader", "RequestReader", "head", "request head parsed", True),
-    ("hcmcp.protocol.streamable_http", "StreamableHttp", "app", "MCP transport entered", False),
+    ("hcmcp.protocol.streamable_http.transport", "StreamableHttp", "app", "MCP transport entered", False),
     ("hcmcp.protocol.server", "McpServer", "handle", "MCP server entered", False),
     ("hcmcp.http.client.client", "HttpClient", "request", "HTTP client entered", False),
     ("hcmcp.http.client.connection", "StreamConnection", "send", "GET sent", False),

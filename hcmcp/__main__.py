@@ -200,7 +200,7 @@ def _api(
 
 async def _serve(opts: dict[str, Any], config: Config) -> int | None:
     if opts["http"]:
-        from .protocol.http_serving import bind_refusal
+        from .protocol.streamable_http.serving import bind_refusal
 
         refusal = bind_refusal(opts["http"], getattr(config, "http_token", None))
         if refusal is not None:
@@ -242,7 +242,7 @@ async def _transport(
 ) -> int | None:
     """Serves until the end; the signal that ended an HTTP server (None for stdio)."""
     if opts["http"]:
-        from .protocol.http_serving import serve_http
+        from .protocol.streamable_http.serving import serve_http
 
         return await serve_http(
             server,
@@ -341,7 +341,7 @@ def _serve_http_now(opts: dict[str, Any], config: Config) -> None:
 
     def warm_http() -> Any:
         built = warm()
-        from .protocol import streamable_http  # noqa: F401 -- (h11, msgspec, the HTTP server)
+        from .protocol.streamable_http import transport  # noqa: F401 -- (h11, msgspec, the HTTP server)
 
         return built
 
@@ -367,7 +367,7 @@ async def _serve_adopted(
 async def _serve_handed_over(
     opts: dict[str, Any], config: Config, server: McpServer, handover: Any
 ) -> int | None:
-    from .protocol.http_serving import serve_http
+    from .protocol.streamable_http.serving import serve_http
 
     return await serve_http(
         server,

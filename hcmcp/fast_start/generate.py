@@ -63,7 +63,7 @@ def generate() -> dict[str, Any]:
             }
         )
     stdio_files = sources.loaded_sources()
-    from ..protocol import http_serving  # noqa: F401  (only loaded: its modules are the HTTP sources)
+    from ..protocol.streamable_http import serving  # noqa: F401  (only loaded: its modules are the HTTP sources)
 
     http_files = sources.loaded_sources(exclude=frozenset(stdio_files))
     return {

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import os
 
-from ..protocol.http_media import accepts_json_and_sse, is_json_content_type
+from ..protocol.streamable_http.media import accepts_json_and_sse, is_json_content_type
 from .background import Warmer, close_wakeup_pipe, wakeup_pipe
 from .handshake import Handshake
 

@@ -22,11 +22,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..http.server.server import Request, Response
-from .http_guard import ListenerGuard, Refused
+from ...http.server.server import Request, Response
+from .guard import ListenerGuard, Refused
 
 if TYPE_CHECKING:
-    from ..telemetry.metrics import Counter, Registry
+    from ...telemetry.metrics import Counter, Registry
 
 PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
 _JSON = [("content-type", "application/json"), ("cache-control", "no-store")]
@@ -130,7 +130,7 @@ class Operations:
         import hcmcp
 
         if hcmcp.observing:  # (else the metrics module is not even imported)
-            from ..telemetry.metrics import registry
+            from ...telemetry.metrics import registry
 
             self.metrics = registry()
         if self.metrics is not None:
@@ -197,7 +197,7 @@ class Operations:
                 orjson.dumps({"error": refused.message}),
                 [*_JSON, *refused.headers],
             )
-        from ..telemetry.metrics import CONTENT_TYPE
+        from ...telemetry.metrics import CONTENT_TYPE
 
         return Response(
             200,

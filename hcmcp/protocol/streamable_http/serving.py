@@ -17,11 +17,11 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from .. import stderr_line
-from ..http.server.server import HttpServer, ServerLimits
-from .http_tenancy import Tenancy
-from .server import McpServer, Session
-from .streamable_http import ENDPOINT, HttpSettings, StreamableHttp, error_body
+from ... import stderr_line
+from ...http.server.server import HttpServer, ServerLimits
+from ..server import McpServer, Session
+from .tenancy import Tenancy
+from .transport import ENDPOINT, HttpSettings, StreamableHttp, error_body
 
 log = logging.getLogger("hcmcp.http")
 
@@ -64,7 +64,7 @@ def _label(server: McpServer, session_id: str) -> str | None:
     """A session's name in log lines (a fingerprint, never its id), when requests are logged."""
     if server.observer is None:
         return None
-    from .tenants import fingerprint
+    from ..tenants import fingerprint
 
     return fingerprint(session_id)
 

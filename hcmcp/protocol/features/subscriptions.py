@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import revisions
-from .features import Feature, Handler, modern_only, notification
-from .jsonrpc import INVALID_PARAMS, RpcError
+from .. import revisions
+from ..jsonrpc import INVALID_PARAMS, RpcError
+from .feature import Feature, Handler, modern_only, notification
 
 if TYPE_CHECKING:
-    from .server import RequestContext
+    from ..server import RequestContext
 
 META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 _FLAGS = {

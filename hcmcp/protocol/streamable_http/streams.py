@@ -11,8 +11,8 @@ from typing import Any
 
 import anyio
 
-from ..http.server.server import StreamingResponse
-from .jsonrpc import encode
+from ...http.server.server import StreamingResponse
+from ..jsonrpc import encode
 
 SSE_HEADERS = (
     ("content-type", "text/event-stream"),

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import revisions
-from .features import Feature, Handler, legacy_only, notification, request_meta
-from .jsonrpc import INVALID_PARAMS, RpcError
+from .. import revisions
+from ..jsonrpc import INVALID_PARAMS, RpcError
+from .feature import Feature, Handler, legacy_only, notification, request_meta
 
 if TYPE_CHECKING:
-    from .server import RequestContext
+    from ..server import RequestContext
 
 LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 _RANK = {level: rank for rank, level in enumerate(LEVELS)}

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from .features import Feature, Handler, shaped
-from .jsonrpc import INVALID_PARAMS, RpcError
+from ..jsonrpc import INVALID_PARAMS, RpcError
+from .feature import Feature, Handler, shaped
 
 if TYPE_CHECKING:
-    from .server import RequestContext
+    from ..server import RequestContext
 
 MAX_VALUES = 100
 Completer = Callable[

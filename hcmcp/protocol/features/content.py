@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from .tool import Tool, flat_schema
+from ..tool import Tool, flat_schema
 
 
 class ResourceContents(msgspec.Struct, omit_defaults=True, rename="camel"):

@@ -38,34 +38,9 @@ import anyio
 import anyio.abc
 import msgspec
 
-from ..http.server.server import Request, Response, StreamingResponse
-from . import revisions
-from .http_guard import ListenerGuard, Refused
-from .http_media import accepts_json_and_sse as _accepts_json_and_sse
-from .http_media import is_json_content_type
-from .http_ops import PATHS as _OPS_PATHS
-from .http_ops import Operations
-from .http_sessions import HttpSession, SessionsFull, SessionTable
-from .http_streams import (
-    SSE_HEADERS as _SSE_HEADERS,
-)
-from .http_streams import (
-    Body as _Body,
-)
-from .http_streams import (
-    Final as _Final,
-)
-from .http_streams import (
-    Outbox as _Outbox,
-)
-from .http_streams import (
-    empty_stream as _empty_stream,
-)
-from .http_streams import (
-    relay as _relay,
-)
-from .http_tenancy import Caller, NoCredential, Tenancy, caller_of
-from .jsonrpc import (
+from ...http.server.server import Request, Response, StreamingResponse
+from .. import revisions
+from ..jsonrpc import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -80,7 +55,32 @@ from .jsonrpc import (
     encode,
     error_message,
 )
-from .server import SHUTDOWN_GRACE, McpServer, Push, Session
+from ..server import SHUTDOWN_GRACE, McpServer, Push, Session
+from .guard import ListenerGuard, Refused
+from .media import accepts_json_and_sse as _accepts_json_and_sse
+from .media import is_json_content_type
+from .operations import PATHS as _OPS_PATHS
+from .operations import Operations
+from .sessions import HttpSession, SessionsFull, SessionTable
+from .streams import (
+    SSE_HEADERS as _SSE_HEADERS,
+)
+from .streams import (
+    Body as _Body,
+)
+from .streams import (
+    Final as _Final,
+)
+from .streams import (
+    Outbox as _Outbox,
+)
+from .streams import (
+    empty_stream as _empty_stream,
+)
+from .streams import (
+    relay as _relay,
+)
+from .tenancy import Caller, NoCredential, Tenancy, caller_of
 
 if TYPE_CHECKING:
     from .param_headers import Declared
@@ -336,7 +336,7 @@ class StreamableHttp:
     async def _traced_post(self, request: Request) -> Response | StreamingResponse:
         """A POST with a W3C ``traceparent`` header: handled inside its trace scope, so that the
         upstream requests carry it on (a malformed one is ignored; ``_meta``'s takes precedence)."""
-        from ..telemetry import context, trace
+        from ...telemetry import context, trace
 
         parent = request.header("traceparent") or ""
         trace_id = trace.trace_id(parent)
@@ -631,7 +631,7 @@ class StreamableHttp:
                 id=message.id,
             ) from None
         if self.server.observer is not None:  # a name for the session in log lines, not its id
-            from .tenants import fingerprint
+            from ..tenants import fingerprint
 
             state.label = fingerprint(session_id)
         return _json(200, response, [(SESSION_HEADER, session_id)])
@@ -874,6 +874,6 @@ class StreamableHttp:
 
 
 def _wants_progress(params: Any) -> bool:
-    from .progress import progress_token
+    from ..progress import progress_token
 
     return progress_token(params) is not None

@@ -15,11 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from .tenants import fingerprint
+from ..tenants import fingerprint
 
 if TYPE_CHECKING:
-    from ..http.messages import Request
-    from .server import McpServer
+    from ...http.messages import Request
+    from ..server import McpServer
 
 
 class Tenancy(Protocol):

@@ -24,11 +24,11 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from .features import Feature, Handler, modern_only, shaped, string_param
-from .jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, RpcError
+from ..jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, RpcError
+from .feature import Feature, Handler, modern_only, shaped, string_param
 
 if TYPE_CHECKING:
-    from .server import McpServer, RequestContext
+    from ..server import McpServer, RequestContext
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
@@ -158,7 +158,7 @@ class Tasks(Feature):
         }
 
     def capabilities(self, revision: str) -> dict[str, Any]:
-        from . import revisions
+        from .. import revisions
 
         return {"extensions": {EXTENSION: {}}} if revisions.is_modern(revision) else {}
 

@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from . import revisions
-from .asking import InputRequired
+from .. import revisions
+from ..asking import InputRequired
+from ..jsonrpc import INVALID_PARAMS, RpcError
 from .content import Content
-from .features import Feature, Handler, input_required, no_cursor, shaped, string_param
-from .jsonrpc import INVALID_PARAMS, RpcError
+from .feature import Feature, Handler, input_required, no_cursor, shaped, string_param
 
 if TYPE_CHECKING:
-    from .server import RequestContext
+    from ..server import RequestContext
 
 
 class PromptArgument(msgspec.Struct, omit_defaults=True):

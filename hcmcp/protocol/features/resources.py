@@ -21,10 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from . import revisions
-from .asking import InputRequired
+from .. import revisions
+from ..asking import InputRequired
+from ..jsonrpc import INVALID_PARAMS, RpcError
 from .content import ResourceContents
-from .features import (
+from .feature import (
     Feature,
     Handler,
     input_required,
@@ -34,10 +35,9 @@ from .features import (
     shaped,
     string_param,
 )
-from .jsonrpc import INVALID_PARAMS, RpcError
 
 if TYPE_CHECKING:
-    from .server import RequestContext, Session
+    from ..server import RequestContext, Session
 
 RESOURCE_NOT_FOUND_2025 = -32002
 _SUBSCRIPTIONS = "resources.subscriptions"  # Session.features key: uri -> push

@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
-from . import revisions
-from .jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
+from .. import revisions
+from ..jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 
 if TYPE_CHECKING:
-    from .server import McpServer, RequestContext
+    from ..server import McpServer, RequestContext
 
 Handler = Callable[["RequestContext"], Awaitable[Any]]
 

@@ -23,13 +23,13 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from . import revisions
-from .asking import InputRequired
-from .jsonrpc import INVALID_PARAMS, INVALID_REQUEST, MISSING_REQUIRED_CLIENT_CAPABILITY, RpcError
-from .seal import SealBroken
+from .. import revisions
+from ..asking import InputRequired
+from ..jsonrpc import INVALID_PARAMS, INVALID_REQUEST, MISSING_REQUIRED_CLIENT_CAPABILITY, RpcError
+from ..seal import SealBroken
 
 if TYPE_CHECKING:
-    from .server import RequestContext
+    from ..server import RequestContext
 
 _CAPABILITY = {
     "sampling/createMessage": "sampling",

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from .server import Session
+from ..server import Session
 
 
 @dataclass
