@@ -18,11 +18,11 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterator
     from typing import Any, NoReturn
 
-    from .config import Config
+    from .config.settings import Config
     from .healthchecks.api import HealthchecksApi
-    from .healthchecks.simulator import Simulator
     from .http.client.client import HttpClient
     from .protocol.server import McpServer
+    from .simulator.simulator import Simulator
     from .tools.tenancy import KeyTenancy
 
 WAITING = (
@@ -97,8 +97,8 @@ def _config(demo: bool = False) -> Config:
     """The configuration from the environment; under --demo without the instance's variables
     (the simulated instance replaces them: they are ignored, with the one line of ignored_lines,
     so a value that would be refused for a real instance does not stop the demo)."""
-    from .config import INSTANCE_VARIABLES, load
-    from .config_parse import ConfigError
+    from .config.parse import ConfigError
+    from .config.settings import INSTANCE_VARIABLES, load
 
     env: Any = os.environ
     if demo:
@@ -126,7 +126,7 @@ def _check_bind(bind: str) -> None:
 
 def build_server(config: Config, api: HealthchecksApi, **options: Any) -> McpServer:
     """The MCP server for this configuration (tools/assemble.py); a refused selection: one line."""
-    from .config_parse import ConfigError
+    from .config.parse import ConfigError
     from .tools.assemble import build_server as assemble
 
     try:
@@ -137,7 +137,7 @@ def build_server(config: Config, api: HealthchecksApi, **options: Any) -> McpSer
 
 def _demo_simulator() -> Simulator:
     """The --demo instance, seeded (not yet served: that needs the event loop)."""
-    from .healthchecks.simulator import Simulator
+    from .simulator.simulator import Simulator
 
     sim = Simulator()
     sim.seed_demo()
@@ -157,7 +157,7 @@ async def _built(
         api = _api(config, None, "" if only_requests else None)
         yield build_server(config, api), api
         return
-    from .healthchecks.simulator import serve
+    from .simulator.simulator import serve
 
     sim = sim or _demo_simulator()
     async with serve(sim):
@@ -262,7 +262,7 @@ def _serve_stdio_now(opts: dict[str, Any], config: Config) -> NoReturn:
     """stdio (plain or --demo): the handshake is answered before the heavy imports (fast_start/),
     which happen meanwhile in a background thread; then the full server takes over.
     Never returns."""
-    from .config_parse import ConfigError
+    from .config.parse import ConfigError
     from .fast_start.handshake import Handshake
     from .fast_start.stdio import serve
 
@@ -320,7 +320,7 @@ def _serve_http_now(opts: dict[str, Any], config: Config) -> None:
     knob = os.environ.get("HCMCP_FAST_HTTP")
     if knob == "0":
         return
-    from .config_parse import ConfigError
+    from .config.parse import ConfigError
     from .fast_start.http import FastHttp
 
     try:
@@ -460,7 +460,7 @@ def _main(argv: list[str]) -> None:
     _operating(opts, config)
     if not config.elicitation:
         hcmcp.stderr_line(ELICITATION_OFF_LINE)
-    from .config import ignored_lines
+    from .config.settings import ignored_lines
 
     # plain http, unverified TLS, a proxy variable (the demo instance is none of these), and
     # the variables this run does not read
@@ -472,7 +472,7 @@ def _main(argv: list[str]) -> None:
     if config.key_source != "env" and not opts.get("http"):
         hcmcp.stderr_line(KEY_SOURCE_STDIO_LINE.format(config.key_source))
     if not opts["demo"]:  # --demo never uses the configured key
-        from .config import api_key_warning
+        from .config.settings import api_key_warning
 
         warning = api_key_warning(config.api_key)
         if warning:

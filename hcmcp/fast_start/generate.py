@@ -18,7 +18,7 @@ def generate() -> dict[str, Any]:
     import orjson
 
     from .. import sources
-    from ..config import load
+    from ..config.settings import load
     from ..healthchecks.api import HealthchecksApi
     from ..protocol.jsonrpc import Message
     from ..protocol.revisions import LATEST_LEGACY, LEGACY_REVISIONS, shape_tool

@@ -11,7 +11,7 @@ from .. import __version__
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
 if TYPE_CHECKING:
-    from ..config import Config
+    from ..config.settings import Config
     from ..healthchecks.api import HealthchecksApi
     from ..protocol.server import McpServer
 

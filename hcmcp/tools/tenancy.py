@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..config import API_KEY_LENGTH
+from ..config.settings import API_KEY_LENGTH
 
 if TYPE_CHECKING:
     from ..healthchecks.api import HealthchecksApi

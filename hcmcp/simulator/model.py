@@ -17,7 +17,7 @@ from datetime import UTC as UTC  # re-exported by simulator.py
 from datetime import datetime
 from typing import Any
 
-from hcmcp.healthchecks.simulator_schedules import next_run
+from hcmcp.simulator.schedules import next_run
 
 # ---------------------------------------------------------------------------------------
 # Time formatting

@@ -33,19 +33,11 @@ from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import unquote, urlencode
 
-from hcmcp.healthchecks.simulator_api import ManagementApi
-from hcmcp.healthchecks.simulator_http import (  # noqa: F401  (NOT_FOUND_PAGE: re-exported)
-    NOT_FOUND_PAGE,
-    _cors,
-    _error,
-    _Http404,
-    _json,
-    _Refusal,
-    _response,
-)
+from hcmcp.http.server.server import Request, Response, StreamingResponse
+from hcmcp.simulator.api import ManagementApi
 
 # The data (projects, checks, pings, flips, time formatting) lives in simulator_model; re-exported.
-from hcmcp.healthchecks.simulator_model import (  # noqa: F401
+from hcmcp.simulator.model import (  # noqa: F401
     UTC,
     Channel,
     Check,
@@ -58,10 +50,19 @@ from hcmcp.healthchecks.simulator_model import (  # noqa: F401
     iso_seconds,
     slugify,
 )
-from hcmcp.healthchecks.simulator_public import PING_BODY_LIMIT, PingsAndBadges
+from hcmcp.simulator.public import PING_BODY_LIMIT, PingsAndBadges
+from hcmcp.simulator.responses import (  # noqa: F401  (NOT_FOUND_PAGE: re-exported)
+    NOT_FOUND_PAGE,
+    _cors,
+    _error,
+    _Http404,
+    _json,
+    _Refusal,
+    _response,
+)
 
 # Re-exported: callers import these names from here, as before the split.
-from hcmcp.healthchecks.simulator_schedules import (  # noqa: F401
+from hcmcp.simulator.schedules import (  # noqa: F401
     LEGACY_TIMEZONES,
     ScheduleError,
     _timezones,
@@ -70,8 +71,7 @@ from hcmcp.healthchecks.simulator_schedules import (  # noqa: F401
     parse_schedule,
     schedule_is_valid,
 )
-from hcmcp.healthchecks.simulator_state import OTHER_RO_KEY, OTHER_RW_KEY, RO_KEY, RW_KEY, Instance
-from hcmcp.http.server.server import Request, Response, StreamingResponse
+from hcmcp.simulator.state import OTHER_RO_KEY, OTHER_RW_KEY, RO_KEY, RW_KEY, Instance
 
 # ---------------------------------------------------------------------------------------
 # The simulator
@@ -167,21 +167,21 @@ class Simulator:
 
     def seed_recordings(self) -> None:
         """The data the recordings were made against (fixed uuids, keys, limits)."""
-        from hcmcp.healthchecks import simulator_seed
+        from hcmcp.simulator import seed
 
-        simulator_seed.seed_recordings(self)
+        seed.seed_recordings(self)
 
     def seed_demo(self) -> None:
         """A realistic project for ``--demo``: mixed statuses, kinds, bodies, integrations."""
-        from hcmcp.healthchecks import simulator_seed
+        from hcmcp.simulator import seed
 
-        simulator_seed.seed_demo(self)
+        seed.seed_demo(self)
 
     def seed_bulk(self, n_checks: int) -> None:
         """``n_checks`` synthetic checks in project A, for scaling benchmarks."""
-        from hcmcp.healthchecks import simulator_seed
+        from hcmcp.simulator import seed
 
-        simulator_seed.seed_bulk(self, n_checks)
+        seed.seed_bulk(self, n_checks)
 
     def add_channel(
         self, project: Project, name: str, kind: str, code: str | None = None

@@ -13,7 +13,9 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-from hcmcp.healthchecks.simulator_http import (
+from hcmcp.http.server.server import Request, Response, StreamingResponse
+from hcmcp.simulator.model import Check, Flip, Ping, Project, iso_micro, slugify
+from hcmcp.simulator.responses import (
     JSON,
     _error,
     _Http404,
@@ -24,11 +26,9 @@ from hcmcp.healthchecks.simulator_http import (
     _seconds_param,
     _timestamp_param,
 )
-from hcmcp.healthchecks.simulator_model import Check, Flip, Ping, Project, iso_micro, slugify
-from hcmcp.healthchecks.simulator_schedules import guess_kind
-from hcmcp.healthchecks.simulator_state import Instance
-from hcmcp.healthchecks.simulator_validation import validate_spec
-from hcmcp.http.server.server import Request, Response, StreamingResponse
+from hcmcp.simulator.schedules import guess_kind
+from hcmcp.simulator.state import Instance
+from hcmcp.simulator.validation import validate_spec
 
 MAX_DURATION = 72 * 3600.0  # a start and a success further apart are not paired
 

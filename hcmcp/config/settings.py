@@ -11,8 +11,8 @@ from collections.abc import Mapping
 
 # ConfigError and parse_bool live in the leaf below this module and config_network.py;
 # re-exported here, where every caller has always imported them from.
-from .config_parse import ConfigError as ConfigError
-from .config_parse import parse_bool as parse_bool
+from .parse import ConfigError as ConfigError
+from .parse import parse_bool as parse_bool
 
 TYPE_CHECKING = (
     False  # not typing.TYPE_CHECKING: importing typing costs start-up time (fast_start.py)
@@ -379,7 +379,7 @@ def parse_key_source(raw: str | None) -> str:
 def load(env: Mapping[str, str]) -> Config:
     state_key = None
     if env.get("HEALTHCHECKS_STATE_KEY") is not None:
-        from .protocol.seal import parse_state_key
+        from ..protocol.seal import parse_state_key
 
         try:
             state_key = parse_state_key(env["HEALTHCHECKS_STATE_KEY"])
@@ -394,7 +394,7 @@ def load(env: Mapping[str, str]) -> Config:
         )
     origins = parse_origins(env.get("HEALTHCHECKS_HTTP_ALLOWED_ORIGINS"))
     site_root = parse_site_root(env.get("HEALTHCHECKS_URL"))
-    from .config_network import network_settings
+    from .network import network_settings
 
     network = network_settings(env, site_root)
     return Config(

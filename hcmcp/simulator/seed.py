@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from typing import Any
 
-    from hcmcp.healthchecks.simulator import Simulator
-    from hcmcp.healthchecks.simulator_model import Channel, Check
+    from hcmcp.simulator.model import Channel, Check
+    from hcmcp.simulator.simulator import Simulator
 
 EMAIL = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
 WEBHOOK = "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb"
@@ -193,7 +193,7 @@ _DEMO_NAMESPACE = uuid.UUID("8c3f0d2e-5b7a-4e61-9f1d-2a6b4c8e0f13")
 
 def seed_demo(sim: Simulator) -> None:
     """About nine checks in project A: every status, every kind, telling ping bodies."""
-    from hcmcp.healthchecks.simulator_schedules import next_run
+    from hcmcp.simulator.schedules import next_run
 
     now = sim.clock()
     a = sim.project_a

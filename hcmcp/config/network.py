@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from .config_parse import ConfigError, parse_bool
+from .parse import ConfigError, parse_bool
 
 TYPE_CHECKING = (
     False  # neither typing nor re before the first reply: they cost start-up time (fast_start.py)
@@ -124,7 +124,7 @@ def network_settings(env: Mapping[str, str], site_root: str) -> dict[str, Any]:
                 "HEALTHCHECKS_CA_FILE is set but empty; unset it, or give the path of a PEM file "
                 "holding the instance's CA certificate(s)"
             )
-        from .http.client.tls import check_ca_file
+        from ..http.client.tls import check_ca_file
 
         problem = check_ca_file("HEALTHCHECKS_CA_FILE", ca_file)
         if problem:
@@ -142,7 +142,7 @@ def network_settings(env: Mapping[str, str], site_root: str) -> dict[str, Any]:
     proxy = None
     proxy_names = ("http_proxy", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
     if any(name in env for name in (*proxy_names, "HTTP_PROXY", "no_proxy", "NO_PROXY")):
-        from .http.client import proxy as proxies
+        from ..http.client import proxy as proxies
 
         for name in ("no_proxy", "NO_PROXY"):
             listed = proxies.no_proxy_problem(name, env[name]) if name in env else None

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
-from hcmcp.healthchecks.simulator_http import _error, _Http404, _json, _Refusal, _response
-from hcmcp.healthchecks.simulator_model import Check, Flip, Project
 from hcmcp.http.server.server import Request, Response
+from hcmcp.simulator.model import Check, Flip, Project
+from hcmcp.simulator.responses import _error, _Http404, _json, _Refusal, _response
 
 RW_KEY = "hcw_sim_project_a_read_write_key"
 RO_KEY = "hcr_sim_project_a_read_only_key0"

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from hcmcp.healthchecks.simulator_schedules import LEGACY_TIMEZONES, _timezones, schedule_is_valid
+from hcmcp.simulator.schedules import LEGACY_TIMEZONES, _timezones, schedule_is_valid
 
 
 class _Invalid(Exception):

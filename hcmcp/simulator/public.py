@@ -11,10 +11,10 @@ import uuid
 from email.utils import formatdate
 from urllib.parse import unquote
 
-from hcmcp.healthchecks.simulator_http import _cors, _Http404, _json, _last, _response
-from hcmcp.healthchecks.simulator_model import Check, Flip, Ping, _match_keywords
-from hcmcp.healthchecks.simulator_state import Instance
 from hcmcp.http.server.server import Request, Response
+from hcmcp.simulator.model import Check, Flip, Ping, _match_keywords
+from hcmcp.simulator.responses import _cors, _Http404, _json, _last, _response
+from hcmcp.simulator.state import Instance
 
 PING_BODY_LIMIT = 10_000
 _ANY_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
