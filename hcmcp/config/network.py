@@ -1,7 +1,7 @@
 """The variables that decide how the instance is reached: proxy, TLS trust, and the start-up
 warnings.
 
-Read once, with the rest of config.py, and parsed as strictly: a proxy URL, CA file or
+Read once, with the rest of config/settings.py, and parsed as strictly: a proxy URL, CA file or
 boolean that cannot be used stops the server with a message naming the variable (and
 never a proxy's credentials). Nothing here imports ssl or the HTTP stack.
 """

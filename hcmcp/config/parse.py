@@ -1,5 +1,5 @@
 """The error every setting raises and the strict boolean parser: the leaf both config modules
-import (config.py for the whole environment, config_network.py for how the instance is reached).
+import (config/settings.py for the whole environment, config/network.py for how the instance is reached).
 Nothing here imports anything: it is on the start-up path."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-# ConfigError and parse_bool live in the leaf below this module and config_network.py;
+# ConfigError and parse_bool live in the leaf below this module and config/network.py;
 # re-exported here, where every caller has always imported them from.
 from .parse import ConfigError as ConfigError
 from .parse import parse_bool as parse_bool
@@ -42,7 +42,7 @@ class Config:
     # HEALTHCHECKS_KEY_SOURCE: env (HEALTHCHECKS_API_KEY for every request), request (each HTTP
     # request brings its caller's key) or request-or-env (the caller's key, else the env key).
     key_source: str = "env"
-    # How the instance is reached (see config_network.py): the proxy, TLS trust, start-up notes.
+    # How the instance is reached (see config/network.py): the proxy, TLS trust, start-up notes.
     proxy: Any = None  # hcmcp.http.client.proxy.ProxyRoute, or None for direct
     ca_file: str | None = None  # HEALTHCHECKS_CA_FILE
     insecure_tls: bool = False  # HEALTHCHECKS_INSECURE_TLS
@@ -302,7 +302,7 @@ def _names(names: list[str]) -> str:
 
 def ignored_lines(env: Mapping[str, str], *, http: bool, demo: bool) -> list[str]:
     """One start-up line per reason a set variable does nothing in this run (the values are
-    never shown). Within a run that uses the instance, config_network's notes cover the proxy
+    never shown). Within a run that uses the instance, network.py's notes cover the proxy
     variables curl ignores."""
     lines = []
     unused = [name for name in INSTANCE_VARIABLES if name in env]

@@ -2,7 +2,7 @@
 
 Its checksums come from the modules this generation actually loaded (hcmcp/sources.py), never
 from a hand-kept list: ``source`` over those the handshake's bytes needed (``source_files``),
-``http_source`` over those the full HTTP path (protocol/http_serving.py, where the fast HTTP
+``http_source`` over those the full HTTP path (protocol/streamable_http/serving.py, where the fast HTTP
 phase hands over) loads beyond them (``http_source_files``). Run in a fresh interpreter
 (``python -m hcmcp.fast_start``): in a process that had imported more, more files are listed.
 """

@@ -289,7 +289,7 @@ class McpServer:
             "resources/read": self._resources_read,
             **dict.fromkeys(_EMPTY_LISTS, self._empty_list),
         }
-        # Optional features (resources, prompts, logging, ...: protocol/features.py) add their
+        # Optional features (resources, prompts, logging, ...: protocol/features/feature.py) add their
         # methods and capabilities; a server that registers none answers as before.
         self.features = tuple(features)
         self.pushes = any(
@@ -582,7 +582,7 @@ class McpServer:
             value = await tool.handler(ctx, params)
             shape = getattr(
                 tool, "call_result", None
-            )  # a tool with content of its own (protocol/content.py)
+            )  # a tool with content of its own (protocol/features/content.py)
             result = shape(value) if shape is not None else tool_result(*tool.present(value))
             outcome = "ok"
         except ToolError as error:

@@ -1,9 +1,9 @@
 """The simulator's Management API: checks, pings, flips, integrations, the badge list, status.
 
 ``ManagementApi`` holds the handlers the API routes of ``simulator._ROUTES`` name; ``Simulator``
-routes to it and gives it the ``Instance`` (simulator_state) whose state and key checks they use.
+routes to it and gives it the ``Instance`` (state) whose state and key checks they use.
 The
-create/update body is validated by ``simulator_validation``; ``--flood`` answers stream from here.
+create/update body is validated by ``validation``; ``--flood`` answers stream from here.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ MAX_DURATION = 72 * 3600.0  # a start and a success further apart are not paired
 
 
 # ---------------------------------------------------------------------------------------
-# The create/update body: validated (simulator_validation), its channels resolved
+# The create/update body: validated (validation), its channels resolved
 # ---------------------------------------------------------------------------------------
 
 

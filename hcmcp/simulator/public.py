@@ -1,6 +1,6 @@
 """The simulator's keyless endpoints: the ping endpoint (and its state machine) and the badges.
 
-``PingsAndBadges`` holds their handlers, for the ``Instance`` (simulator_state) ``Simulator`` gives
+``PingsAndBadges`` holds their handlers, for the ``Instance`` (state) ``Simulator`` gives
 it; ``Simulator.add_ping`` delivers a test's ping through the same state machine.
 """
 

@@ -2,7 +2,7 @@
 
 Parsing, validity (``schedule_is_valid``), the server's cron-or-OnCalendar rule
 (``guess_kind``) and the next run after a moment in a time zone (``next_run``), plus the time
-zone names the server accepts. Used by ``hcmcp.healthchecks.simulator``, which re-exports
+zone names the server accepts. Used by ``hcmcp.simulator.simulator``, which re-exports
 the public names.
 
 Known approximations, on purpose:

@@ -5,18 +5,18 @@ benchmarks. It reproduces the real server as recorded in tests/fixtures/healthch
 (statuses, JSON shapes and byte-exact JSON formatting, error strings, the odd 404/405/301
 bodies, CORS and Django's headers). ``Simulator.app`` is a pure HTTP application for
 ``hcmcp.http.server``; run it with ``serve(sim)`` or ``serve_in_background(sim.app)``, or
-as a process: ``python -m hcmcp.healthchecks.simulator [--port N] [--seed demo|recordings|
+as a process: ``python -m hcmcp.simulator.simulator [--port N] [--seed demo|recordings|
 bulk:N] [--flood BYTES]`` (prints ``http://127.0.0.1:PORT`` and the keys, serves until
 SIGTERM/Ctrl-C). This module holds the test helpers, the routing and the serving; the state and
-the key checks are an ``Instance`` (``simulator_state``) that ``Simulator`` holds and gives to its
-two handler objects, ``simulator_api.ManagementApi`` (the Management API) and
-``simulator_public.PingsAndBadges`` (the ping endpoint and the badges); the answers are built as
-Django builds them by ``simulator_http``. Schedules live in
-``simulator_schedules``, create/update validation in ``simulator_validation`` and the data
-(checks, pings, flips) in ``simulator_model``; their public names are re-exported here.
+the key checks are an ``Instance`` (``state``) that ``Simulator`` holds and gives to its
+two handler objects, ``api.ManagementApi`` (the Management API) and
+``public.PingsAndBadges`` (the ping endpoint and the badges); the answers are built as
+Django builds them by ``responses``. Schedules live in
+``schedules``, create/update validation in ``validation`` and the data
+(checks, pings, flips) in ``model``; their public names are re-exported here.
 ``api_versions`` makes it an instance older than v3.
 
-Known approximations, on purpose (for schedules and time zones, see ``simulator_schedules``):
+Known approximations, on purpose (for schedules and time zones, see ``schedules``):
 * Ping bodies are always stored in memory (never the 503 of an unavailable S3 store).
 * Ping dates always carry microseconds; keyword filters decode bodies with errors="replace".
 * No alerting process runs: a check that goes down by time shows "down" but gets no flip.
@@ -36,7 +36,7 @@ from urllib.parse import unquote, urlencode
 from hcmcp.http.server.server import Request, Response, StreamingResponse
 from hcmcp.simulator.api import ManagementApi
 
-# The data (projects, checks, pings, flips, time formatting) lives in simulator_model; re-exported.
+# The data (projects, checks, pings, flips, time formatting) lives in model; re-exported.
 from hcmcp.simulator.model import (  # noqa: F401
     UTC,
     Channel,
@@ -120,7 +120,7 @@ class Simulator:
         self, *, site_root: str = "http://127.0.0.1:8765", clock: Callable[[], float] = time.time
     ) -> None:
         self.requests: list[tuple[str, str]] = []
-        # The state and the key checks (simulator_state), and the two sets of handlers given it.
+        # The state and the key checks (state), and the two sets of handlers given it.
         self._instance = Instance(site_root=site_root.rstrip("/"), clock=clock)
         self._api = ManagementApi(self._instance)
         self._public = PingsAndBadges(self._instance)
@@ -385,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     import anyio
 
     parser = argparse.ArgumentParser(
-        prog="python -m hcmcp.healthchecks.simulator",
+        prog="python -m hcmcp.simulator.simulator",
         description="A simulated Healthchecks instance on 127.0.0.1 (no account, no network).",
     )
     parser.add_argument("--port", type=int, default=0, help="port to listen on (default: any free)")

@@ -1,7 +1,7 @@
 """The simulated instance's state and the checks every handler makes: its projects and keys,
 its checks, its clock and site root, the API key's verdict (the server's 400/401 in its order),
 a check of the caller's project, the check's JSON, a badge's signed URL. ``Simulator`` holds one
-``Instance`` and hands it to its handlers (``simulator_api``, ``simulator_public``)."""
+``Instance`` and hands it to its handlers (``api``, ``public``)."""
 
 from __future__ import annotations
 

@@ -104,7 +104,7 @@ class HttpClient:
                 self._target_base = f"http://{self._origin.authority}"
                 if proxy.authorization:
                     defaults.append(("Proxy-Authorization", proxy.authorization))
-        # The request's target, headers and bytes on the wire (client_request.py).
+        # The request's target, headers and bytes on the wire (request.py).
         self._writer = RequestWriter(self._origin, defaults, self._target_base)
 
     async def __aenter__(self) -> HttpClient:

@@ -1,6 +1,6 @@
 """One exchange of the HTTP client: what is asked (method, target, headers, body, ceiling), its two
 deadlines in one cancel scope, and the checks on what a caller passes. ``client.py`` runs exchanges;
-``client_request.py`` writes their requests."""
+``request.py`` writes their requests."""
 
 from __future__ import annotations
 

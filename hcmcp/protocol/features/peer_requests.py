@@ -94,7 +94,7 @@ async def ask(
     if ctx.modern:
         task = ctx.session.features.get(
             "tasks.task"
-        )  # inside a task (protocol/tasks.py): wait for tasks/update
+        )  # inside a task (protocol/features/tasks.py): wait for tasks/update
         if task is not None and task.escalated:
             answers: dict[str, Any] = await task.ask(requests)
             return answers

@@ -2,7 +2,7 @@
 
 A prompt is a ``Prompt`` descriptor plus an async getter ``(ctx, arguments) -> messages``.
 Required arguments are checked here (-32602 naming the missing one and the ones it takes);
-a getter may ask the client (client_requests.ask), so under 2026 prompts/get can answer
+a getter may ask the client (peer_requests.ask), so under 2026 prompts/get can answer
 ``input_required`` like tools/call.
 """
 

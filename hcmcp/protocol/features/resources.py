@@ -5,7 +5,7 @@ A resource is a ``Resource`` descriptor plus a reader; a template is a ``Resourc
 (RFC 6570 level 1: ``{name}`` matches one path segment) plus a reader that gets the
 variables. Readers are plain functions returning ``ResourceContents``: resources/read is
 answered without suspending (stdio answers it before the event loop exists), so a reader
-never awaits. It may raise asking.InputRequired under 2026 (see client_requests).
+never awaits. It may raise asking.InputRequired under 2026 (see peer_requests).
 
 Updates: ``notify_updated(uri)`` reaches 2025-era sessions that subscribed on a transport
 that can send unrelated messages (stdio; the HTTP transport offers no GET stream), and

@@ -10,7 +10,7 @@ failed, ``inputRequests`` while it waits for input), answers with ``tasks/update
 ``{resultType: "complete"}`` results. Without the extension a task-supporting tool runs
 synchronously, and a task-only one is -32021 naming the extension.
 
-Input inside a task: client_requests.ask parks the task in ``input_required`` until
+Input inside a task: peer_requests.ask parks the task in ``input_required`` until
 tasks/update has answered every key. A tool listed in ``mrtr_first`` first runs as an
 ordinary call (its asks answer ``input_required`` rounds) and becomes a task only when it
 calls ``await escalate(ctx)``. Tasks live in this process for ``ttl_ms``; the runners are
@@ -88,7 +88,7 @@ class Task:
         return detail
 
     async def ask(self, requests: dict[str, tuple[str, dict[str, Any]]]) -> dict[str, Any]:
-        """client_requests.ask inside a task: park in input_required until tasks/update answered all."""
+        """peer_requests.ask inside a task: park in input_required until tasks/update answered all."""
         import asyncio
 
         for key, (method, params) in requests.items():
@@ -297,6 +297,6 @@ async def escalate(ctx: RequestContext) -> bool:
 
 
 def running_task(ctx: RequestContext) -> Task | None:
-    """The escalated Task this request runs as, if any (client_requests.ask waits on it)."""
+    """The escalated Task this request runs as, if any (peer_requests.ask waits on it)."""
     task = ctx.session.features.get(_TASK)
     return task if task is not None and task.escalated else None

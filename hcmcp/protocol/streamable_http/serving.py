@@ -87,7 +87,7 @@ async def serve_http(
 
     ``adopted``: a hcmcp.fast_http.HandOver; its listening socket, connections and sessions are
     served instead of binding anew (it printed the "serving MCP at" line already).
-    ``tenancy``: each request may bring its own credential (http_tenancy.py); each tenant then
+    ``tenancy``: each request may bring its own credential (tenancy.py); each tenant then
     has a quarter of the streams and of the session table. ``tenant``: the fingerprint of the
     credential ``server`` serves with."""
     if settings is None:

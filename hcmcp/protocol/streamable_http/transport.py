@@ -17,9 +17,9 @@ connection first cancels it (the spec: closing the response stream cancels the r
 because the HTTP server cancels the app when its client leaves before the response starts.
 GET answers 405 in both eras: this server sends nothing that is unrelated to a request, so
 it has no standalone stream to offer; every server message travels on the POST's stream.
-The listener itself is guarded (``http_guard.py``: Host and Origin checked against DNS
+The listener itself is guarded (``guard.py``: Host and Origin checked against DNS
 rebinding, repeated singleton headers refused, a bearer token required off loopback), and
-bounded: bodies, headers, connections (``hcmcp.http``), sessions (``http_sessions.py``: a
+bounded: bodies, headers, connections (``hcmcp.http``), sessions (``sessions.py``: a
 full table refuses, it never evicts), requests in flight (64, and 8 per session), streams.
 A 2025-era call whose SSE stream closes is cancelled: its answer has nowhere to go, and it
 must not hold a slot until its question times out.
@@ -252,7 +252,7 @@ class StreamableHttp:
         tenancy: Tenancy | None = None,
         tenant: str | None = None,
     ) -> None:
-        """``tenancy``: requests may bring their own credential (see http_tenancy.py); without
+        """``tenancy``: requests may bring their own credential (see tenancy.py); without
         one, ``server`` answers every request, and ``tenant`` names its credential."""
         self.server = server
         self.settings = settings
@@ -274,7 +274,7 @@ class StreamableHttp:
         self.refused_credentials = 0  # requests refused for a missing or malformed credential
         self._tasks: anyio.abc.TaskGroup | None = None
         self.guard = ListenerGuard(settings.token, settings.allowed_origins, bound_host)
-        # /healthz, /readyz, /metrics, the drain flag and the listener's series (http_ops.py).
+        # /healthz, /readyz, /metrics, the drain flag and the listener's series (operations.py).
         self.ops = Operations(
             self.guard,
             settings.token is not None,
@@ -522,7 +522,7 @@ class StreamableHttp:
     def _check_param_headers(
         self, server: McpServer, request: Request, params: dict[str, Any], rid: Any
     ) -> None:
-        """Mcp-Param-<Name> headers of a tool whose schema declares x-mcp-header (protocol/param_headers.py)."""
+        """Mcp-Param-<Name> headers of a tool whose schema declares x-mcp-header (protocol/streamable_http/param_headers.py)."""
         name = params.get("name")
         tool = server.tools.get(name) if isinstance(name, str) else None
         if tool is None:
