@@ -13,6 +13,7 @@ from collections.abc import Mapping
 # re-exported here, where every caller has always imported them from.
 from .parse import ConfigError as ConfigError
 from .parse import parse_bool as parse_bool
+from .parse import parse_state_key
 
 TYPE_CHECKING = (
     False  # not typing.TYPE_CHECKING: importing typing costs start-up time (fast_start.py)
@@ -379,8 +380,6 @@ def parse_key_source(raw: str | None) -> str:
 def load(env: Mapping[str, str]) -> Config:
     state_key = None
     if env.get("HEALTHCHECKS_STATE_KEY") is not None:
-        from ..protocol.seal import parse_state_key
-
         try:
             state_key = parse_state_key(env["HEALTHCHECKS_STATE_KEY"])
         except ValueError as exc:
