@@ -9,11 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-# ConfigError and parse_bool live in the leaf below this module and config/network.py;
-# re-exported here, where every caller has always imported them from.
-from .parse import ConfigError as ConfigError
-from .parse import parse_bool as parse_bool
-from .parse import parse_state_key
+# ConfigError and the value parsers live in the leaf below this module and config/network.py.
+from .parse import ConfigError, parse_bool, parse_state_key
 
 TYPE_CHECKING = (
     False  # not typing.TYPE_CHECKING: importing typing costs start-up time (fast_start.py)

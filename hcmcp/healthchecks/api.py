@@ -20,26 +20,18 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-# The errors live in errors.py; re-exported here (``X as X``), where callers import them from.
-from .errors import ApiError as ApiError
-from .errors import BadRequest as BadRequest
-from .errors import Conflict as Conflict
-from .errors import Forbidden as Forbidden
-from .errors import InvalidIdentifier as InvalidIdentifier
-from .errors import MethodNotAllowed as MethodNotAllowed
-from .errors import MissingApiKey as MissingApiKey
-from .errors import NotFound as NotFound
-from .errors import NotJson as NotJson
-from .errors import Redirected as Redirected
-from .errors import ResponseTooLarge as ResponseTooLarge
-from .errors import Unauthorized as Unauthorized
-from .errors import Unavailable as Unavailable
-from .errors import UnexpectedStatus as UnexpectedStatus
-from .errors import Unreachable as Unreachable
+from .errors import (
+    ApiError,
+    InvalidIdentifier,
+    MissingApiKey,
+    NotJson,
+    ResponseTooLarge,
+    Unauthorized,
+    Unreachable,
+)
 
-# Non-2xx answers are judged by judging.Judge, which the API holds; KEY_SETUP re-exported.
-from .judging import KEY_SETUP as KEY_SETUP
-from .judging import Judge
+# Non-2xx answers are judged by judging.Judge, which the API holds.
+from .judging import KEY_SETUP, Judge
 from .models import (
     Badge,
     Check,
@@ -58,7 +50,8 @@ from .models import (
 )
 
 if TYPE_CHECKING:
-    from ..http.client.client import HttpClient, HttpResponse
+    from ..http.client.client import HttpClient
+    from ..http.client.types import HttpResponse
     from .observe import UpstreamMetrics
 
 PING_BODY_CEILING = 64 * 1024  # tools.md: ping bodies are truncated at 64 KB
@@ -627,7 +620,7 @@ class HealthchecksApi:
     ) -> HttpResponse:
         """One request at API ``version`` (default: the known one, else 3); transport failures
         typed."""
-        from ..http.client import client as http
+        from ..http.client.types import BodyTooLarge, ConnectFailed, HttpError, Timeout
 
         headers = [("accept", "application/json")]
         if needs_key and self._key is not None:  # _send refuses a request that needs a missing key
@@ -658,7 +651,7 @@ class HealthchecksApi:
             if scope is not None:
                 scope.upstream.append(status)
             return response
-        except http.BodyTooLarge as error:
+        except BodyTooLarge as error:
             raise ResponseTooLarge(
                 None,
                 f"The instance's answer for {what} is larger than "
@@ -666,7 +659,7 @@ class HealthchecksApi:
                 advice="Narrow the request if the tool allows it, or raise "
                 "HEALTHCHECKS_MAX_RESPONSE_BYTES.",
             ) from None
-        except http.Timeout as error:
+        except Timeout as error:
             # The client's texts are written to be shown and never carry a header value.
             raise Unreachable(
                 None,
@@ -674,13 +667,13 @@ class HealthchecksApi:
                 advice=_without_key_test(needs_key)
                 + "Retry, or raise HEALTHCHECKS_TIMEOUT if the instance is just slow.",
             ) from None
-        except http.ConnectFailed as error:
+        except ConnectFailed as error:
             raise Unreachable(
                 None,
                 self._judge.scrub(str(error)),  # it already says what to check
                 advice=_without_key_test(needs_key).strip(),
             ) from None
-        except http.HttpError as error:
+        except HttpError as error:
             raise Unreachable(
                 None,
                 f"The exchange with {self.site_root} for {what} failed: "

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-from hcmcp.http.server.server import Request, Response, StreamingResponse
+from hcmcp.http.messages import Request, Response, StreamingResponse
 from hcmcp.simulator.model import Check, Flip, Ping, Project, iso_micro, slugify
 from hcmcp.simulator.responses import (
     JSON,

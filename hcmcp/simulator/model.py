@@ -3,7 +3,7 @@ itself.
 
 ``Check.to_dict`` is the server's ``Check.to_dict`` per API version (v1 reports a running
 check as "started", v2 and v3 as its status plus ``started: true``); the HTTP side lives in
-``simulator``, which re-exports these names.
+``simulator``.
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ import re
 import unicodedata
 import uuid
 from dataclasses import dataclass, field
-from datetime import UTC as UTC  # re-exported by simulator.py
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from hcmcp.simulator.schedules import next_run

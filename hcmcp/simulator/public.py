@@ -11,7 +11,7 @@ import uuid
 from email.utils import formatdate
 from urllib.parse import unquote
 
-from hcmcp.http.server.server import Request, Response
+from hcmcp.http.messages import Request, Response
 from hcmcp.simulator.model import Check, Flip, Ping, _match_keywords
 from hcmcp.simulator.responses import _cors, _Http404, _json, _last, _response
 from hcmcp.simulator.state import Instance

@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any, TypeVar
 
-from hcmcp.http.server.server import Response, StreamingResponse
+from hcmcp.http.messages import Response, StreamingResponse
 
 _R = TypeVar("_R", bound=Response | StreamingResponse)  # _cors gives back what it was given
 

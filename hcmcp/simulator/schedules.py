@@ -2,8 +2,8 @@
 
 Parsing, validity (``schedule_is_valid``), the server's cron-or-OnCalendar rule
 (``guess_kind``) and the next run after a moment in a time zone (``next_run``), plus the time
-zone names the server accepts. Used by ``hcmcp.simulator.simulator``, which re-exports
-the public names.
+zone names the server accepts. Used by ``hcmcp.simulator.simulator``, ``api`` and
+``validation``.
 
 Known approximations, on purpose:
 * Cron: 5 fields with ``*``, lists, ranges, steps, month/day names, ``L`` (last day of month),

@@ -13,7 +13,7 @@ two handler objects, ``api.ManagementApi`` (the Management API) and
 ``public.PingsAndBadges`` (the ping endpoint and the badges); the answers are built as
 Django builds them by ``responses``. Schedules live in
 ``schedules``, create/update validation in ``validation`` and the data
-(checks, pings, flips) in ``model``; their public names are re-exported here.
+(checks, pings, flips) in ``model``.
 ``api_versions`` makes it an instance older than v3.
 
 Known approximations, on purpose (for schedules and time zones, see ``schedules``):
@@ -33,42 +33,24 @@ from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import unquote, urlencode
 
-from hcmcp.http.server.server import Request, Response, StreamingResponse
+from hcmcp.http.messages import Request, Response, StreamingResponse
 from hcmcp.simulator.api import ManagementApi
-
-# The data (projects, checks, pings, flips, time formatting) lives in model; re-exported.
-from hcmcp.simulator.model import (  # noqa: F401
-    UTC,
+from hcmcp.simulator.model import (
     Channel,
     Check,
-    Flip,
-    Ping,
     Project,
-    _match_keywords,
-    _utc,
-    iso_micro,
-    iso_seconds,
-    slugify,
 )
 from hcmcp.simulator.public import PING_BODY_LIMIT, PingsAndBadges
-from hcmcp.simulator.responses import (  # noqa: F401  (NOT_FOUND_PAGE: re-exported)
+from hcmcp.simulator.responses import (
     NOT_FOUND_PAGE,
     _cors,
-    _error,
     _Http404,
-    _json,
     _Refusal,
     _response,
 )
-
-# Re-exported: callers import these names from here, as before the split.
-from hcmcp.simulator.schedules import (  # noqa: F401
-    LEGACY_TIMEZONES,
-    ScheduleError,
+from hcmcp.simulator.schedules import (
     _timezones,
     guess_kind,
-    next_run,
-    parse_schedule,
     schedule_is_valid,
 )
 from hcmcp.simulator.state import OTHER_RO_KEY, OTHER_RW_KEY, RO_KEY, RW_KEY, Instance

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
-from hcmcp.http.server.server import Request, Response
+from hcmcp.http.messages import Request, Response
 from hcmcp.simulator.model import Check, Flip, Project
 from hcmcp.simulator.responses import _error, _Http404, _json, _Refusal, _response
 

@@ -1,6 +1,6 @@
 """Create/update body validation for the simulated Healthchecks, with the server's exact messages.
 
-``validate_spec`` is used by ``hcmcp.simulator.simulator``, which re-exports it.
+``validate_spec`` is used by ``api`` (the Management API handlers).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ A "tool" here is anything with ``name`` and ``tags``.
 
 from __future__ import annotations
 
-from ..config.settings import ConfigError
+from ..config.parse import ConfigError
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from typing import Any, Literal, TypeVar
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from ..healthchecks.api import ApiError, Redirected, Unauthorized
+from ..healthchecks.errors import ApiError, Redirected, Unauthorized
 from ..healthchecks.models import Check
 from ..protocol.tool import Tool, ToolError
 from . import budget

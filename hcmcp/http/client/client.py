@@ -32,16 +32,15 @@ from .exchange import refuse_client_owned as _refuse_client_owned
 from .exchange import size_text as _size
 from .exchange import valid_ceiling as _valid_ceiling
 from .request import RequestWriter
-
-# Re-exported (``X as X``): callers import them from here.
-from .types import BodyTooLarge as BodyTooLarge
-from .types import ConnectFailed as ConnectFailed
-from .types import ConnectionLost as ConnectionLost
-from .types import HttpError as HttpError
-from .types import HttpResponse as HttpResponse
-from .types import ProtocolFailure as ProtocolFailure
-from .types import Timeout as Timeout
-from .types import _Origin
+from .types import (
+    BodyTooLarge,
+    ConnectFailed,
+    ConnectionLost,
+    HttpResponse,
+    ProtocolFailure,
+    Timeout,
+    _Origin,
+)
 
 if TYPE_CHECKING:  # ssl is imported only when an https origin connects
     import ssl

@@ -40,20 +40,10 @@ import anyio.abc
 import h11
 from anyio.abc import SocketAttribute
 
-from ..messages import App, Request, Response, ServerLimits, StreamingResponse, error_payload
+from ..messages import App, ServerLimits, error_payload
 from ..socket_stream import RawSocketStream, accept, linger_and_close
 from .connection import _Connection
 from .response_head import reason
-
-__all__ = [
-    "App",
-    "HttpServer",
-    "Request",
-    "Response",
-    "ServerLimits",
-    "StreamingResponse",
-    "serve_in_background",
-]
 
 logger = logging.getLogger("hcmcp.http.server")
 # After the buffered bodies drop back to nothing from at least this much, ask the C allocator

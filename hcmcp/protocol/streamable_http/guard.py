@@ -14,7 +14,7 @@ import hmac
 import ipaddress
 import re
 
-from ...http.server.server import Request
+from ...http.messages import Request
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]"})
 # Headers that mean one thing once: a second copy is either a mistake or an attempt to make

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ...http.server.server import Request, Response
+from ...http.messages import Request, Response
 from .guard import ListenerGuard, Refused
 
 if TYPE_CHECKING:

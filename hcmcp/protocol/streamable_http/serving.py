@@ -18,7 +18,8 @@ import anyio
 import anyio.abc
 
 from ... import stderr_line
-from ...http.server.server import HttpServer, ServerLimits
+from ...http.messages import ServerLimits
+from ...http.server.server import HttpServer
 from ..server import McpServer, Session
 from .tenancy import Tenancy
 from .transport import ENDPOINT, HttpSettings, StreamableHttp, error_body

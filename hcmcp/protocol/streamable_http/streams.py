@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 
-from ...http.server.server import StreamingResponse
+from ...http.messages import StreamingResponse
 from ..jsonrpc import encode
 
 SSE_HEADERS = (

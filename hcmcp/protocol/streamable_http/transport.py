@@ -38,7 +38,7 @@ import anyio
 import anyio.abc
 import msgspec
 
-from ...http.server.server import Request, Response, StreamingResponse
+from ...http.messages import Request, Response, StreamingResponse
 from .. import revisions
 from ..jsonrpc import (
     HEADER_MISMATCH,
