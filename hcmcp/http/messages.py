@@ -1,6 +1,8 @@
-"""What an App sees and returns (Request, Response, StreamingResponse) and the server's limits.
+"""What an App sees and returns (Request, Response, StreamingResponse), the server's limits, and
+``first_header``, which both sides read headers with.
 
-Shared by ``server.py`` (the listener) and ``connection.py`` (one connection's loop).
+Shared by ``server/server.py`` (the listener), ``server/connection.py`` (one connection's loop)
+and the client's ``client/types.py``.
 """
 
 from __future__ import annotations
@@ -9,9 +11,16 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
-from . import first_header
-
 logger = logging.getLogger("hcmcp.http.server")
+
+
+def first_header(headers: list[tuple[str, str]], name: str) -> str | None:
+    """The first value of header ``name`` in a list with lowercased names, or None."""
+    name = name.lower()
+    for key, value in headers:
+        if key == name:
+            return value
+    return None
 
 
 @dataclass

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit
 
-from .. import first_header
+from ..messages import first_header
 
 TimeoutPhase = Literal["connect", "read", "overall"]
 
