@@ -23,6 +23,32 @@ def first_header(headers: list[tuple[str, str]], name: str) -> str | None:
     return None
 
 
+class Refusal(Exception):
+    """Answer this request now and handle it no further: the one early answer on the HTTP side.
+
+    ``status`` and ``message`` (with ``headers``) are written by whoever catches it, in its own
+    error format: the server's connection (then the connection closes; ``retry_after``: the
+    answer says to retry in a second), the MCP transport (a JSON-RPC error), /metrics (JSON).
+    ``response``: the whole answer, when the raiser wrote it (the transport's JSON-RPC errors,
+    the simulator's Django answers)."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str = "",
+        headers: list[tuple[str, str]] | None = None,
+        *,
+        retry_after: bool = False,
+        response: Response | StreamingResponse | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = headers or []
+        self.retry_after = retry_after
+        self.response = response
+
+
 @dataclass
 class Request:
     method: str  # "GET", "POST", ...

@@ -18,7 +18,7 @@ import orjson
 
 from .. import get_logger
 from . import revisions
-from .asking import (  # ClientGone: re-exported, it was defined here
+from .asking import (
     CLIENT_CANNOT,
     CLIENT_REFUSED,
     NOT_INITIALIZED,

@@ -21,7 +21,7 @@ from hcmcp.simulator.responses import (
     _Http404,
     _json,
     _last,
-    _Refusal,
+    _refusal,
     _response,
     _seconds_param,
     _timestamp_param,
@@ -42,11 +42,11 @@ def _validated(body: dict[str, Any]) -> dict[str, Any]:
     try:
         return validate_spec(body)
     except ValueError as exc:
-        raise _Refusal(_error(str(exc))) from None
+        raise _refusal(_error(str(exc))) from None
 
 
 def _resolve_channels(project: Project, wanted: str) -> set[str]:
-    """Integration uuids for "*", "" or a comma list of exact uuids or names; else a _Refusal."""
+    """Integration uuids for "*", "" or a comma list of exact uuids or names; else a Refusal."""
     if wanted == "*":
         return {c.code for c in project.channels}
     if wanted == "":
@@ -54,12 +54,12 @@ def _resolve_channels(project: Project, wanted: str) -> set[str]:
     found = set()
     for item in wanted.split(","):
         if item == "":
-            raise _Refusal(_error("empty channel identifier"))
+            raise _refusal(_error("empty channel identifier"))
         matches = [c for c in project.channels if c.code == item or c.name == item]
         if not matches:
-            raise _Refusal(_error(f"invalid channel identifier: {item}"))
+            raise _refusal(_error(f"invalid channel identifier: {item}"))
         if len(matches) > 1:
-            raise _Refusal(_error(f"non-unique channel identifier: {item}"))
+            raise _refusal(_error(f"non-unique channel identifier: {item}"))
         found.add(matches[0].code)
     return found
 

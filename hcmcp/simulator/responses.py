@@ -2,7 +2,7 @@
 
 Every response the simulated instance sends is built here: the exact headers (the security set,
 X-Frame-Options, CORS for the API routes) and the exact JSON formatting of ``JsonResponse``.
-``_Http404`` and ``_Refusal`` end a request early with one of them.
+``_Http404`` and a ``Refusal`` (``_refusal``) end a request early with one of them.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any, TypeVar
 
-from hcmcp.http.messages import Response, StreamingResponse
+from hcmcp.http.messages import Refusal, Response, StreamingResponse
 
 _R = TypeVar("_R", bound=Response | StreamingResponse)  # _cors gives back what it was given
 
@@ -66,11 +66,9 @@ class _Http404(Exception):
     """Django's Http404: the HTML "Not Found" page, without CORS headers."""
 
 
-class _Refusal(Exception):
+def _refusal(response: Response) -> Refusal:
     """An early answer (a bad key, body or identifier) that ends the request."""
-
-    def __init__(self, response: Response) -> None:
-        self.response = response
+    return Refusal(response.status, response=response)
 
 
 def _last(query: list[tuple[str, str]], name: str) -> str | None:

@@ -33,7 +33,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import unquote, urlencode
 
-from hcmcp.http.messages import Request, Response, StreamingResponse
+from hcmcp.http.messages import Refusal, Request, Response, StreamingResponse
 from hcmcp.simulator.api import ManagementApi
 from hcmcp.simulator.model import (
     Channel,
@@ -45,7 +45,6 @@ from hcmcp.simulator.responses import (
     NOT_FOUND_PAGE,
     _cors,
     _Http404,
-    _Refusal,
     _response,
 )
 from hcmcp.simulator.schedules import (
@@ -251,8 +250,8 @@ class Simulator:
             response = self._route(request, unquote(request.path))
         except _Http404:
             response = _response(404, NOT_FOUND_PAGE)
-        except _Refusal as refusal:
-            response = refusal.response
+        except Refusal as refusal:  # always made with its response (responses._refusal)
+            response = refusal.response or _response(refusal.status)
         return response  # HEAD: the server sends the head alone, with this body's length
 
     def _match(
@@ -304,8 +303,8 @@ class Simulator:
         elif request.method in methods.split(", ")[1:]:
             try:
                 response = target(request, **kwargs)
-            except _Refusal as refusal:
-                response = refusal.response
+            except Refusal as refusal:
+                response = refusal.response or _response(refusal.status)
         else:
             response = _response(405)
         return _cors(response, methods)

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from hcmcp.http.messages import Request, Response
 from hcmcp.simulator.model import Check, Flip, Project
-from hcmcp.simulator.responses import _error, _Http404, _json, _Refusal, _response
+from hcmcp.simulator.responses import _error, _Http404, _json, _refusal, _response
 
 RW_KEY = "hcw_sim_project_a_read_write_key"
 RO_KEY = "hcr_sim_project_a_read_only_key0"
@@ -44,26 +44,26 @@ class Instance:
     def authorize(
         self, request: Request, *, read_only_ok: bool
     ) -> tuple[Project, bool, dict[str, Any]]:
-        """(project, readonly, parsed body); a _Refusal (400/401) in the server's order."""
+        """(project, readonly, parsed body); a Refusal (400/401) in the server's order."""
         body: Any = {}
         if request.method == "POST" and request.body and not read_only_ok:
             try:
                 body = json.loads(request.body.decode())
             except ValueError:
-                raise _Refusal(_error("could not parse request body")) from None
+                raise _refusal(_error("could not parse request body")) from None
             if not isinstance(body, dict):
-                raise _Refusal(_error("json validation error: value is not an object"))
+                raise _refusal(_error("json validation error: value is not an object"))
         key = request.header("x-api-key")
         if key is None:
             key = str(body["api_key"]) if "api_key" in body else ""
         if len(key) != 32:
-            raise _Refusal(_error("missing api key", 401))
+            raise _refusal(_error("missing api key", 401))
         for project in self.projects:
             if key == project.rw_key:
                 return project, False, body
             if read_only_ok and key == project.ro_key:
                 return project, True, body
-        raise _Refusal(_error("wrong api key", 401))
+        raise _refusal(_error("wrong api key", 401))
 
     def project(self, request: Request) -> Project:
         return self.authorize(request, read_only_ok=False)[0]
@@ -73,13 +73,13 @@ class Instance:
         if check is None:
             raise _Http404()
         if check.project is not project:
-            raise _Refusal(_response(403))  # it exists, in another project
+            raise _refusal(_response(403))  # it exists, in another project
         return check
 
     def by_unique_key(self, project: Project, key: str) -> Check:
         check = next((c for c in project.checks.values() if c.unique_key == key), None)
         if check is None:
-            raise _Refusal(_response(404))  # empty, unlike the uuid routes' HTML page
+            raise _refusal(_response(404))  # empty, unlike the uuid routes' HTML page
         return check
 
     def check_json(

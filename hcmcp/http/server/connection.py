@@ -14,12 +14,12 @@ import anyio
 import h11
 from anyio.abc import SocketAttribute
 
-from ..framing import Refusal, head_size, split_target
+from ..framing import head_size, split_target
 from ..idle_wait import suspends_once, unattended
-from ..messages import Request, Response, StreamingResponse, error_payload
+from ..messages import Refusal, Request, Response, StreamingResponse, error_payload
 from ..socket_stream import RawSocketStream, linger_and_close
 from .request_head import PlainHead, asks_keep_alive
-from .request_reader import RECEIVE_SIZE, ClientGone, RequestReader
+from .request_reader import RECEIVE_SIZE, PeerGone, RequestReader
 from .response_head import END_OF_MESSAGE, STATE_RESPONSE, plain_head, reason, without_headers
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ class _Connection:
                 watching.start_soon(self._watch_while_answering)
                 try:
                     graceful = await self._serve_requests()
-                except ClientGone:
+                except PeerGone:
                     logger.debug("Client %s went away", self.client)
                 finally:
                     watching.cancel_scope.cancel()
@@ -261,7 +261,7 @@ class _Connection:
         """The app's answer; None when the app failed (logged: a 500 is due).
 
         A disconnect seen meanwhile cancels the app unless the request opted out of
-        cancel_on_disconnect; then the answer, if any, is dropped and ClientGone raised.
+        cancel_on_disconnect; then the answer, if any, is dropped and PeerGone raised.
         """
         scope = anyio.CancelScope()
 
@@ -299,7 +299,7 @@ class _Connection:
             )
             if isinstance(response, StreamingResponse):
                 await _close_chunks(response.chunks)
-            raise ClientGone()
+            raise PeerGone()
         if failure is not None:
             logger.error(
                 "The app failed on %s %s; answered 500",
@@ -339,9 +339,9 @@ class _Connection:
             logger.info(
                 "Client %s did not read for %g s; closing", self.client, self.limits.write_timeout
             )
-            raise ClientGone() from exc
+            raise PeerGone() from exc
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-            raise ClientGone() from exc
+            raise PeerGone() from exc
 
     def _response_event(self, status: int, headers: list[tuple[str, str]]) -> _H11Response | None:
         """The h11 event for the app's head, or None (logged) when the app gave an invalid one."""
@@ -412,7 +412,7 @@ class _Connection:
                                 await self._write(self.h11.send(h11.Data(data=chunk)))
                         await self._write(self.h11.send(h11.EndOfMessage()))
                         finished = True
-                    except ClientGone:
+                    except PeerGone:
                         write_failed = True
                     except Exception:
                         logger.exception(
@@ -424,7 +424,7 @@ class _Connection:
                 logger.debug(
                     "Client %s closed the connection during a stream; stream cancelled", self.client
                 )
-                raise ClientGone()
+                raise PeerGone()
             # A stream that failed midway cannot finish its chunked body: closing tells the client.
             return finished
         finally:

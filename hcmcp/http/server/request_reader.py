@@ -19,7 +19,6 @@ import anyio
 import h11
 
 from ..framing import (
-    Refusal,
     buffered,
     check_chunk_framing,
     check_head,
@@ -27,6 +26,7 @@ from ..framing import (
     peek,
     protocol_error_message,
 )
+from ..messages import Refusal
 from ..socket_stream import RawSocketStream
 from .request_head import NOT_PLAIN, PlainHead, parse_plain
 
@@ -36,8 +36,9 @@ if TYPE_CHECKING:
 RECEIVE_SIZE = 64 * 1024
 
 
-class ClientGone(Exception):
-    """The peer reset the connection, stopped reading past write_timeout, or vanished."""
+class PeerGone(Exception):
+    """The HTTP peer reset the connection, stopped reading past write_timeout, or vanished.
+    (The MCP client that can no longer answer a request is protocol/asking.py's ClientGone.)"""
 
 
 class RequestReader:
@@ -88,12 +89,12 @@ class RequestReader:
         return data
 
     async def _receive(self) -> None:
-        """A read for the request being parsed (or the EOF); a reset raises ClientGone."""
+        """A read for the request being parsed (or the EOF); a reset raises PeerGone."""
         if self.peer_closed:
-            raise ClientGone()  # h11 asks for no bytes once it knows of the EOF; never spin if it did
+            raise PeerGone()  # h11 asks for no bytes once it knows of the EOF; never spin if it did
         await self.read_socket()
         if self.peer_reset:
-            raise ClientGone()
+            raise PeerGone()
 
     def buffered(self) -> int:
         """Bytes read and not parsed yet."""

@@ -14,7 +14,7 @@ import hmac
 import ipaddress
 import re
 
-from ...http.messages import Request
+from ...http.messages import Refusal, Request
 
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]"})
 # Headers that mean one thing once: a second copy is either a mistake or an attempt to make
@@ -37,18 +37,6 @@ _AUTHORITY = re.compile(
     r"(?:\[(?P<v6>[0-9a-f:.]+)\]|(?P<name>[a-z0-9](?:[a-z0-9.-]*[a-z0-9])?))"
     r"(?::(?P<port>[0-9]{1,5}))?\Z"
 )
-
-
-class Refused(Exception):
-    """The guard's verdict: answer ``status`` with this message (and these headers)."""
-
-    def __init__(
-        self, status: int, message: str, headers: list[tuple[str, str]] | None = None
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.headers = headers or []
 
 
 def parse_authority(authority: str) -> tuple[str, int | None]:
@@ -92,13 +80,13 @@ class ListenerGuard:
         self._token_digest = hashlib.sha256(token.encode()).digest() if token else None
 
     def check(self, request: Request) -> None:
-        """Raise Refused unless the request may be served."""
+        """Raise Refusal unless the request may be served."""
         seen: set[str] = set()
         for key, _ in request.headers:  # one pass: names are lowercased
             if key in _SINGLETONS:
                 if key in seen:
                     name = _SINGLETONS[key]
-                    raise Refused(
+                    raise Refusal(
                         400,
                         f"Bad Request: the {name} header appears {request.header_count(name)} "
                         "times; send it once",
@@ -112,13 +100,13 @@ class ListenerGuard:
                 request.target_authority, "authority of the absolute request target"
             )
             if _with_port(target) != _with_port(host):
-                raise Refused(
+                raise Refusal(
                     400,
                     "Bad Request: the absolute request target names another host or port than "
                     "the Host header; send an origin-form target such as /mcp",
                 )
         if host[0] not in self.allowed_hosts:
-            raise Refused(
+            raise Refusal(
                 403,
                 "Forbidden: the Host header names a host this server does not serve "
                 "(DNS rebinding protection); list its origin in HEALTHCHECKS_HTTP_ALLOWED_ORIGINS "
@@ -129,11 +117,11 @@ class ListenerGuard:
 
     def _authority(self, value: str | None, what: str) -> tuple[str, int | None]:
         if value is None:
-            raise Refused(400, "Bad Request: the Host header is required; send Host: <host>:<port>")
+            raise Refusal(400, "Bad Request: the Host header is required; send Host: <host>:<port>")
         try:
             return parse_authority(value)
         except ValueError:
-            raise Refused(
+            raise Refusal(
                 400,
                 f"Bad Request: the {what} is not host[:port] (a name, an IPv4 address or a "
                 "[bracketed] IPv6 address, then an optional port of digits)",
@@ -147,21 +135,21 @@ class ListenerGuard:
             scheme not in ("http", "https")
             or host_name(rest.split("/", 1)[0]) not in LOOPBACK_NAMES
         ):
-            raise Refused(
+            raise Refusal(
                 403,
                 "Forbidden: this Origin is not allowed (DNS rebinding protection); list it in "
                 "HEALTHCHECKS_HTTP_ALLOWED_ORIGINS",
             )
 
     def check_token(self, authorization: str | None) -> None:
-        """Raise Refused (401) unless the bearer token is right, or none is configured."""
+        """Raise Refusal (401) unless the bearer token is right, or none is configured."""
         if self._token_digest is None:
             return
         scheme, _, credential = (authorization or "").strip().partition(" ")
         # Digests of equal length, compared in constant time: neither content nor length leaks.
         given = hashlib.sha256(credential.strip().encode("utf-8", "surrogateescape")).digest()
         if not (hmac.compare_digest(given, self._token_digest) and scheme.lower() == "bearer"):
-            raise Refused(
+            raise Refusal(
                 401,
                 "Unauthorized: send Authorization: Bearer <token>, the value of "
                 "HEALTHCHECKS_HTTP_TOKEN on this server",

@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ...http.messages import Request, Response
-from .guard import ListenerGuard, Refused
+from ...http.messages import Refusal, Request, Response
+from .guard import ListenerGuard
 
 if TYPE_CHECKING:
     from ...telemetry.metrics import Counter, Registry
@@ -189,7 +189,7 @@ class Operations:
                 self.guard.check_token(request.header("authorization"))
             else:
                 self.guard.check(request)
-        except Refused as refused:
+        except Refusal as refused:
             import orjson
 
             return Response(

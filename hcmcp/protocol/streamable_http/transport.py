@@ -38,7 +38,7 @@ import anyio
 import anyio.abc
 import msgspec
 
-from ...http.messages import Request, Response, StreamingResponse
+from ...http.messages import Refusal, Request, Response, StreamingResponse
 from .. import revisions
 from ..jsonrpc import (
     HEADER_MISMATCH,
@@ -56,7 +56,7 @@ from ..jsonrpc import (
     error_message,
 )
 from ..server import SHUTDOWN_GRACE, McpServer, Push, Session
-from .guard import ListenerGuard, Refused
+from .guard import ListenerGuard
 from .media import accepts_json_and_sse as _accepts_json_and_sse
 from .media import is_json_content_type
 from .operations import PATHS as _OPS_PATHS
@@ -130,25 +130,32 @@ class HttpSettings:
     shutdown_grace: float = SHUTDOWN_GRACE  # SIGTERM: how long in-flight calls may go on
 
 
-class _Reply(Exception):
-    """Raised while checking a request: answer with this status and JSON-RPC error at once."""
+def _rpc_error(
+    status: int,
+    code: int,
+    message: str,
+    headers: list[tuple[str, str]] | None = None,
+    data: Any = None,
+    id: Any = None,
+) -> Response:
+    """An answer with this status and JSON-RPC error."""
+    return Response(
+        status,
+        encode(error_message(id, RpcError(code, message, data))),
+        [("content-type", "application/json"), *(headers or [])],
+    )
 
-    def __init__(
-        self,
-        status: int,
-        code: int,
-        message: str,
-        headers: list[tuple[str, str]] | None = None,
-        data: Any = None,
-        id: Any = None,
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.response = Response(
-            status,
-            encode(error_message(id, RpcError(code, message, data))),
-            [("content-type", "application/json"), *(headers or [])],
-        )
+
+def _refusal(
+    status: int,
+    code: int,
+    message: str,
+    headers: list[tuple[str, str]] | None = None,
+    data: Any = None,
+    id: Any = None,
+) -> Refusal:
+    """Raised while checking a request: answer with this status and JSON-RPC error at once."""
+    return Refusal(status, message, response=_rpc_error(status, code, message, headers, data, id))
 
 
 def error_body(status: int, message: str) -> tuple[str, bytes]:
@@ -208,7 +215,7 @@ def _check_header(request: Request, name: str, expected: Any, what: str, rid: An
             if value is None
             else "differs"
         )
-        raise _Reply(
+        raise _refusal(
             400,
             HEADER_MISMATCH,
             f"Header mismatch: {name} {why}; it must equal the body's {what}",
@@ -292,9 +299,9 @@ class StreamableHttp:
         if request.path in _OPS_PATHS:
             return self.ops.answer(request)
         try:
-            self._guard(request)
+            self.guard.check(request)
             if request.path != ENDPOINT:
-                raise _Reply(404, INVALID_REQUEST, f"Not Found: the MCP endpoint is {ENDPOINT}")
+                raise _refusal(404, INVALID_REQUEST, f"Not Found: the MCP endpoint is {ENDPOINT}")
             if request.method == "POST":
                 if request.header("traceparent") is not None:
                     return await self._traced_post(request)
@@ -303,24 +310,26 @@ class StreamableHttp:
                 return self._delete(request, await self._caller(request))
             allow = "POST" if self.settings.stateless else "POST, DELETE"
             if request.method == "GET":
-                raise _Reply(
+                raise _refusal(
                     405,
                     INVALID_REQUEST,
                     "Method Not Allowed: this server opens no GET stream; every "
                     "server message travels on the response to its POST",
                     [("allow", allow)],
                 )
-            raise _Reply(
+            raise _refusal(
                 405,
                 INVALID_REQUEST,
                 f"Method Not Allowed: {request.method}; POST one JSON-RPC message to {ENDPOINT}",
                 [("allow", allow)],
             )
-        except _Reply as reply:
-            self.ops.refused(reply.response.status)
-            if reply.response.status == 401:  # an operator reading the log can tell why
-                self.ops.refusal_log.refused(request, 401, reply.message)
-            return reply.response
+        except Refusal as refusal:  # the guard's carry a status and a message only
+            self.ops.refused(refusal.status)
+            if refusal.status == 401:  # an operator reading the log can tell why
+                self.ops.refusal_log.refused(request, 401, refusal.message)
+            if refusal.response is not None:
+                return refusal.response
+            return _rpc_error(refusal.status, INVALID_REQUEST, refusal.message, refusal.headers)
 
     async def _caller(self, request: Request) -> Caller:
         """Who the request speaks for: its own credential's server (with a tenancy), else the one."""
@@ -331,7 +340,7 @@ class StreamableHttp:
         except NoCredential as refused:
             self.refused_credentials += 1
             challenge = [("www-authenticate", 'Bearer realm="hcmcp"')]  # RFC 9110: a 401 names one
-            raise _Reply(401, INVALID_REQUEST, refused.message, challenge) from None
+            raise _refusal(401, INVALID_REQUEST, refused.message, challenge) from None
 
     async def _traced_post(self, request: Request) -> Response | StreamingResponse:
         """A POST with a W3C ``traceparent`` header: handled inside its trace scope, so that the
@@ -351,26 +360,18 @@ class StreamableHttp:
         finally:
             context.leave(token)
 
-    def _guard(self, request: Request) -> None:
-        try:
-            self.guard.check(request)
-        except Refused as refused:
-            raise _Reply(
-                refused.status, INVALID_REQUEST, refused.message, refused.headers
-            ) from None
-
     # -- POST ----------------------------------------------------------------------------------
 
     async def _post(self, request: Request) -> Response | StreamingResponse:
         if not is_json_content_type(request.header("content-type")):
-            raise _Reply(
+            raise _refusal(
                 415,
                 INVALID_REQUEST,
                 "Unsupported Media Type: POST one JSON-RPC message with "
                 "Content-Type: application/json",
             )
         if not _accepts_json_and_sse(request.header("accept") or ""):
-            raise _Reply(
+            raise _refusal(
                 406,
                 INVALID_REQUEST,
                 "Not Acceptable: the Accept header must list both application/json "
@@ -379,11 +380,11 @@ class StreamableHttp:
         try:
             message = decode(request.body)
         except RpcError as error:
-            raise _Reply(400, error.code, error.message, id=error.id) from None
+            raise _refusal(400, error.code, error.message, id=error.id) from None
         if self.ops.draining and message.is_request:
             # SIGTERM: the calls in flight finish (their dialogs' answers still arrive: those are
             # responses), new work goes to another replica.
-            raise _Reply(
+            raise _refusal(
                 503,
                 INVALID_REQUEST,
                 "Service Unavailable: this server is shutting down; retry on another replica",
@@ -420,14 +421,14 @@ class StreamableHttp:
         rid = _request_id(message)
         server, tenant = caller.server, caller.tenant
         if message.is_response:
-            raise _Reply(
+            raise _refusal(
                 400,
                 INVALID_REQUEST,
                 "Invalid Request: under 2026-07-28 clients do not POST responses; "
                 "answers travel in inputResponses of a retried request",
             )
         if header_version is None:
-            raise _Reply(
+            raise _refusal(
                 400,
                 HEADER_MISMATCH,
                 "Header mismatch: the MCP-Protocol-Version header is required and "
@@ -435,7 +436,7 @@ class StreamableHttp:
                 id=rid,
             )
         if header_version not in revisions.SUPPORTED:
-            raise _Reply(
+            raise _refusal(
                 400,
                 UNSUPPORTED_PROTOCOL_VERSION,
                 "Unsupported protocol version",
@@ -443,7 +444,7 @@ class StreamableHttp:
                 id=rid,
             )
         if message.is_request and meta_version is None:
-            raise _Reply(
+            raise _refusal(
                 400,
                 INVALID_PARAMS,
                 f"Invalid params: a {header_version} request carries "
@@ -451,7 +452,7 @@ class StreamableHttp:
                 id=rid,
             )
         if meta_version is not None and meta_version != header_version:
-            raise _Reply(
+            raise _refusal(
                 400,
                 HEADER_MISMATCH,
                 f"Header mismatch: MCP-Protocol-Version {header_version!r} differs "
@@ -470,7 +471,7 @@ class StreamableHttp:
         try:
             revisions.modern_envelope(params)
         except RpcError as error:
-            raise _Reply(400, error.code, error.message, data=error.data, id=rid) from None
+            raise _refusal(400, error.code, error.message, data=error.data, id=rid) from None
         if (server.pushes and message.method in _MAY_STREAM) or (
             message.method == "tools/call" and _wants_progress(params)
         ):
@@ -541,7 +542,7 @@ class StreamableHttp:
                 headers, request.header, decode_header_value, params.get("arguments")
             )
             if problem is not None:
-                raise _Reply(400, HEADER_MISMATCH, problem, id=rid)
+                raise _refusal(400, HEADER_MISMATCH, problem, id=rid)
 
     # -- 2025 era ------------------------------------------------------------------------------
 
@@ -619,7 +620,7 @@ class StreamableHttp:
                 if full.limit == "tenant"
                 else f"its limit of {self.settings.max_sessions} sessions"
             )
-            raise _Reply(
+            raise _refusal(
                 503,
                 INVALID_REQUEST,
                 (
@@ -753,7 +754,7 @@ class StreamableHttp:
         never existed: nothing tells its id's holder that it is there."""
         session_id = request.header(SESSION_HEADER)
         if session_id is None:
-            raise _Reply(
+            raise _refusal(
                 400,
                 INVALID_REQUEST,
                 "Bad Request: the Mcp-Session-Id header is required; send "
@@ -762,7 +763,7 @@ class StreamableHttp:
             )
         entry = self.table.get(session_id.strip(), caller.tenant)
         if entry is None:
-            raise _Reply(
+            raise _refusal(
                 404,
                 INVALID_REQUEST,
                 "Not Found: this session has ended (or never existed); send "
@@ -787,7 +788,7 @@ class StreamableHttp:
         if entry is not None:
             tenant = entry.tenant
         if per_tenant is not None and self.tenant_streams.get(tenant, 0) >= per_tenant:
-            raise _Reply(
+            raise _refusal(
                 503,
                 INVALID_REQUEST,
                 f"Service Unavailable: requests with this API key already have {per_tenant} "
@@ -796,7 +797,7 @@ class StreamableHttp:
                 id=request_id,
             )
         if entry is not None and entry.streams >= per_session:
-            raise _Reply(
+            raise _refusal(
                 503,
                 INVALID_REQUEST,
                 f"Service Unavailable: this session already has {per_session} "
@@ -806,7 +807,7 @@ class StreamableHttp:
                 id=request_id,
             )
         if self.streams >= self.settings.max_streams:
-            raise _Reply(
+            raise _refusal(
                 503,
                 INVALID_REQUEST,
                 f"Service Unavailable: {self.settings.max_streams} requests are "
@@ -849,7 +850,7 @@ class StreamableHttp:
     def _delete(self, request: Request, caller: Caller) -> Response:
         version = (request.header(VERSION_HEADER) or "").strip()
         if self.settings.stateless or (version and version not in revisions.LEGACY_REVISIONS):
-            raise _Reply(
+            raise _refusal(
                 405,
                 INVALID_REQUEST,
                 "Method Not Allowed: there is no session to end here (stateless "
