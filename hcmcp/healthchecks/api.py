@@ -52,7 +52,7 @@ from .models import (
 if TYPE_CHECKING:
     from ..http.client.client import HttpClient
     from ..http.client.types import HttpResponse
-    from .observe import UpstreamMetrics
+    from .upstream_metrics import UpstreamMetrics
 
 PING_BODY_CEILING = 64 * 1024  # tools.md: ping bodies are truncated at 64 KB
 STATUS_CEILING = 4 * 1024  # tools.md: anything but "OK" is shown up to 4 kB
@@ -111,11 +111,12 @@ class HealthchecksApi:
         self._key_read_write: bool | None = None
         # What a non-2xx answer means, in words without the key (judging.py).
         self._judge = Judge(self.site_root, self._key, self._key_is_read_only)
-        self._metrics: UpstreamMetrics | None = None  # HCMCP_METRICS: healthchecks/observe.py
+        # HCMCP_METRICS: healthchecks/upstream_metrics.py
+        self._metrics: UpstreamMetrics | None = None
         import hcmcp
 
         if hcmcp.observing:
-            from .observe import UpstreamMetrics
+            from .upstream_metrics import UpstreamMetrics
 
             upstream = UpstreamMetrics()
             self._metrics = upstream if upstream.duration is not None else None

@@ -46,7 +46,7 @@ from .tool import Tool, ToolError
 if TYPE_CHECKING:
     import anyio  # at run time anyio is imported where first needed (start-up)
 
-    from .observe import Observer
+    from .request_observer import Observer
 
 log = get_logger("hcmcp.protocol")
 
@@ -297,12 +297,12 @@ class McpServer:
         )  # sends messages during requests
         for feature in self.features:
             self.methods.update(feature.attach(self))
-        # protocol/observe.Observer when metrics or request lines are on (imported only then)
+        # protocol/request_observer.Observer when metrics or request lines are on (imported only then)
         self.observer: Observer | None = None
         import hcmcp
 
         if hcmcp.observing:
-            from .observe import Observer
+            from .request_observer import Observer
 
             self.observer = Observer(set(self.methods), set(self.tools))
 
@@ -333,7 +333,7 @@ class McpServer:
     async def _observed(
         self, message: Message, session: Session, push: Push | None
     ) -> dict[str, Any] | None:
-        """``handle`` for a request, measured, logged and with its trace context (observe.py)."""
+        """``handle`` for a request, measured, logged and with its trace context (request_observer.py)."""
 
         async def answer() -> dict[str, Any] | None:
             try:
@@ -343,7 +343,7 @@ class McpServer:
 
         observer = self.observer
         if observer is None:
-            from .observe import traced
+            from .request_observer import traced
 
             return await traced(message.params, answer)
         return await observer.around(
