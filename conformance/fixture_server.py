@@ -148,9 +148,11 @@ def main(argv: list[str]) -> None:
     minimal = "--minimal" in argv
     if "--http" in argv:
         from hcmcp.protocol.streamable_http.serving import serve_http
+        from hcmcp.protocol.streamable_http.transport import HttpSettings
         bind = argv[argv.index("--http") + 1]
         server = fixture_server(minimal, elicitation_timeout=5.0)
-        anyio.run(lambda: serve_http(server, bind, stateless="--stateless" in argv))
+        settings = HttpSettings(stateless="--stateless" in argv)
+        anyio.run(lambda: serve_http(server, bind, settings=settings))
     else:
         # The tests shorten the shutdown drain to see a call cut by it without waiting 10 s.
         import os

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .healthchecks.api import HealthchecksApi
     from .http.client.client import HttpClient
     from .protocol.server import McpServer
+    from .protocol.streamable_http.transport import HttpSettings
     from .simulator.simulator import Simulator
     from .tools.tenancy import KeyTenancy
 
@@ -237,6 +238,17 @@ def _tenancy(
     )
 
 
+def _http_settings(opts: dict[str, Any], config: Config) -> HttpSettings:
+    """The Streamable HTTP transport's settings from the configuration and --stateless."""
+    from .protocol.streamable_http.transport import HttpSettings
+
+    return HttpSettings(
+        token=config.http_token,
+        allowed_origins=config.http_allowed_origins,
+        stateless=opts["stateless"],
+    )
+
+
 async def _transport(
     opts: dict[str, Any], config: Config, server: McpServer, site_root: str | None = None
 ) -> int | None:
@@ -247,8 +259,7 @@ async def _transport(
         return await serve_http(
             server,
             opts["http"],
-            config=config,
-            stateless=opts["stateless"],
+            settings=_http_settings(opts, config),
             tenancy=_tenancy(opts, config, server, site_root),
             tenant=server.tenant,
         )
@@ -372,8 +383,7 @@ async def _serve_handed_over(
     return await serve_http(
         server,
         opts["http"],
-        config=config,
-        stateless=opts["stateless"],
+        settings=_http_settings(opts, config),
         adopted=handover,
         tenant=server.tenant,
     )

@@ -8,6 +8,7 @@ bounded shutdown. ``streamable_http.py`` is the transport itself (the app).
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
 import logging
 import signal
@@ -74,10 +75,8 @@ async def serve_http(
     server: McpServer,
     bind: str,
     *,
-    config: Any = None,
-    stateless: bool = False,
-    limits: ServerLimits | None = None,
     settings: HttpSettings | None = None,
+    limits: ServerLimits | None = None,
     adopted: Any = None,
     tenancy: Tenancy | None = None,
     tenant: str | None = None,
@@ -86,20 +85,22 @@ async def serve_http(
     """Serve until SIGTERM/SIGINT: then stop accepting, let calls finish (bounded; a second
     signal cuts that short), and return the signal's number (the command exits 130 for SIGINT).
 
-    ``adopted``: a hcmcp.fast_http.HandOver; its listening socket, connections and sessions are
-    served instead of binding anew (it printed the "serving MCP at" line already).
+    ``settings``: the transport's (the token, allowed origins, --stateless, the limits); the
+    defaults without. ``adopted``: a fast_start.http HandOver; its listening socket, connections
+    and sessions are served instead of binding anew (it printed the "serving MCP at" line already).
     ``tenancy``: each request may bring its own credential (tenancy.py); each tenant then
-    has a quarter of the streams and of the session table. ``tenant``: the fingerprint of the
-    credential ``server`` serves with."""
+    has a quarter of the streams and of the session table, unless ``settings`` gives its share.
+    ``tenant``: the fingerprint of the credential ``server`` serves with."""
     if settings is None:
-        settings = HttpSettings(
-            token=getattr(config, "http_token", None),
-            allowed_origins=getattr(config, "http_allowed_origins", ()),
-            stateless=stateless,
+        settings = HttpSettings()
+    if tenancy is not None and settings.max_streams_per_tenant is None:
+        settings = dataclasses.replace(
+            settings, max_streams_per_tenant=max(1, settings.max_streams // 4)
         )
-        if tenancy is not None:
-            settings.max_streams_per_tenant = max(1, settings.max_streams // 4)
-            settings.max_sessions_per_tenant = max(1, settings.max_sessions // 4)
+    if tenancy is not None and settings.max_sessions_per_tenant is None:
+        settings = dataclasses.replace(
+            settings, max_sessions_per_tenant=max(1, settings.max_sessions // 4)
+        )
     refusal = bind_refusal(bind, settings.token)
     if refusal is not None:
         raise SystemExit(refusal)
