@@ -131,18 +131,13 @@ class HttpSettings:
 
 
 def _rpc_error(
-    status: int,
-    code: int,
-    message: str,
-    headers: list[tuple[str, str]] | None = None,
-    data: Any = None,
-    id: Any = None,
+    refusal: Refusal, code: int = INVALID_REQUEST, data: Any = None, id: Any = None
 ) -> Response:
-    """An answer with this status and JSON-RPC error."""
+    """The refusal's status, with its message as a JSON-RPC error (and its headers)."""
     return Response(
-        status,
-        encode(error_message(id, RpcError(code, message, data))),
-        [("content-type", "application/json"), *(headers or [])],
+        refusal.status,
+        encode(error_message(id, RpcError(code, refusal.message, data))),
+        [("content-type", "application/json"), *refusal.headers],
     )
 
 
@@ -155,7 +150,9 @@ def _refusal(
     id: Any = None,
 ) -> Refusal:
     """Raised while checking a request: answer with this status and JSON-RPC error at once."""
-    return Refusal(status, message, response=_rpc_error(status, code, message, headers, data, id))
+    refusal = Refusal(status, message, headers)
+    refusal.response = _rpc_error(refusal, code, data, id)
+    return refusal
 
 
 def error_body(status: int, message: str) -> tuple[str, bytes]:
@@ -329,7 +326,7 @@ class StreamableHttp:
                 self.ops.refusal_log.refused(request, 401, refusal.message)
             if refusal.response is not None:
                 return refusal.response
-            return _rpc_error(refusal.status, INVALID_REQUEST, refusal.message, refusal.headers)
+            return _rpc_error(refusal)
 
     async def _caller(self, request: Request) -> Caller:
         """Who the request speaks for: its own credential's server (with a tenancy), else the one."""
