@@ -116,7 +116,7 @@ def _check_bind(bind: str) -> None:
 
     if bind_address(bind) is not None:
         return  # (an IP address and port: the fast path's own check, no import)
-    from .protocol.http_serving import parse_bind
+    from .protocol.streamable_http.serving import parse_bind
 
     try:
         parse_bind(bind)

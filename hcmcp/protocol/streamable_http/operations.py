@@ -92,7 +92,7 @@ class RefusalLog:
 
         if not hcmcp.observing:  # the default level (warning) writes no info line
             return
-        from ..telemetry import logs
+        from ...telemetry import logs
 
         if not logs.enabled("info") or not self.allow():
             return
