@@ -1,6 +1,6 @@
 """The upstream side of the benchmarks: the simulated instance, direct requests to it, a counting relay.
 
-`simulator()` runs the simulator (`python -m hcmcp.healthchecks.simulator`) on a free loopback port
+`simulator()` runs the simulator (`python -m hcmcp.simulator.simulator`) on a free loopback port
 for as long as a `with` block; `DirectClient` times the floor, the upstream GET alone, on a
 keep-alive stdlib connection; `http_get_json` learns ids without any MCP server; `CountingRelay`
 counts what a flood delivered. `fixed_upstream.py` replays recorded answers. Loopback only.
@@ -43,7 +43,7 @@ class Simulator:
         return self.stderr_file.read().decode(errors="replace")
 
 
-SIMULATOR_COMMAND = [PYTHON, "-m", "hcmcp.healthchecks.simulator"]
+SIMULATOR_COMMAND = [PYTHON, "-m", "hcmcp.simulator.simulator"]
 
 
 class SimulatorFailed(RuntimeError):

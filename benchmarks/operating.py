@@ -59,7 +59,7 @@ def in_process_overhead(rounds: int, iterations: int) -> Table:
     import msgspec
 
     from hcmcp.protocol.jsonrpc import decode
-    from hcmcp.protocol.observe import Observer
+    from hcmcp.protocol.request_observer import Observer
     from hcmcp.protocol.server import McpServer, ServerIdentity, Session
     from hcmcp.protocol.tool import Annotations, Tool
     from hcmcp.telemetry import logs, metrics

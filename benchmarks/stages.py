@@ -36,17 +36,17 @@ WARM_UP = 50
 # (module, class or "", function, point name, after the call?): a point is taken as the function is
 # entered, or as it returns. The first of each name within a call counts.
 PROBES = [
-    ("hcmcp.http.request_reader", "RequestReader", "read_socket", "request bytes read (HTTP)", True),
-    ("hcmcp.http.request_reader", "RequestReader", "head", "request head parsed", True),
-    ("hcmcp.protocol.streamable_http", "StreamableHttp", "app", "MCP transport entered", False),
+    ("hcmcp.http.server.request_reader", "RequestReader", "read_socket", "request bytes read (HTTP)", True),
+    ("hcmcp.http.server.request_reader", "RequestReader", "head", "request head parsed", True),
+    ("hcmcp.protocol.streamable_http.transport", "StreamableHttp", "app", "MCP transport entered", False),
     ("hcmcp.protocol.server", "McpServer", "handle", "MCP server entered", False),
-    ("hcmcp.http.client", "HttpClient", "request", "HTTP client entered", False),
-    ("hcmcp.http.client_connection", "StreamConnection", "send", "GET sent", False),
-    ("hcmcp.http.client_connection", "StreamConnection", "receive", "answer bytes in", True),
-    ("hcmcp.http.client", "HttpClient", "_read_head", "answer head parsed (h11)", True),
-    ("hcmcp.http.client", "HttpClient", "request", "HTTP client returned", True),
+    ("hcmcp.http.client.client", "HttpClient", "request", "HTTP client entered", False),
+    ("hcmcp.http.client.connection", "StreamConnection", "send", "GET sent", False),
+    ("hcmcp.http.client.connection", "StreamConnection", "receive", "answer bytes in", True),
+    ("hcmcp.http.client.client", "HttpClient", "_read_head", "answer head parsed (h11)", True),
+    ("hcmcp.http.client.client", "HttpClient", "request", "HTTP client returned", True),
     ("hcmcp.protocol.server", "", "tool_result", "tool result shaped", False),
-    ("hcmcp.http.connection", "_Connection", "_write", "answer written (HTTP)", False),
+    ("hcmcp.http.server.connection", "_Connection", "_write", "answer written (HTTP)", False),
 ]
 SERVER = """
 import importlib, json, os, signal, sys, time

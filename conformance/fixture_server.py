@@ -20,13 +20,13 @@ import msgspec
 if __package__ in (None, ""):   # run as a script: make `conformance` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from hcmcp.protocol.completion import Completions
-from hcmcp.protocol.logs import Logging
-from hcmcp.protocol.prompts import Prompts
-from hcmcp.protocol.resources import Resources
+from hcmcp.protocol.features.completion import Completions
+from hcmcp.protocol.features.log_messages import Logging
+from hcmcp.protocol.features.prompts import Prompts
+from hcmcp.protocol.features.resources import Resources
 from hcmcp.protocol.server import McpServer, ServerIdentity
-from hcmcp.protocol.subscriptions import Subscriptions
-from hcmcp.protocol.tasks import Tasks
+from hcmcp.protocol.features.subscriptions import Subscriptions
+from hcmcp.protocol.features.tasks import Tasks
 from hcmcp.protocol.stdio import run_stdio
 from hcmcp.protocol.tool import Annotations, Tool, ToolError
 
@@ -147,10 +147,12 @@ def main(argv: list[str]) -> None:
     """``python -m conformance.fixture_server [--minimal] [--http HOST:PORT [--stateless]]`` (stdio by default)."""
     minimal = "--minimal" in argv
     if "--http" in argv:
-        from hcmcp.protocol.http_serving import serve_http
+        from hcmcp.protocol.streamable_http.serving import serve_http
+        from hcmcp.protocol.streamable_http.transport import HttpSettings
         bind = argv[argv.index("--http") + 1]
         server = fixture_server(minimal, elicitation_timeout=5.0)
-        anyio.run(lambda: serve_http(server, bind, stateless="--stateless" in argv))
+        settings = HttpSettings(stateless="--stateless" in argv)
+        anyio.run(lambda: serve_http(server, bind, settings=settings))
     else:
         # The tests shorten the shutdown drain to see a call cut by it without waiting 10 s.
         import os

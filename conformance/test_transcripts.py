@@ -32,7 +32,7 @@ def as_any_server():
     # a question (the command line's 5 s is for the official suite): one server takes every transcript here,
     # a few at a time, and on a loaded machine an elicitation round trip can outlast 5 s.
     serve = ("import anyio; from conformance.fixture_server import fixture_server; "
-             "from hcmcp.protocol.http_serving import serve_http; "
+             "from hcmcp.protocol.streamable_http.serving import serve_http; "
              "anyio.run(lambda: serve_http(fixture_server(), '127.0.0.1:0'))")
     server = subprocess.Popen([sys.executable, "-c", serve], cwd=runner.ROOT, stdin=subprocess.DEVNULL,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

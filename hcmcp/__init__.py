@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 configure_logging_on_first_use = False
 # Set by the command: HCMCP_LOG_FORMAT, and whether requests are measured or logged
 # (HCMCP_METRICS, HCMCP_LOG_LEVEL=info/debug), so that a server built later makes its observer
-# (protocol/observe.py).
+# (protocol/request_observer.py).
 log_format = "text"
 observing = False
 

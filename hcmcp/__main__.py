@@ -18,11 +18,12 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Iterator
     from typing import Any, NoReturn
 
-    from .config import Config
+    from .config.settings import Config
     from .healthchecks.api import HealthchecksApi
-    from .healthchecks.simulator import Simulator
-    from .http.client import HttpClient
+    from .http.client.client import HttpClient
     from .protocol.server import McpServer
+    from .protocol.streamable_http.transport import HttpSettings
+    from .simulator.simulator import Simulator
     from .tools.tenancy import KeyTenancy
 
 WAITING = (
@@ -97,8 +98,8 @@ def _config(demo: bool = False) -> Config:
     """The configuration from the environment; under --demo without the instance's variables
     (the simulated instance replaces them: they are ignored, with the one line of ignored_lines,
     so a value that would be refused for a real instance does not stop the demo)."""
-    from .config import INSTANCE_VARIABLES, load
-    from .config_parse import ConfigError
+    from .config.parse import ConfigError
+    from .config.settings import INSTANCE_VARIABLES, load
 
     env: Any = os.environ
     if demo:
@@ -115,7 +116,7 @@ def _check_bind(bind: str) -> None:
 
     if bind_address(bind) is not None:
         return  # (an IP address and port: the fast path's own check, no import)
-    from .protocol.http_serving import parse_bind
+    from .protocol.streamable_http.serving import parse_bind
 
     try:
         parse_bind(bind)
@@ -126,7 +127,7 @@ def _check_bind(bind: str) -> None:
 
 def build_server(config: Config, api: HealthchecksApi, **options: Any) -> McpServer:
     """The MCP server for this configuration (tools/assemble.py); a refused selection: one line."""
-    from .config_parse import ConfigError
+    from .config.parse import ConfigError
     from .tools.assemble import build_server as assemble
 
     try:
@@ -137,7 +138,7 @@ def build_server(config: Config, api: HealthchecksApi, **options: Any) -> McpSer
 
 def _demo_simulator() -> Simulator:
     """The --demo instance, seeded (not yet served: that needs the event loop)."""
-    from .healthchecks.simulator import Simulator
+    from .simulator.simulator import Simulator
 
     sim = Simulator()
     sim.seed_demo()
@@ -157,7 +158,7 @@ async def _built(
         api = _api(config, None, "" if only_requests else None)
         yield build_server(config, api), api
         return
-    from .healthchecks.simulator import serve
+    from .simulator.simulator import serve
 
     sim = sim or _demo_simulator()
     async with serve(sim):
@@ -200,7 +201,7 @@ def _api(
 
 async def _serve(opts: dict[str, Any], config: Config) -> int | None:
     if opts["http"]:
-        from .protocol.http_serving import bind_refusal
+        from .protocol.streamable_http.serving import bind_refusal
 
         refusal = bind_refusal(opts["http"], getattr(config, "http_token", None))
         if refusal is not None:
@@ -237,18 +238,28 @@ def _tenancy(
     )
 
 
+def _http_settings(opts: dict[str, Any], config: Config) -> HttpSettings:
+    """The Streamable HTTP transport's settings from the configuration and --stateless."""
+    from .protocol.streamable_http.transport import HttpSettings
+
+    return HttpSettings(
+        token=config.http_token,
+        allowed_origins=config.http_allowed_origins,
+        stateless=opts["stateless"],
+    )
+
+
 async def _transport(
     opts: dict[str, Any], config: Config, server: McpServer, site_root: str | None = None
 ) -> int | None:
     """Serves until the end; the signal that ended an HTTP server (None for stdio)."""
     if opts["http"]:
-        from .protocol.http_serving import serve_http
+        from .protocol.streamable_http.serving import serve_http
 
         return await serve_http(
             server,
             opts["http"],
-            config=config,
-            stateless=opts["stateless"],
+            settings=_http_settings(opts, config),
             tenancy=_tenancy(opts, config, server, site_root),
             tenant=server.tenant,
         )
@@ -262,7 +273,7 @@ def _serve_stdio_now(opts: dict[str, Any], config: Config) -> NoReturn:
     """stdio (plain or --demo): the handshake is answered before the heavy imports (fast_start/),
     which happen meanwhile in a background thread; then the full server takes over.
     Never returns."""
-    from .config_parse import ConfigError
+    from .config.parse import ConfigError
     from .fast_start.handshake import Handshake
     from .fast_start.stdio import serve
 
@@ -303,7 +314,7 @@ def _warming(build: Callable[[], Any], config: Config) -> Callable[[], Any]:
         built = build()
         import anyio._backends._asyncio  # noqa: F401 -- imported now, off the first call's path
 
-        from .http import client  # noqa: F401 -- (ssl loads with the first https connection)
+        from .http.client import client  # noqa: F401 -- (ssl loads with the first https connection)
 
         return built
 
@@ -320,7 +331,7 @@ def _serve_http_now(opts: dict[str, Any], config: Config) -> None:
     knob = os.environ.get("HCMCP_FAST_HTTP")
     if knob == "0":
         return
-    from .config_parse import ConfigError
+    from .config.parse import ConfigError
     from .fast_start.http import FastHttp
 
     try:
@@ -341,7 +352,7 @@ def _serve_http_now(opts: dict[str, Any], config: Config) -> None:
 
     def warm_http() -> Any:
         built = warm()
-        from .protocol import streamable_http  # noqa: F401 -- (h11, msgspec, the HTTP server)
+        from .protocol.streamable_http import transport  # noqa: F401 -- (h11, msgspec, the HTTP server)
 
         return built
 
@@ -367,13 +378,12 @@ async def _serve_adopted(
 async def _serve_handed_over(
     opts: dict[str, Any], config: Config, server: McpServer, handover: Any
 ) -> int | None:
-    from .protocol.http_serving import serve_http
+    from .protocol.streamable_http.serving import serve_http
 
     return await serve_http(
         server,
         opts["http"],
-        config=config,
-        stateless=opts["stateless"],
+        settings=_http_settings(opts, config),
         adopted=handover,
         tenant=server.tenant,
     )
@@ -460,7 +470,7 @@ def _main(argv: list[str]) -> None:
     _operating(opts, config)
     if not config.elicitation:
         hcmcp.stderr_line(ELICITATION_OFF_LINE)
-    from .config import ignored_lines
+    from .config.settings import ignored_lines
 
     # plain http, unverified TLS, a proxy variable (the demo instance is none of these), and
     # the variables this run does not read
@@ -472,7 +482,7 @@ def _main(argv: list[str]) -> None:
     if config.key_source != "env" and not opts.get("http"):
         hcmcp.stderr_line(KEY_SOURCE_STDIO_LINE.format(config.key_source))
     if not opts["demo"]:  # --demo never uses the configured key
-        from .config import api_key_warning
+        from .config.settings import api_key_warning
 
         warning = api_key_warning(config.api_key)
         if warning:
@@ -537,7 +547,7 @@ def _operating(opts: dict[str, Any], config: Config) -> None:
 def _run_serving(run: Callable[..., Any], *args: Any) -> Any:
     """run(*args), with a refusal to start as one line on stderr and exit 1, never a traceback:
     a SystemExit or a failed bind, also when a task group (the --demo simulator's) wrapped it."""
-    from .http.server import ListenFailed
+    from .http.server.server import ListenFailed
 
     try:
         return run(*args)

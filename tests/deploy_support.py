@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator
 
-from hcmcp.healthchecks.simulator import Simulator
+from hcmcp.simulator.simulator import Simulator
 from support import HCMCP, StdioPeer
 
 # ----------------------------------------------------------------------------- the simulator
@@ -32,7 +32,7 @@ def simulator_thread(sim: Simulator, *, path_prefix: str = "") -> Iterator[str]:
     """Serve ``sim`` on 127.0.0.1 from a thread of its own; yields the site root (with the prefix)."""
     import anyio.from_thread
 
-    from hcmcp.http.server import serve_in_background
+    from hcmcp.http.server.server import serve_in_background
 
     sim.raw_paths = []    # type: ignore[attr-defined]   # as they arrived, before the prefix is taken off
 
@@ -40,7 +40,7 @@ def simulator_thread(sim: Simulator, *, path_prefix: str = "") -> Iterator[str]:
         sim.raw_paths.append(request.path)   # type: ignore[attr-defined]
         if path_prefix:
             if not request.path.startswith(path_prefix + "/"):
-                from hcmcp.http.server import Response
+                from hcmcp.http.messages import Response
                 return Response(404, b"not under the prefix")
             request.path = request.path[len(path_prefix):]
         return await sim.app(request)

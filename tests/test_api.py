@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 import pytest
 
 from hcmcp.healthchecks import api as api_module
-from hcmcp.healthchecks.api import (BadRequest, Conflict, Forbidden, HealthchecksApi, InvalidIdentifier,
-                                    MissingApiKey, NotFound, NotJson, Redirected, ResponseTooLarge,
-                                    Unauthorized, Unavailable, Unreachable)
-from hcmcp.http.server import Request, Response, serve_in_background
+from hcmcp.healthchecks.api import HealthchecksApi
+from hcmcp.healthchecks.errors import BadRequest, Conflict, Forbidden, InvalidIdentifier, MissingApiKey, NotFound, NotJson, Redirected, ResponseTooLarge, Unauthorized, Unavailable, Unreachable
+from hcmcp.http.server.server import serve_in_background
+from hcmcp.http.messages import Request, Response
 from support import RECORDINGS
 
 RW_KEY = "hcw_realLookingSecretKey00000001"
@@ -303,7 +303,7 @@ class socket_that_refuses:
 
 @pytest.mark.anyio
 async def test_a_response_over_the_ceiling_is_refused_not_half_parsed() -> None:
-    from hcmcp.http.client import HttpClient
+    from hcmcp.http.client.client import HttpClient
     script = Script()
     route(script, "GET", "checks/", json_response(200, {"checks": [{"name": "x" * 100}] * 100}))
     async with serve_in_background(script.app) as server:

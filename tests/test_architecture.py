@@ -59,10 +59,8 @@ def test_the_contracts_are_the_layers_of_design_md():
         "terminal",
         "fast_start",
         "tools",
+        "healthchecks | protocol | simulator",
         "config",
-        "config_network",
-        "config_parse",
-        "healthchecks | protocol",
         "http",
         "sources | telemetry",
     ]
@@ -97,6 +95,20 @@ def test_conformance_is_forbidden_every_part_of_hcmcp_but_protocol_and_http():
     assert not forbidden & (allowed | {"hcmcp"})
 
 
+def test_only_the_command_may_import_the_simulator():
+    """Every top-level part of hcmcp/ but the command (and the simulator itself) is forbidden it."""
+    contract = CONTRACTS["simulator"]
+    assert contract["forbidden_modules"] == ["hcmcp.simulator"]
+    tops = {
+        "hcmcp." + (p.stem if p.is_file() else p.name)
+        for p in (ROOT / "hcmcp").iterdir()
+        if (p.suffix == ".py" and p.stem != "__init__") or (p / "__init__.py").is_file()
+    }
+    missing = tops - {"hcmcp.__main__", "hcmcp.simulator"} - set(contract["source_modules"])
+    assert not missing, f"add {sorted(missing)} to the simulator contract's source_modules"
+    assert "conformance" in contract["source_modules"]
+
+
 def test_lint_imports_keeps_every_contract():
     done = _lint_imports(ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -106,11 +118,21 @@ def test_lint_imports_keeps_every_contract():
 # (contract, file to append to, the planted line, what the report must name)
 PLANTS = [
     ("layers", "hcmcp/http/messages.py", "import hcmcp.protocol.jsonrpc", "hcmcp.http.messages"),
-    ("layers", "hcmcp/protocol/content.py", "import hcmcp.healthchecks.errors", "hcmcp.protocol.content"),
+    ("layers", "hcmcp/protocol/features/content.py", "import hcmcp.healthchecks.errors", "hcmcp.protocol.features.content"),
     ("layers", "hcmcp/healthchecks/errors.py", "import hcmcp.tools.selection", "hcmcp.healthchecks.errors"),
     ("layers", "hcmcp/tools/selection.py", "import hcmcp.__main__", "hcmcp.tools.selection"),
-    ("layers", "hcmcp/http/tls.py", "if TYPE_CHECKING:\n    import hcmcp.tools", "hcmcp.http.tls"),
+    ("layers", "hcmcp/http/client/tls.py", "if TYPE_CHECKING:\n    import hcmcp.tools", "hcmcp.http.client.tls"),
     ("layers", "hcmcp/stray.py", "X = 1", "hcmcp.stray"),  # exhaustive: a module in no layer
+    # configuration sits under the protocol it configures
+    ("layers", "hcmcp/config/settings.py", "import hcmcp.protocol.seal", "hcmcp.config.settings"),
+    ("http", "hcmcp/http/messages.py", "import hcmcp.http.framing", "hcmcp.http.messages"),
+    ("http", "hcmcp/http/client/types.py", "import hcmcp.http.server.request_head", "hcmcp.http.client.types"),
+    ("http", "hcmcp/http/stray.py", "X = 1", "hcmcp.http.stray"),
+    ("protocol", "hcmcp/protocol/server.py", "import hcmcp.protocol.features.tasks", "hcmcp.protocol.server"),
+    ("protocol", "hcmcp/protocol/jsonrpc.py", "import hcmcp.protocol.streamable_http.sessions", "hcmcp.protocol.jsonrpc"),
+    ("protocol", "hcmcp/protocol/features/prompts.py", "import hcmcp.protocol.streamable_http.media", "hcmcp.protocol.features.prompts"),
+    ("simulator", "hcmcp/healthchecks/api.py", "import hcmcp.simulator.model", "hcmcp.healthchecks.api"),
+    ("simulator", "hcmcp/tools/read.py", "import hcmcp.simulator.simulator", "hcmcp.tools.read"),
     ("conformance", "conformance/fixture_server.py", "import hcmcp.tools.selection", "conformance.fixture_server"),
     ("conformance", "conformance/fixture_server.py", "import benchmarks", "conformance.fixture_server"),
 ]

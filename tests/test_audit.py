@@ -16,7 +16,7 @@ import threading
 from support import HCMCP, ROOT, StdioPeer, modern_meta
 from test_http_transport_process import BOTH, Served, clean_env, read
 from test_http_transport_support import initialize_params, modern_headers, rpc
-from hcmcp.healthchecks.simulator import Simulator
+from hcmcp.simulator.simulator import Simulator
 from hcmcp.protocol.tenants import fingerprint
 
 DIALOG = {"elicitation": {"form": {}}}

@@ -6,7 +6,8 @@ import subprocess
 
 import pytest
 
-from hcmcp.config import ConfigError, load
+from hcmcp.config.settings import load
+from hcmcp.config.parse import ConfigError
 from support import HCMCP, ROOT, cache_env
 
 

@@ -160,7 +160,7 @@ def test_the_final_stage_runs_its_entrypoint_read_only_as_its_user_with_only_its
 
 def test_an_interpreter_without_ctypes_still_hands_memory_back_without_failing(monkeypatch):
     """distroless python3 ships no _ctypes: the HTTP server's malloc_trim after a burst must not raise."""
-    from hcmcp.http import server
+    from hcmcp.http.server import server
     monkeypatch.setitem(sys.modules, "ctypes", None)   # `import ctypes` now raises ImportError
     server._release_freed_memory()
 

@@ -9,9 +9,10 @@ import time
 import pytest
 
 from deploy_support import LoopbackProxy, TlsFront, call, hcmcp, hcmcp_env, make_pki, seeded, simulator_thread
-from hcmcp.config import ConfigError, load
-from hcmcp.healthchecks.simulator import Simulator
-from hcmcp.http.proxy import DEFAULT_PROXY_PORT, bypasses, route_for
+from hcmcp.config.settings import load
+from hcmcp.config.parse import ConfigError
+from hcmcp.simulator.simulator import Simulator
+from hcmcp.http.client.proxy import DEFAULT_PROXY_PORT, bypasses, route_for
 from support import HCMCP, StdioPeer
 
 SECRET = "s3cr3t-p@ss"
@@ -193,8 +194,9 @@ def test_the_demo_never_uses_a_proxy():
 def test_a_proxy_that_holds_the_connect_hits_the_connect_deadline():
     import anyio
 
-    from hcmcp.http.client import HttpClient, Timeout
-    from hcmcp.http.proxy import route_for
+    from hcmcp.http.client.client import HttpClient
+    from hcmcp.http.client.types import Timeout
+    from hcmcp.http.client.proxy import route_for
 
     async def scenario(proxy: LoopbackProxy) -> str:
         route = route_for({"https_proxy": proxy.url()}, "https", "127.0.0.1", 9)

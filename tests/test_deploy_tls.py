@@ -8,7 +8,8 @@ import subprocess
 import pytest
 
 from deploy_support import LoopbackProxy, TlsFront, call, hcmcp, hcmcp_env, make_pki, seeded, simulator_thread
-from hcmcp.config import ConfigError, load
+from hcmcp.config.settings import load
+from hcmcp.config.parse import ConfigError
 from support import HCMCP, ROOT
 
 
@@ -137,4 +138,4 @@ def test_ssl_is_imported_only_by_the_first_call(pki, instance):
             result = call(peer, "list_checks", {})
             peer.close()
             with_a_call = imported(peer.stderr_text())
-    assert not result.get("isError") and "ssl" in with_a_call and "hcmcp.http.tls" in with_a_call
+    assert not result.get("isError") and "ssl" in with_a_call and "hcmcp.http.client.tls" in with_a_call

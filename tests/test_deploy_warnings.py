@@ -8,7 +8,7 @@ import subprocess
 import pytest
 
 from deploy_support import hcmcp_env
-from hcmcp.config import load
+from hcmcp.config.settings import load
 from support import HCMCP, ROOT
 
 

@@ -23,7 +23,7 @@ from support import validate_server_message
 from test_http_transport_process import TOKEN, Served, clean_env
 
 from hcmcp.fast_start import handshake as fast_start
-from hcmcp.config import load
+from hcmcp.config.settings import load
 from hcmcp.fast_start.http import FastHttp, bind_address, session_id
 from hcmcp.protocol.revisions import LEGACY_REVISIONS
 

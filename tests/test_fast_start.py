@@ -20,7 +20,8 @@ from generated_files import copy_package, python_in, run_check
 from hcmcp.fast_start import handshake
 from hcmcp.fast_start import handshake as fast_start  # Handshake, DATA_FILE
 from hcmcp.tools.assemble import build_server
-from hcmcp.config import ConfigError, load
+from hcmcp.config.settings import load
+from hcmcp.config.parse import ConfigError
 from hcmcp.healthchecks.api import HealthchecksApi
 from hcmcp.protocol.revisions import LEGACY_REVISIONS, SUPPORTED
 from hcmcp.protocol.server import Session
@@ -210,11 +211,11 @@ def test_the_files_listed_are_the_modules_the_generator_loaded():
             path = os.path.relpath(sys.modules[part.__module__].__file__, package)
             assert path in listed, f"{path} (from {tool.name}) is not in source_files"
     assert {"protocol/server.py", "tools/assemble.py", "fast_start/generate.py"} <= listed
-    assert {"protocol/http_serving.py", "http/request_head.py"} <= set(stored["http_source_files"])
+    assert {"protocol/streamable_http/serving.py", "http/server/request_head.py"} <= set(stored["http_source_files"])
     assert not listed & set(stored["http_source_files"])
 
 
-@pytest.mark.parametrize("edited", ["tools/read_project.py", "protocol/server.py", "config.py"])
+@pytest.mark.parametrize("edited", ["tools/read_project.py", "protocol/server.py", "config/settings.py"])
 def test_an_edited_source_makes_the_file_stale_and_the_fast_path_step_aside(tmp_path, edited):
     """In a copy of the package, one changed byte in a listed source: the guard fails, and the
     copy's own fast path finds its handshake.json stale (slow, never wrong)."""
@@ -224,7 +225,7 @@ def test_an_edited_source_makes_the_file_stale_and_the_fast_path_step_aside(tmp_
         file.write("\n# edited\n")
     done = run_check("hcmcp.fast_start", tmp_path)
     assert done.returncode == 1 and "stale" in done.stderr, done
-    probe = python_in(tmp_path, "import hcmcp, hcmcp.fast_start.handshake as h, hcmcp.config as c\n"
+    probe = python_in(tmp_path, "import hcmcp, hcmcp.fast_start.handshake as h, hcmcp.config.settings as c\n"
                                 "assert hcmcp.__file__.startswith(%r), hcmcp.__file__\n"
                                 "print(h.Handshake.load(c.load({})))" % str(tmp_path))
     assert probe.returncode == 0, probe.stderr
@@ -234,7 +235,7 @@ def test_an_edited_source_makes_the_file_stale_and_the_fast_path_step_aside(tmp_
 def test_a_listed_source_that_is_gone_makes_the_file_stale(tmp_path):
     copy = copy_package(tmp_path)
     (copy / "fast_start" / "generate.py").unlink()
-    probe = python_in(tmp_path, "import hcmcp.fast_start.handshake as h, hcmcp.config as c\n"
+    probe = python_in(tmp_path, "import hcmcp.fast_start.handshake as h, hcmcp.config.settings as c\n"
                                 "print(h.Handshake.load(c.load({})))")
     assert probe.returncode == 0, probe.stderr
     assert probe.stdout.strip() == "None"
@@ -290,7 +291,7 @@ def test_the_fast_path_imports_nothing_heavy_before_the_first_reply():
              "real = os.write\n"
              "def write(fd, data):\n"
              "    heavy = sorted(m for m in ('msgspec', 'orjson', 'anyio', 'typing', 're', 'dataclasses', 'asyncio',"
-             " 'ssl', 'hcmcp.http.tls', 'urllib.parse')"
+             " 'ssl', 'hcmcp.http.client.tls', 'urllib.parse')"
              " if m in sys.modules)\n"
              "    real(2, ('HEAVY:' + ','.join(heavy) + '\\n').encode()); os.write = real\n"
              "    return real(fd, data)\n"
@@ -306,7 +307,7 @@ def test_the_fast_path_imports_nothing_heavy_before_the_first_reply():
     # runpy itself brings none of these; an editable install's finder brings re/urllib.parse, so
     # only the packages this project chose to defer are checked strictly.
     imported = heavy[0][len("HEAVY:"):].split(",") if heavy and heavy[0] != "HEAVY:" else []
-    assert not {"msgspec", "orjson", "anyio", "asyncio", "dataclasses", "ssl", "hcmcp.http.tls"} & set(imported), heavy
+    assert not {"msgspec", "orjson", "anyio", "asyncio", "dataclasses", "ssl", "hcmcp.http.client.tls"} & set(imported), heavy
 
 
 _url_text = st.lists(st.sampled_from(list("hHtTpPsS:/?#.-+@0123456789aAzZkK_ ~%") + ["/api/v", "://", "é", "\n", "\u212a"]),
@@ -316,11 +317,11 @@ _url_text = st.lists(st.sampled_from(list("hHtTpPsS:/?#.-+@0123456789aAzZkK_ ~%"
 @settings(max_examples=400, deadline=None)
 @given(_url_text)
 def test_the_url_split_without_re_agrees_with_the_regex(url):
-    """config.py splits printable-ASCII URLs by hand (importing re costs start-up time); it must
+    """config/settings.py splits printable-ASCII URLs by hand (importing re costs start-up time); it must
     agree with the regex it replaced on every input."""
     import re
 
-    from hcmcp import config
+    from hcmcp.config import settings as config
     match = re.fullmatch(r"(?i)([a-z][a-z0-9+.-]*)://([^/?#]*)([^?#]*)", url)
     assert config._split_url(url) == (match.groups() if match else None)
     path = url.rstrip("/")
@@ -333,7 +334,7 @@ def test_the_url_split_without_re_agrees_with_the_regex(url):
 def test_the_loopback_check_without_re_agrees_with_the_regex(host):
     import re
 
-    from hcmcp.config_network import _loopback_v4
+    from hcmcp.config.network import _loopback_v4
     assert _loopback_v4(host) == bool(re.fullmatch(r"127(?:\.\d{1,3}){3}", host))
 
 
@@ -343,7 +344,7 @@ def test_the_loopback_check_without_re_agrees_with_the_regex(host):
 def test_the_url_parts_without_urllib_agree_with_urlsplit(url):
     from urllib.parse import urlsplit
 
-    from hcmcp.config_network import _split
+    from hcmcp.config.network import _split
 
     def parts(split):
         try:

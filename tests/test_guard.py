@@ -199,7 +199,7 @@ def test_an_expired_or_foreign_key_seal_asks_again():
     key = "ab" * 32
     with StdioPeer(HCMCP + ["--demo"], env={"HEALTHCHECKS_STATE_KEY": key}) as peer:
         uuid = _create(peer, "foreign", MODERN)
-        from hcmcp.healthchecks.simulator import Simulator
+        from hcmcp.simulator.simulator import Simulator
         from hcmcp.protocol.seal import Seal
         from hcmcp.protocol.tenants import fingerprint
         # A requestState is bound to the targets and to the key the server acts with (--demo's).

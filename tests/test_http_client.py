@@ -17,17 +17,8 @@ import pytest
 from anyio.abc import SocketAttribute, SocketStream
 
 from hcmcp import __version__
-from hcmcp.http.client import (
-    BodyTooLarge,
-    ConnectFailed,
-    ConnectionLost,
-    HttpClient,
-    HttpError,
-    HttpResponse,
-    ProtocolFailure,
-    Timeout,
-    _Origin,
-)
+from hcmcp.http.client.client import HttpClient, _Origin
+from hcmcp.http.client.types import BodyTooLarge, ConnectFailed, ConnectionLost, HttpError, HttpResponse, ProtocolFailure, Timeout
 
 from loopback import full_listen_queue
 
@@ -844,6 +835,6 @@ async def test_https_to_a_plain_http_port_fails_clearly() -> None:
 
 
 def test_importing_the_client_does_not_import_ssl() -> None:
-    code = "import sys, hcmcp.http.client; print('ssl' in sys.modules)"
+    code = "import sys, hcmcp.http.client.client; print('ssl' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"

@@ -1,4 +1,4 @@
-"""hcmcp.http.client_connection: the plain-TCP socket path and how it connects, on 127.0.0.x only.
+"""hcmcp.http.client.connection: the plain-TCP socket path and how it connects, on 127.0.0.x only.
 
 The plain path (a socket driven by the asyncio loop's sock_* calls) replaced anyio's stream for
 http:// origins; it must connect like anyio.connect_tcp (every address, the next one started
@@ -15,9 +15,10 @@ from contextlib import contextmanager
 import anyio
 import pytest
 
-from hcmcp.http import client_connection
-from hcmcp.http.client import ConnectFailed, HttpClient
-from hcmcp.http.client_connection import SocketConnection, StreamConnection
+from hcmcp.http.client import connection
+from hcmcp.http.client.client import HttpClient
+from hcmcp.http.client.types import ConnectFailed
+from hcmcp.http.client.connection import SocketConnection, StreamConnection
 from loopback import full_listen_queue
 
 OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}"
@@ -81,7 +82,7 @@ def resolving_to(monkeypatch: pytest.MonkeyPatch, addresses: list[tuple[str, int
         asked.append(host)
         return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", address) for address in addresses]
 
-    monkeypatch.setattr(client_connection.anyio, "getaddrinfo", getaddrinfo)
+    monkeypatch.setattr(connection.anyio, "getaddrinfo", getaddrinfo)
     return asked
 
 
@@ -181,7 +182,7 @@ async def test_connect_failures_read_as_they_did_through_anyio(monkeypatch: pyte
         return found
 
     socket_path = await texts()
-    monkeypatch.setattr("hcmcp.http.client.running_asyncio_loop", lambda: None)   # anyio's stream instead
+    monkeypatch.setattr("hcmcp.http.client.client.running_asyncio_loop", lambda: None)   # anyio's stream instead
     stream_path = await texts()
     assert socket_path == stream_path
     assert "refused" in socket_path[0]
@@ -189,7 +190,7 @@ async def test_connect_failures_read_as_they_did_through_anyio(monkeypatch: pyte
 
 @pytest.mark.anyio
 async def test_without_an_asyncio_loop_the_anyio_stream_serves(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("hcmcp.http.client.running_asyncio_loop", lambda: None)
+    monkeypatch.setattr("hcmcp.http.client.client.running_asyncio_loop", lambda: None)
     with answering_server() as port:
         async with HttpClient(f"http://127.0.0.1:{port}") as client:
             assert (await client.request("GET", "/x")).status == 200

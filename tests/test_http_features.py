@@ -12,8 +12,9 @@ import anyio
 import pytest
 
 from conformance.fixture_server import fixture_server
-from hcmcp.http.server import HttpServer, ServerLimits
-from hcmcp.protocol.streamable_http import HttpSettings, StreamableHttp, error_body
+from hcmcp.http.server.server import HttpServer
+from hcmcp.http.messages import ServerLimits
+from hcmcp.protocol.streamable_http.transport import HttpSettings, StreamableHttp, error_body
 from test_http_transport_support import READ_TIMEOUT, Wire, modern, modern_headers, rpc, session
 
 pytestmark = pytest.mark.anyio

@@ -1,6 +1,6 @@
 """An HTTP connection runs its app in the request loop's task; while that app waits for the instance
 in place (http/idle_wait.py), the wait watches the client's socket too, and the connection's watcher
-starts only once the app has to wait through the event loop (http/connection.py). Through a real
+starts only once the app has to wait through the event loop (http/server/connection.py). Through a real
 `hcmcp --http` process: what a client sees did not change -- closing the connection still cancels a
 2026 call (its request to the instance is dropped at once), another client is served meanwhile, and
 pipelined requests are all answered in order."""

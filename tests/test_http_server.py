@@ -15,14 +15,8 @@ from dataclasses import dataclass
 import anyio
 import pytest
 
-from hcmcp.http.server import (
-    HttpServer,
-    Request,
-    Response,
-    ServerLimits,
-    StreamingResponse,
-    serve_in_background,
-)
+from hcmcp.http.server.server import HttpServer, serve_in_background
+from hcmcp.http.messages import Request, Response, ServerLimits, StreamingResponse
 
 pytestmark = pytest.mark.anyio
 

@@ -15,7 +15,7 @@ import struct
 import anyio
 import pytest
 
-from hcmcp.http.server import Request, Response, ServerLimits
+from hcmcp.http.messages import Request, Response, ServerLimits
 from test_http_server import READ_TIMEOUT, connect, get, post, running, server_buffer, wait_until
 
 pytestmark = pytest.mark.anyio

@@ -10,7 +10,7 @@ from __future__ import annotations
 import anyio
 import pytest
 
-from hcmcp.protocol.streamable_http import HttpSettings
+from hcmcp.protocol.streamable_http.transport import HttpSettings
 from test_http_transport_support import (LEGACY, FakeClock, endpoint, initialize_params, notification, rpc,
                                          session, wait_until)
 

@@ -11,8 +11,8 @@ import json
 import anyio
 import pytest
 
-from hcmcp.http.server import ServerLimits
-from hcmcp.protocol.streamable_http import HttpSettings, error_body
+from hcmcp.http.messages import ServerLimits
+from hcmcp.protocol.streamable_http.transport import HttpSettings, error_body
 from test_http_transport_support import BOTH, LEGACY, endpoint, initialize_params, rpc, session
 
 pytestmark = pytest.mark.anyio

@@ -35,8 +35,8 @@ SLOW_SERVER = """
 import sys, anyio, msgspec
 from conformance.fixture_server import fixture_tools
 from hcmcp.protocol.server import McpServer, ServerIdentity
-from hcmcp.protocol.http_serving import serve_http
-from hcmcp.protocol.streamable_http import HttpSettings
+from hcmcp.protocol.streamable_http.serving import serve_http
+from hcmcp.protocol.streamable_http.transport import HttpSettings
 from hcmcp.protocol.tool import Annotations, Tool
 
 class NoParams(msgspec.Struct, forbid_unknown_fields=True):

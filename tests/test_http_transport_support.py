@@ -21,9 +21,10 @@ import jsonschema
 import msgspec
 
 from conformance.fixture_server import fixture_tools
-from hcmcp.http.server import HttpServer, ServerLimits
+from hcmcp.http.server.server import HttpServer
+from hcmcp.http.messages import ServerLimits
 from hcmcp.protocol.server import McpServer, ServerIdentity
-from hcmcp.protocol.streamable_http import HttpSettings, StreamableHttp, error_body
+from hcmcp.protocol.streamable_http.transport import HttpSettings, StreamableHttp, error_body
 from hcmcp.protocol.tool import Annotations, Tool
 import support
 

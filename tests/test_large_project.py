@@ -6,7 +6,7 @@ import anyio
 import pytest
 
 from hcmcp.healthchecks.api import HealthchecksApi
-from hcmcp.healthchecks.simulator import Simulator, serve
+from hcmcp.simulator.simulator import Simulator, serve
 from hcmcp.protocol.tool import ToolError
 from hcmcp.tools.read_project import read_tools
 

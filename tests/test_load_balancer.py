@@ -155,7 +155,7 @@ KEYS: dict[str, str] = {}   # every key the simulator printed (both projects)
 
 @pytest.fixture(scope="module")
 def simulator():
-    proc = subprocess.Popen([sys.executable, "-m", "hcmcp.healthchecks.simulator"], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "hcmcp.simulator.simulator"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, cwd=ROOT)
     try:
         url = proc.stdout.readline().strip()

@@ -2,7 +2,7 @@
 
 server.json is checked against the shape the MCP registry documents for its 2025-12-11 schema (no
 copy of the schema ships in a package we can install, so the shape is written out here), and
-against hcmcp/config.py and docs/configuration.md: every variable the server reads is declared, with isSecret
+against hcmcp/config/settings.py and docs/configuration.md: every variable the server reads is declared, with isSecret
 exactly on the secrets, and a declared default changes nothing when set.
 """
 
@@ -19,7 +19,7 @@ import tomllib
 import jsonschema
 
 import hcmcp
-from hcmcp.config import load
+from hcmcp.config.settings import load
 from pyz_build import built_pyz
 from support import ROOT
 
@@ -65,9 +65,9 @@ def server_json() -> dict:
 
 
 def variables_read_by_the_server() -> set[str]:
-    """Every variable hcmcp/config*.py reads by name (the proxy variables are read in http/proxy.py)."""
+    """Every variable hcmcp/config/*.py reads by name (the proxy variables are read in http/client/proxy.py)."""
     names = set()
-    for module in sorted((ROOT / "hcmcp").glob("config*.py")):
+    for module in sorted((ROOT / "hcmcp").glob("config/*.py")):
         names |= set(re.findall(r'env(?:\.get\(|\[)"([A-Za-z][A-Za-z0-9_]+)"', module.read_text()))
     return names
 
@@ -95,7 +95,7 @@ def test_server_json_has_the_registry_shape():
 
 def test_every_variable_the_server_reads_is_declared_and_only_the_secrets_are_secret():
     documented = set().union(*readme_rows())
-    assert variables_read_by_the_server() <= documented, "docs/configuration.md's table lacks a variable hcmcp/config*.py reads"
+    assert variables_read_by_the_server() <= documented, "docs/configuration.md's table lacks a variable hcmcp/config/*.py reads"
     for package in server_json()["packages"]:
         declared = {variable["name"]: variable for variable in package["environmentVariables"]}
         assert set(declared) <= documented, (package["registryType"], set(declared) - documented)

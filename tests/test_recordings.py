@@ -27,9 +27,10 @@ from urllib.parse import parse_qsl
 import anyio
 import pytest
 
-from hcmcp.healthchecks.simulator import NOT_FOUND_PAGE, Simulator, serve
-from hcmcp.healthchecks.simulator_seed import RECORDED_NOW
-from hcmcp.http.server import Request, Response, StreamingResponse
+from hcmcp.simulator.simulator import Simulator, serve
+from hcmcp.simulator.responses import NOT_FOUND_PAGE
+from hcmcp.simulator.seed import RECORDED_NOW
+from hcmcp.http.messages import Request, Response, StreamingResponse
 from support import RECORDINGS
 
 INDEX = json.loads((RECORDINGS / "_index.json").read_text())

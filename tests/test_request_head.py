@@ -1,4 +1,4 @@
-"""hcmcp/http/request_head.py: a head it calls plain is one h11 (behind framing.py's strict checks)
+"""hcmcp/http/server/request_head.py: a head it calls plain is one h11 (behind framing.py's strict checks)
 reads the very same way (method, target, headers, body); every other head is left to h11.
 
 The property test builds heads from pieces that are valid, odd or invalid (bare LF, obs-fold,
@@ -14,8 +14,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from hcmcp.http.framing import Refusal, check_head
-from hcmcp.http.request_head import INCOMPLETE, NOT_PLAIN, PlainHead, asks_keep_alive, parse_plain
+from hcmcp.http.framing import check_head
+from hcmcp.http.messages import Refusal
+from hcmcp.http.server.request_head import INCOMPLETE, NOT_PLAIN, PlainHead, asks_keep_alive, parse_plain
 
 MAX_LINE, MAX_HEAD = 8192, 16384
 

@@ -1,4 +1,4 @@
-"""hcmcp/http/response_head.py: an ordinary answer's head, written by hand, is byte for byte what h11
+"""hcmcp/http/server/response_head.py: an ordinary answer's head, written by hand, is byte for byte what h11
 writes for it; anything h11 would write differently (or refuse) is left to h11. And h11, told with the
 cached events that such an answer went out, ends the exchange exactly as after its own send."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import h11
 import pytest
 
-from hcmcp.http.response_head import END_OF_MESSAGE, STATE_RESPONSE, plain_head, reason
+from hcmcp.http.server.response_head import END_OF_MESSAGE, STATE_RESPONSE, plain_head, reason
 
 REQUEST = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}"
 

@@ -69,7 +69,7 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def simulator():
-    proc = subprocess.Popen([PY, "-m", "hcmcp.healthchecks.simulator"], stdout=subprocess.PIPE,
+    proc = subprocess.Popen([PY, "-m", "hcmcp.simulator.simulator"], stdout=subprocess.PIPE,
                             stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True)
     url = proc.stdout.readline().strip()
     assert url.startswith("http://127.0.0.1:"), url
@@ -369,7 +369,7 @@ BAD_KEYS = {
 
 @pytest.mark.parametrize("key", BAD_KEYS.values(), ids=BAD_KEYS.keys())
 def test_the_warning_names_the_variable_and_the_problem_never_the_key(key):
-    from hcmcp.config import api_key_warning
+    from hcmcp.config.settings import api_key_warning
     line = api_key_warning(key)
     assert line and "\n" not in line and line.startswith("hcmcp: warning: HEALTHCHECKS_API_KEY")
     for fragment in (key, key.strip('"'), key[4:12], key[-8:], key[:8]):

@@ -11,8 +11,9 @@ from typing import Any
 import anyio
 import pytest
 
-from hcmcp.healthchecks.simulator import NOT_FOUND_PAGE, Simulator, serve
-from hcmcp.http.server import Request, Response, StreamingResponse
+from hcmcp.simulator.simulator import Simulator, serve
+from hcmcp.simulator.responses import NOT_FOUND_PAGE
+from hcmcp.http.messages import Request, Response, StreamingResponse
 
 pytestmark = pytest.mark.anyio
 

@@ -1,4 +1,4 @@
-"""``python -m hcmcp.healthchecks.simulator``: banner, serving, seeds, flood, SIGTERM."""
+"""``python -m hcmcp.simulator.simulator``: banner, serving, seeds, flood, SIGTERM."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import urllib.request
 
 import pytest
 
-from hcmcp.healthchecks.simulator import Simulator
+from hcmcp.simulator.simulator import Simulator
 
-COMMAND = [sys.executable, "-m", "hcmcp.healthchecks.simulator"]
+COMMAND = [sys.executable, "-m", "hcmcp.simulator.simulator"]
 
 
 def start(*args: str) -> tuple[subprocess.Popen, str, dict[str, str]]:

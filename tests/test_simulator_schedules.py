@@ -6,7 +6,7 @@ from datetime import datetime
 
 import pytest
 
-from hcmcp.healthchecks.simulator import guess_kind, next_run, schedule_is_valid
+from hcmcp.simulator.schedules import guess_kind, next_run, schedule_is_valid
 
 
 def ts(text: str) -> float:

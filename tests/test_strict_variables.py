@@ -13,7 +13,7 @@ import subprocess
 
 import pytest
 
-from hcmcp.http.proxy import bypasses
+from hcmcp.http.client.proxy import bypasses
 from support import HCMCP, ROOT
 
 ORIGIN_RULE = ("Each comma-separated entry is an origin, scheme://host[:port] with http or https and nothing "

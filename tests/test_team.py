@@ -48,7 +48,7 @@ WRITE_TOOLS = {"create_check", "update_check", "pause_check", "resume_check", "d
 
 @pytest.fixture(scope="module")
 def simulator():
-    proc = subprocess.Popen([sys.executable, "-m", "hcmcp.healthchecks.simulator"],
+    proc = subprocess.Popen([sys.executable, "-m", "hcmcp.simulator.simulator"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
                             cwd=ROOT)
     try:

@@ -10,7 +10,7 @@ import anyio
 import pytest
 
 from hcmcp.healthchecks.models import KeyKind
-from hcmcp.protocol.http_sessions import SessionsFull, SessionTable
+from hcmcp.protocol.streamable_http.sessions import SessionsFull, SessionTable
 from hcmcp.protocol.server import Session
 from hcmcp.tools.tenancy import KeyTenancy, key_problem, kind_from_prefix
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import os
 
-from hcmcp.healthchecks.observe import endpoint, status_class
+from hcmcp.healthchecks.upstream_metrics import endpoint, status_class
 from hcmcp.telemetry import logs
 from hcmcp.telemetry.metrics import Registry, bounded
 from hcmcp.telemetry.process import collect

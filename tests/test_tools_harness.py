@@ -16,8 +16,9 @@ import jsonschema
 import msgspec
 
 from hcmcp.healthchecks.api import HealthchecksApi
-from hcmcp.healthchecks.simulator import Simulator
-from hcmcp.http.server import Request, Response, StreamingResponse, serve_in_background
+from hcmcp.simulator.simulator import Simulator
+from hcmcp.http.server.server import serve_in_background
+from hcmcp.http.messages import Request, Response, StreamingResponse
 from hcmcp.protocol.tool import Tool, ToolError, flat_schema
 from hcmcp.tools.read_project import read_tools
 from hcmcp.tools.write import write_tools

@@ -9,8 +9,8 @@ import pytest
 from test_tools_harness import (BACKUPS, DB_DUMP, MISSING, NOW, OTHERS, PAUSED, REPORT, Env, instance,
                                 json_body, with_json)
 
-from hcmcp.healthchecks.simulator import Simulator
-from hcmcp.http.server import Request, Response
+from hcmcp.simulator.simulator import Simulator
+from hcmcp.http.messages import Request, Response
 from hcmcp.tools.present import cut_mark
 from hcmcp.tools.shaping import MARKER
 from hcmcp.tools.shaping import RESULT_BUDGET_BYTES

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from test_tools_harness import BACKUPS, DB_DUMP, EMAIL, MISSING, OTHERS, PAUSED, REPORT, WEBHOOK, Env, instance
 
-from hcmcp.healthchecks.simulator import Simulator
+from hcmcp.simulator.simulator import Simulator
 from hcmcp.protocol.asking import CLIENT_CANNOT, Answer
 from hcmcp.tools import confirm
 

@@ -2,7 +2,7 @@
 
 Its checksums come from the modules this generation actually loaded (hcmcp/sources.py), never
 from a hand-kept list: ``source`` over those the handshake's bytes needed (``source_files``),
-``http_source`` over those the full HTTP path (protocol/http_serving.py, where the fast HTTP
+``http_source`` over those the full HTTP path (protocol/streamable_http/serving.py, where the fast HTTP
 phase hands over) loads beyond them (``http_source_files``). Run in a fresh interpreter
 (``python -m hcmcp.fast_start``): in a process that had imported more, more files are listed.
 """
@@ -18,7 +18,7 @@ def generate() -> dict[str, Any]:
     import orjson
 
     from .. import sources
-    from ..config import load
+    from ..config.settings import load
     from ..healthchecks.api import HealthchecksApi
     from ..protocol.jsonrpc import Message
     from ..protocol.revisions import LATEST_LEGACY, LEGACY_REVISIONS, shape_tool
@@ -63,7 +63,7 @@ def generate() -> dict[str, Any]:
             }
         )
     stdio_files = sources.loaded_sources()
-    from ..protocol import http_serving  # noqa: F401  (only loaded: its modules are the HTTP sources)
+    from ..protocol.streamable_http import serving  # noqa: F401  (only loaded: its modules are the HTTP sources)
 
     http_files = sources.loaded_sources(exclude=frozenset(stdio_files))
     return {

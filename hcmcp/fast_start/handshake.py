@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from ..config import Config
+    from ..config.settings import Config
 
     Scanner = Callable[[str, int], tuple[Any, int]]
 

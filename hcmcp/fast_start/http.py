@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import os
 
-from ..protocol.http_media import accepts_json_and_sse, is_json_content_type
+from ..protocol.streamable_http.media import accepts_json_and_sse, is_json_content_type
 from .background import Warmer, close_wakeup_pipe, wakeup_pipe
 from .handshake import Handshake
 
@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
-    from ..config import Config
+    from ..config.settings import Config
 
 WARM_UP_AFTER = 0.2  # seconds without a first initialize before the full server is built anyway
 _REQUEST_LINE = b"POST /mcp HTTP/1.1"
@@ -56,7 +56,7 @@ _MAX_CONNECTIONS = (
 _MAX_SESSIONS = 64
 _TOKEN_CHARS = b"!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 _VALUE_CHARS = bytes(range(0x21, 0x7F)) + b" \t"
-_LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")  # http_guard.LOOPBACK_NAMES
+_LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")  # streamable_http.guard.LOOPBACK_NAMES
 _B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 # Headers whose presence changes what h11 or the transport does with a request.
 _HAND_OVER_HEADERS = (b"transfer-encoding", b"expect", b"upgrade", b"origin")
@@ -67,7 +67,7 @@ _WRITE_TIMEOUT = 30.0  # ServerLimits.write_timeout: a client that does not read
 
 
 def session_id() -> str:
-    """As ``secrets.token_urlsafe(32)`` (http_sessions.SessionTable.open): 32 random bytes in
+    """As ``secrets.token_urlsafe(32)`` (streamable_http.sessions.SessionTable.open): 32 random bytes in
     unpadded URL-safe base64, 43 characters; without importing secrets, base64 or binascii."""
     number = int.from_bytes(os.urandom(32), "big") << 2  # 256 bits + 2 zero bits = 43 sextets
     return "".join(_B64URL[(number >> (6 * (42 - index))) & 63] for index in range(43))
@@ -75,7 +75,7 @@ def session_id() -> str:
 
 def bind_address(bind: str) -> tuple[bool, str, int] | None:
     """(is IPv6, host, port) for a bind this module serves; None: the full path decides (and
-    words any refusal). Parsed as http_serving.parse_bind parses it, then narrowed."""
+    words any refusal). Parsed as streamable_http.serving.parse_bind parses it, then narrowed."""
     host, sep, port = bind.rpartition(":")
     if not sep or not host or not port.isascii() or not port.isdigit() or int(port) > 65535:
         return None
@@ -458,7 +458,7 @@ class FastHttp:
         return False
 
     def _token_matches(self, value: bytes | None) -> bool:
-        """The guard's bearer check (http_guard.ListenerGuard.check_token), in the same order."""
+        """The guard's bearer check (streamable_http.guard.ListenerGuard.check_token), in the same order."""
         import _operator
         import _sha256
 

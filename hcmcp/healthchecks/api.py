@@ -20,26 +20,18 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-# The errors live in errors.py; re-exported here (``X as X``), where callers import them from.
-from .errors import ApiError as ApiError
-from .errors import BadRequest as BadRequest
-from .errors import Conflict as Conflict
-from .errors import Forbidden as Forbidden
-from .errors import InvalidIdentifier as InvalidIdentifier
-from .errors import MethodNotAllowed as MethodNotAllowed
-from .errors import MissingApiKey as MissingApiKey
-from .errors import NotFound as NotFound
-from .errors import NotJson as NotJson
-from .errors import Redirected as Redirected
-from .errors import ResponseTooLarge as ResponseTooLarge
-from .errors import Unauthorized as Unauthorized
-from .errors import Unavailable as Unavailable
-from .errors import UnexpectedStatus as UnexpectedStatus
-from .errors import Unreachable as Unreachable
+from .errors import (
+    ApiError,
+    InvalidIdentifier,
+    MissingApiKey,
+    NotJson,
+    ResponseTooLarge,
+    Unauthorized,
+    Unreachable,
+)
 
-# Non-2xx answers are judged by judging.Judge, which the API holds; KEY_SETUP re-exported.
-from .judging import KEY_SETUP as KEY_SETUP
-from .judging import Judge
+# Non-2xx answers are judged by judging.Judge, which the API holds.
+from .judging import KEY_SETUP, Judge
 from .models import (
     Badge,
     Check,
@@ -58,8 +50,9 @@ from .models import (
 )
 
 if TYPE_CHECKING:
-    from ..http.client import HttpClient, HttpResponse
-    from .observe import UpstreamMetrics
+    from ..http.client.client import HttpClient
+    from ..http.client.types import HttpResponse
+    from .upstream_metrics import UpstreamMetrics
 
 PING_BODY_CEILING = 64 * 1024  # tools.md: ping bodies are truncated at 64 KB
 STATUS_CEILING = 4 * 1024  # tools.md: anything but "OK" is shown up to 4 kB
@@ -100,8 +93,8 @@ class HealthchecksApi:
         insecure_tls: bool = False,
     ) -> None:
         """``api_version`` None: detected on first use (see ``versions``). ``proxy``: a
-        ``hcmcp.http.proxy.ProxyRoute`` or None; ``ca_file`` / ``insecure_tls``: trust for
-        the instance's TLS (``hcmcp.http.tls``)."""
+        ``hcmcp.http.client.proxy.ProxyRoute`` or None; ``ca_file`` / ``insecure_tls``: trust for
+        the instance's TLS (``hcmcp.http.client.tls``)."""
         parts = urlsplit(site_root.rstrip("/"))
         self.site_root = site_root.rstrip("/")
         self._origin = f"{parts.scheme}://{parts.netloc}"
@@ -118,11 +111,12 @@ class HealthchecksApi:
         self._key_read_write: bool | None = None
         # What a non-2xx answer means, in words without the key (judging.py).
         self._judge = Judge(self.site_root, self._key, self._key_is_read_only)
-        self._metrics: UpstreamMetrics | None = None  # HCMCP_METRICS: healthchecks/observe.py
+        # HCMCP_METRICS: healthchecks/upstream_metrics.py
+        self._metrics: UpstreamMetrics | None = None
         import hcmcp
 
         if hcmcp.observing:
-            from .observe import UpstreamMetrics
+            from .upstream_metrics import UpstreamMetrics
 
             upstream = UpstreamMetrics()
             self._metrics = upstream if upstream.duration is not None else None
@@ -435,14 +429,14 @@ class HealthchecksApi:
 
     def _http(self) -> HttpClient:
         if self._client is None:
-            from ..http.client import (
+            from ..http.client.client import (
                 HttpClient,
             )  # lazily: tools/list must not import the HTTP stack
 
             context = None
             ca_file, insecure = self._tls
             if self._origin.startswith("https:") and (ca_file or insecure):
-                from ..http.tls import TlsSettings
+                from ..http.client.tls import TlsSettings
 
                 context = TlsSettings(ca_file, insecure).context()
             self._client = HttpClient(
@@ -627,7 +621,7 @@ class HealthchecksApi:
     ) -> HttpResponse:
         """One request at API ``version`` (default: the known one, else 3); transport failures
         typed."""
-        from ..http import client as http
+        from ..http.client.types import BodyTooLarge, ConnectFailed, HttpError, Timeout
 
         headers = [("accept", "application/json")]
         if needs_key and self._key is not None:  # _send refuses a request that needs a missing key
@@ -658,7 +652,7 @@ class HealthchecksApi:
             if scope is not None:
                 scope.upstream.append(status)
             return response
-        except http.BodyTooLarge as error:
+        except BodyTooLarge as error:
             raise ResponseTooLarge(
                 None,
                 f"The instance's answer for {what} is larger than "
@@ -666,7 +660,7 @@ class HealthchecksApi:
                 advice="Narrow the request if the tool allows it, or raise "
                 "HEALTHCHECKS_MAX_RESPONSE_BYTES.",
             ) from None
-        except http.Timeout as error:
+        except Timeout as error:
             # The client's texts are written to be shown and never carry a header value.
             raise Unreachable(
                 None,
@@ -674,13 +668,13 @@ class HealthchecksApi:
                 advice=_without_key_test(needs_key)
                 + "Retry, or raise HEALTHCHECKS_TIMEOUT if the instance is just slow.",
             ) from None
-        except http.ConnectFailed as error:
+        except ConnectFailed as error:
             raise Unreachable(
                 None,
                 self._judge.scrub(str(error)),  # it already says what to check
                 advice=_without_key_test(needs_key).strip(),
             ) from None
-        except http.HttpError as error:
+        except HttpError as error:
             raise Unreachable(
                 None,
                 f"The exchange with {self.site_root} for {what} failed: "

@@ -29,7 +29,7 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from ..http.client import HttpResponse
+    from ..http.client.types import HttpResponse
 
 UPSTREAM_TEXT_LIMIT = 2000  # security.md: upstream error bodies cut to 2000 characters
 

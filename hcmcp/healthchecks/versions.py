@@ -29,7 +29,7 @@ import msgspec
 from .errors import ApiError, NotFound
 
 if TYPE_CHECKING:
-    from ..http.client import HttpResponse
+    from ..http.client.types import HttpResponse
     from .api import HealthchecksApi
     from .models import Check
 

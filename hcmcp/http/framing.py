@@ -28,6 +28,8 @@ from urllib.parse import parse_qsl, urlsplit
 
 import h11
 
+from .messages import Refusal
+
 _HEAD_END = re.compile(rb"\n\r?\n")
 _HEX = re.compile(rb"[0-9A-Fa-f]*")
 _MAX_CHUNK_LINE = 4096
@@ -37,17 +39,6 @@ _FRAMING_SINGLETONS = {
     b"content-length": "Content-Length",
     b"transfer-encoding": "Transfer-Encoding",
 }
-
-
-class Refusal(Exception):
-    """A request the server answers with ``status`` and ``message``, then closes the connection
-    (``retry_after``: the answer says to retry in a second)."""
-
-    def __init__(self, status: int, message: str, *, retry_after: bool = False) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-        self.retry_after = retry_after
 
 
 def h11_buffer(connection: h11.Connection) -> bytearray | None:

@@ -39,7 +39,7 @@ _READABLE = select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR | s
 _EVENT_READ, _EVENT_WRITE = 1, 2  # selectors.EVENT_READ / EVENT_WRITE (not imported: start-up)
 
 # A reader whose task is busy running what it read (protocol/stdio.py runs a request on the task
-# that read it; http/connection.py runs an app on its request loop): its descriptor, which nobody
+# that read it; http/server/connection.py runs an app on its request loop): its descriptor, which nobody
 # watches meanwhile, and whether it already holds input in memory. A wait in place watches that
 # descriptor too (input there is work for the loop), and does not happen at all while input waits
 # in memory: that is work too.

@@ -1,6 +1,8 @@
-"""What an App sees and returns (Request, Response, StreamingResponse) and the server's limits.
+"""What an App sees and returns (Request, Response, StreamingResponse), the server's limits, and
+``first_header``, which both sides read headers with.
 
-Shared by ``server.py`` (the listener) and ``connection.py`` (one connection's loop).
+Shared by ``server/server.py`` (the listener), ``server/connection.py`` (one connection's loop)
+and the client's ``client/types.py``.
 """
 
 from __future__ import annotations
@@ -9,9 +11,42 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
-from . import first_header
-
 logger = logging.getLogger("hcmcp.http.server")
+
+
+def first_header(headers: list[tuple[str, str]], name: str) -> str | None:
+    """The first value of header ``name`` in a list with lowercased names, or None."""
+    name = name.lower()
+    for key, value in headers:
+        if key == name:
+            return value
+    return None
+
+
+class Refusal(Exception):
+    """Answer this request now and handle it no further: the one early answer on the HTTP side.
+
+    ``status`` and ``message`` (with ``headers``) are written by whoever catches it, in its own
+    error format: the server's connection (then the connection closes; ``retry_after``: the
+    answer says to retry in a second), the MCP transport (a JSON-RPC error), /metrics (JSON).
+    ``response``: the whole answer, when the raiser wrote it (the transport's JSON-RPC errors,
+    the simulator's Django answers)."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str = "",
+        headers: list[tuple[str, str]] | None = None,
+        *,
+        retry_after: bool = False,
+        response: Response | StreamingResponse | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = headers or []
+        self.retry_after = retry_after
+        self.response = response
 
 
 @dataclass

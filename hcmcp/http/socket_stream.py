@@ -1,6 +1,6 @@
 """A connected socket on the asyncio loop, behind anyio's byte-stream interface (``receive``, ``send``,
 ``send_eof``, ``aclose``, ``extra``) and anyio's exceptions: the HTTP server's connections, and the
-client's to a plain-TCP upstream (client_connection.SocketConnection).
+client's to a plain-TCP upstream (client.connection.SocketConnection).
 
 anyio's own SocketStream goes through an asyncio transport and protocol: every send is first a
 checkpoint (a whole event-loop turn), and every receive resumes and pauses the transport's reader.

@@ -162,33 +162,3 @@ def derived_key(credential: str) -> bytes:
     return hmac.new(
         credential.encode("utf-8", "surrogatepass"), _DERIVED_LABEL, hashlib.sha256
     ).digest()
-
-
-def parse_state_key(text: str) -> bytes:
-    """HEALTHCHECKS_STATE_KEY: at least 32 bytes, given as hex or base64. ValueError says what is wrong."""
-    import base64
-
-    raw = text.strip()
-    key: bytes | None = None
-    if raw and all(c in "0123456789abcdefABCDEF" for c in raw) and len(raw) % 2 == 0:
-        key = bytes.fromhex(raw)
-    else:
-        try:
-            key = base64.b64decode(
-                raw + "=" * (-len(raw) % 4),
-                altchars=b"-_" if ("-" in raw or "_" in raw) else None,
-                validate=True,
-            )
-        except (ValueError, TypeError):
-            key = None
-    if key is None:
-        raise ValueError(
-            "HEALTHCHECKS_STATE_KEY must be hex or base64 text; generate one with: "
-            'python -c "import secrets; print(secrets.token_hex(32))"'
-        )
-    if len(key) < 32:
-        raise ValueError(
-            f"HEALTHCHECKS_STATE_KEY decodes to {len(key)} bytes; it needs at least 32. "
-            'Generate one with: python -c "import secrets; print(secrets.token_hex(32))"'
-        )
-    return key

@@ -18,7 +18,7 @@ import orjson
 
 from .. import get_logger
 from . import revisions
-from .asking import (  # ClientGone: re-exported, it was defined here
+from .asking import (
     CLIENT_CANNOT,
     CLIENT_REFUSED,
     NOT_INITIALIZED,
@@ -46,7 +46,7 @@ from .tool import ERROR_META, Tool, ToolError
 if TYPE_CHECKING:
     import anyio  # at run time anyio is imported where first needed (start-up)
 
-    from .observe import Observer
+    from .request_observer import Observer
 
 log = get_logger("hcmcp.protocol")
 
@@ -289,7 +289,7 @@ class McpServer:
             "resources/read": self._resources_read,
             **dict.fromkeys(_EMPTY_LISTS, self._empty_list),
         }
-        # Optional features (resources, prompts, logging, ...: protocol/features.py) add their
+        # Optional features (resources, prompts, logging, ...: protocol/features/feature.py) add their
         # methods and capabilities; a server that registers none answers as before.
         self.features = tuple(features)
         self.pushes = any(
@@ -297,12 +297,12 @@ class McpServer:
         )  # sends messages during requests
         for feature in self.features:
             self.methods.update(feature.attach(self))
-        # protocol/observe.Observer when metrics or request lines are on (imported only then)
+        # protocol/request_observer.Observer when metrics or request lines are on (imported only then)
         self.observer: Observer | None = None
         import hcmcp
 
         if hcmcp.observing:
-            from .observe import Observer
+            from .request_observer import Observer
 
             self.observer = Observer(set(self.methods), set(self.tools))
 
@@ -333,7 +333,7 @@ class McpServer:
     async def _observed(
         self, message: Message, session: Session, push: Push | None
     ) -> dict[str, Any] | None:
-        """``handle`` for a request, measured, logged and with its trace context (observe.py)."""
+        """``handle`` for a request, measured, logged and with its trace context (request_observer.py)."""
 
         async def answer() -> dict[str, Any] | None:
             try:
@@ -343,7 +343,7 @@ class McpServer:
 
         observer = self.observer
         if observer is None:
-            from .observe import traced
+            from .request_observer import traced
 
             return await traced(message.params, answer)
         return await observer.around(
@@ -582,7 +582,7 @@ class McpServer:
             value = await tool.handler(ctx, params)
             shape = getattr(
                 tool, "call_result", None
-            )  # a tool with content of its own (protocol/content.py)
+            )  # a tool with content of its own (protocol/features/content.py)
             result = shape(value) if shape is not None else tool_result(*tool.present(value))
             outcome = "ok"
         except ToolError as error:

@@ -11,7 +11,7 @@ from .. import __version__
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
 if TYPE_CHECKING:
-    from ..config import Config
+    from ..config.settings import Config
     from ..healthchecks.api import HealthchecksApi
     from ..protocol.server import McpServer
 
@@ -42,12 +42,12 @@ def build_server(
     from ..protocol.seal import Seal, derived_key
     from ..protocol.server import McpServer, ServerIdentity
     from ..protocol.tenants import fingerprint
-    from . import budget, catalog
+    from . import budget, catalog, selection
 
     budget.configure(config.result_budget)
 
     read, write = catalog.all_tools(api)
-    tools = catalog.select(read, write, config)
+    tools = selection.select(read, write, config)
     if read_only_key:
         writes = {tool.name for tool in write}
         tools = [tool for tool in tools if tool.name not in writes]

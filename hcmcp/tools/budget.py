@@ -5,7 +5,7 @@ ENVELOPE_ROOM kept free for what the protocol adds around them (isError, 2026's 
 _meta). The text block repeats structuredContent's JSON (after the marker sentence) and is itself
 a JSON string, so each value is paid for twice, the second time with its escapes escaped:
 ``twice`` is that cost, ``whole_size`` the exact total. HCMCP_RESULT_BUDGET sets the budget
-(config.py); build_server hands it to ``configure``; the default, 64 KiB, is about 16k tokens
+(config/settings.py); build_server hands it to ``configure``; the default, 64 KiB, is about 16k tokens
 at the usual ~4 bytes of JSON a token.
 """
 
@@ -24,7 +24,7 @@ _in_force = [DEFAULT_BYTES]
 
 
 def configure(budget: int) -> None:
-    """The budget for this process (HCMCP_RESULT_BUDGET, parsed by config.py)."""
+    """The budget for this process (HCMCP_RESULT_BUDGET, parsed by config/settings.py)."""
     _in_force[0] = budget
 
 

@@ -8,9 +8,6 @@ import sys
 from .. import sources
 from ..healthchecks.api import HealthchecksApi
 from ..protocol.tool import Tool, flat_schema, preload_schemas, schema_key
-from .selection import ESSENTIAL, select
-
-__all__ = ["ESSENTIAL", "SCHEMA_FILE", "all_tools", "generated_schemas", "select"]
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
 if TYPE_CHECKING:

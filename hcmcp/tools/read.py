@@ -15,10 +15,10 @@ from msgspec import UNSET, Meta, UnsetType
 from ..healthchecks.api import (
     PING_BODY_CEILING,
     HealthchecksApi,
-    ResponseTooLarge,
     normalise_check_id,
     normalise_uuid,
 )
+from ..healthchecks.errors import ResponseTooLarge
 from ..healthchecks.models import Check, Listing
 from ..protocol.tool import Annotations, Tool, ToolError
 from .present import present_body

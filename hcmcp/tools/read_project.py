@@ -9,7 +9,8 @@ from typing import Any, Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from ..healthchecks.api import KEY_SETUP, HealthchecksApi
+from ..healthchecks.api import HealthchecksApi
+from ..healthchecks.judging import KEY_SETUP
 from ..protocol.tool import Tool
 from . import budget
 from .present import presented

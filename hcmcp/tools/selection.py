@@ -7,11 +7,11 @@ A "tool" here is anything with ``name`` and ``tags``.
 
 from __future__ import annotations
 
-from ..config import ConfigError
+from ..config.parse import ConfigError
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
 if TYPE_CHECKING:
-    from ..config import Config
+    from ..config.settings import Config
     from ..protocol.tool import Tool
 
 ESSENTIAL = "essential"

@@ -20,7 +20,7 @@ from typing import Any, Literal, TypeVar
 import msgspec
 from msgspec import UNSET, UnsetType
 
-from ..healthchecks.api import ApiError, Redirected, Unauthorized
+from ..healthchecks.errors import ApiError, Redirected, Unauthorized
 from ..healthchecks.models import Check
 from ..protocol.tool import Tool, ToolError
 from . import budget
@@ -183,7 +183,7 @@ def tool_error(error: BaseException) -> ToolError:
         if isinstance(error, Redirected) and error.location:
             details["location"] = error.location
         return ToolError(text, **details)
-    http = sys.modules.get("hcmcp.http.client")  # not imported here: only a request loads it
+    http = sys.modules.get("hcmcp.http.client.types")  # not imported here: only a request loads it
     if http is not None and isinstance(error, http.HttpError):
         return ToolError(
             f"The request to the Healthchecks instance failed: {error}",
@@ -196,7 +196,7 @@ def tool_error(error: BaseException) -> ToolError:
 def is_api_failure(error: BaseException) -> bool:
     if isinstance(error, ApiError):
         return True
-    http = sys.modules.get("hcmcp.http.client")
+    http = sys.modules.get("hcmcp.http.client.types")
     return http is not None and isinstance(error, http.HttpError)
 
 

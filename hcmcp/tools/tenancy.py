@@ -1,6 +1,6 @@
 """One deployment for a team: each HTTP request's own Healthchecks key (HEALTHCHECKS_KEY_SOURCE).
 
-The protocol layer hands over the caller's key as an opaque credential (protocol/http_tenancy.py)
+The protocol layer hands over the caller's key as an opaque credential (protocol/streamable_http/tenancy.py)
 and asks for the server that answers it. Here a key becomes that server: its own HealthchecksApi
 (the key goes upstream in X-Api-Key on that key's requests only), the tool selection for its
 kind (read-only keys get the read tools), and a seal keyed for it (protocol/seal.py). Servers
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..config import API_KEY_LENGTH
+from ..config.settings import API_KEY_LENGTH
 
 if TYPE_CHECKING:
     from ..healthchecks.api import HealthchecksApi
@@ -58,7 +58,7 @@ def kind_from_prefix(key: str) -> bool | None:
 
 
 class KeyTenancy:
-    """protocol.http_tenancy.Tenancy for Healthchecks keys."""
+    """protocol.streamable_http.tenancy.Tenancy for Healthchecks keys."""
 
     header = KEY_HEADER
 

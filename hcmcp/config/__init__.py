@@ -1,0 +1,1 @@
+"""Every environment variable hcmcp reads, read once at start and parsed strictly."""

@@ -1,0 +1,1 @@
+"""The HTTP server: bounded request reading, then JSON, chunked and SSE answers."""

@@ -1,0 +1,476 @@
+"""One client connection: requests read and answered in turn (keep-alive, pipelining).
+
+The App contract it keeps (when the client goes away, what is buffered) is described in
+``server.py``; how requests are read and parsed (and refused) is ``request_reader.py``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING
+
+import anyio
+import h11
+from anyio.abc import SocketAttribute
+
+from ..framing import head_size, split_target
+from ..idle_wait import suspends_once, unattended
+from ..messages import Refusal, Request, Response, StreamingResponse, error_payload
+from ..socket_stream import RawSocketStream, linger_and_close
+from .request_head import PlainHead, asks_keep_alive
+from .request_reader import RECEIVE_SIZE, PeerGone, RequestReader
+from .response_head import END_OF_MESSAGE, STATE_RESPONSE, plain_head, reason, without_headers
+
+if TYPE_CHECKING:
+    from .server import HttpServer
+
+logger = logging.getLogger("hcmcp.http.server")
+
+# The h11 event types by names of their own: inside _Connection, `h11` is its h11 property.
+_H11Request = h11.Request
+_H11Response = h11.Response
+
+_NO_BODY_STATUSES = frozenset({204, 304})
+
+
+class _Connection:
+    """One client connection: requests read and answered in turn (keep-alive, pipelining).
+
+    The request loop (``_serve_requests``) reads each request itself (through its
+    ``RequestReader``), calls the app and writes the answer. Something must also read while the
+    answer is computed, to see a client leave: while the app runs in the request loop's task, its
+    waits in place watch the
+    socket too (http/idle_wait.py); once it has to wait through the event loop (or an answer is
+    streamed), a watcher task (``_watch_while_answering``, one for the connection's life) reads
+    instead, until the answer is out. A reader that handed every request to the loop through an
+    event cost a loop turn per request; a watcher woken at every app call cost two more.
+    """
+
+    def __init__(
+        self,
+        server: HttpServer,
+        stream: RawSocketStream,
+        initial: bytes = b"",
+        answered: bool = False,
+    ) -> None:
+        """``initial``: bytes already read from an adopted connection (HttpServer.adopt); they go
+        through every check below exactly as bytes read here would. ``answered``: a request of
+        it was answered already, so it waits for its next one as a keep-alive connection does."""
+        self.server = server
+        self.limits = server.limits
+        self.stream = stream
+        self.reader = RequestReader(server, stream, initial, self._write)
+        self._fresh = not answered
+        self.in_request = False
+        self._ordinary = False  # this request's answer may be written by hand (response_head.py)
+        self._watching = False  # the request loop wants the socket watched (an answer is under way)
+        self._wake = anyio.Event()  # ... and said so since the watcher last looked
+        self._watch_scope: anyio.CancelScope | None = None  # the watcher's, while it watches
+        self._left: anyio.Event | None = None  # set once the watcher stopped watching
+        self._on_gone: Callable[[], None] | None = (
+            None  # what a disconnect cancels now (an app, a stream)
+        )
+        try:
+            remote = stream.extra(SocketAttribute.remote_address)
+            self.client: tuple[str, int] | None = (str(remote[0]), int(remote[1]))
+        except (
+            OSError,
+            LookupError,
+            TypeError,
+            ValueError,
+        ):  # no peer address, or not (host, port)
+            self.client = None
+
+    @property
+    def h11(self) -> h11.Connection:
+        return (
+            self.reader.h11
+        )  # the reader's: it parses requests, and writes every answer not written by hand
+
+    @property
+    def peer_closed(self) -> bool:
+        return self.reader.peer_closed
+
+    def close_if_idle(self) -> None:
+        """Shutdown: a connection waiting for its next request closes now."""
+        if self.reader.waiting_scope is not None:
+            self.reader.waiting_scope.cancel()
+
+    async def run(self) -> None:
+        graceful = False
+        try:
+            async with anyio.create_task_group() as watching:
+                watching.start_soon(self._watch_while_answering)
+                try:
+                    graceful = await self._serve_requests()
+                except PeerGone:
+                    logger.debug("Client %s went away", self.client)
+                finally:
+                    watching.cancel_scope.cancel()
+        finally:
+            if graceful:
+                await linger_and_close(self.stream)
+            else:
+                await self.stream.aclose()
+
+    async def _serve_requests(self) -> bool:
+        """Answer requests until the connection must close; True when a polite close is due."""
+        first = self._fresh
+        while True:
+            if self.server._closing:
+                return False
+            try:
+                head = await self.reader.head(first)
+            except Refusal as refusal:
+                await self._answer_error(refusal.status, refusal.message)
+                head = None
+            if head is None:
+                return self.h11.our_state is h11.MUST_CLOSE  # after an answer: close politely
+            self.in_request = True
+            self.server._active_requests += 1
+            try:
+                keep_going = await self._handle(head)
+            finally:
+                self.in_request = False
+                self.server._active_requests -= 1
+            await (
+                self._stop_watching()
+            )  # a loop turn only if the answer had to wait through the loop
+            if not keep_going:
+                return True
+            first = False
+            if not self.reader.next_cycle():
+                return True  # Connection: close, HTTP/1.0, or an error answer
+            if self.server._closing:
+                return True
+
+    # -- watching the socket while an answer is under way -------------------------------
+
+    async def _watch_while_answering(self) -> None:
+        """While an answer waits through the event loop, or is streamed, read the socket: that is how
+        a client that leaves is seen (EOF or a reset: ``_on_gone`` cancels what it says), and the
+        bytes of a pipelined next request are kept for it. Parked otherwise.
+
+        It reads ahead only while less than max_header_bytes + one read lies unparsed, then stops,
+        and a lost client is only noticed when a write fails.
+        """
+        # Read-ahead is bounded per connection by a head plus one read: across 256 connections
+        # that is ~20 MiB at most, where a body's worth each would have been 260 MiB.
+        ceiling = self.limits.max_header_bytes + RECEIVE_SIZE
+        while True:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            if not self._watching:
+                continue
+            with anyio.CancelScope() as self._watch_scope:
+                while not self.reader.peer_closed and self.reader.buffered() < ceiling:
+                    data = await self.reader.read_socket()
+                    if not data and self._on_gone is not None:
+                        self._on_gone()
+                await anyio.sleep_forever()  # until the request loop stops the watching
+            self._watch_scope = None
+            if self._left is not None:
+                self._left.set()
+
+    def _start_watching(self) -> None:
+        self._watching = True
+        self._wake.set()
+
+    async def _stop_watching(self) -> None:
+        """The watcher no longer reads the socket once this returns (the request loop reads next)."""
+        self._watching = False
+        scope = self._watch_scope
+        if scope is not None:
+            self._left = left = anyio.Event()
+            scope.cancel()
+            await left.wait()
+            self._left = None
+
+    # -- one request ---------------------------------------------------------
+
+    async def _handle(self, head: PlainHead | _H11Request) -> bool:
+        """Read the body, call the app, send its answer. False when the connection must close."""
+        if isinstance(head, PlainHead):
+            method, target = head.method, head.target
+        else:
+            if head_size(head) > self.limits.max_header_bytes:
+                await self._answer_error(431, self.reader.headers_too_large())
+                return False
+            if head.method == b"CONNECT":
+                # A 2xx to CONNECT would turn this connection into a tunnel; we serve no tunnels.
+                await self._answer_error(501, "CONNECT is not supported by this server.")
+                return False
+            if head.http_version not in (b"1.0", b"1.1"):
+                await self._answer_error(
+                    505, "This server speaks HTTP/1.1 (and 1.0); send the request as HTTP/1.1."
+                )
+                return False
+            method = head.method.decode("ascii")
+            target = head.target.decode("latin-1")
+        try:
+            path, query, authority = split_target(method, target)
+        except Refusal as refusal:
+            await self._answer_error(refusal.status, refusal.message)
+            return False
+        try:
+            try:
+                body = await self.reader.body(head)
+            except Refusal as refusal:
+                await self._answer_error(
+                    refusal.status, refusal.message, retry_after=refusal.retry_after
+                )
+                return False
+            if body is None:
+                return False  # the client hung up mid-request
+            if isinstance(head, PlainHead):
+                headers = head.headers
+            else:
+                # raw_items(): iterating head.headers costs a Python-level __getitem__ per header.
+                headers = [
+                    (name.lower().decode("latin-1"), value.decode("latin-1"))
+                    for name, value in head.headers.raw_items()
+                ]
+            request = Request(
+                method=method,
+                path=path,
+                query=query,
+                headers=headers,
+                body=body,
+                client=self.client,
+                target_authority=authority,
+            )
+            del body
+            # A plain request is HTTP/1.1 and asks for nothing but keep-alive (request_head.py).
+            self._ordinary = isinstance(head, PlainHead) or asks_keep_alive(
+                head.http_version, request.header("connection")
+            )
+            response = await self._call_app(request)
+        finally:
+            self.reader.release_reserved()
+        if response is None:
+            await self._answer_error(
+                500, "The server failed while handling this request. Try again later.", close=False
+            )
+            return True
+        if isinstance(response, StreamingResponse):
+            return await self._send_stream(response, is_head=method == "HEAD")
+        return await self._send_response(response, is_head=method == "HEAD")
+
+    async def _call_app(self, request: Request) -> Response | StreamingResponse | None:
+        """The app's answer; None when the app failed (logged: a 500 is due).
+
+        A disconnect seen meanwhile cancels the app unless the request opted out of
+        cancel_on_disconnect; then the answer, if any, is dropped and PeerGone raised.
+        """
+        scope = anyio.CancelScope()
+
+        def cancel_unless_opted_out() -> None:
+            if request.cancel_on_disconnect:
+                scope.cancel()
+
+        response: Response | StreamingResponse | None = None
+        failure: Exception | None = None
+        self._on_gone = cancel_unless_opted_out
+        # While the app runs here, nobody reads the socket: a wait in place watches it too, and the
+        # watcher starts only if the app has to wait through the loop (idle_wait.suspends_once).
+        watched = unattended.set((self.stream.fileno(), _nothing_pending))
+        try:
+            with scope:
+                if not self.peer_closed:
+                    response, failure = await suspends_once(
+                        self._app_answer(request), self._start_watching
+                    )
+                else:
+                    # The client left before this request's turn (pipelined before its EOF): decide
+                    # once the app first waits, when it has had its chance to opt out. Rare, so a task.
+                    async with anyio.create_task_group() as deciding:
+                        deciding.start_soon(_call, cancel_unless_opted_out)
+                        response, failure = await self._app_answer(request)
+        finally:
+            unattended.reset(watched)
+            self._on_gone = None
+        if self.peer_closed and request.cancel_on_disconnect:
+            logger.debug(
+                "Client %s closed the connection before the answer to %s %s; the app was cancelled",
+                self.client,
+                request.method,
+                request.path,
+            )
+            if isinstance(response, StreamingResponse):
+                await _close_chunks(response.chunks)
+            raise PeerGone()
+        if failure is not None:
+            logger.error(
+                "The app failed on %s %s; answered 500",
+                request.method,
+                request.path,
+                exc_info=failure,
+            )
+            return None
+        return response
+
+    async def _app_answer(
+        self, request: Request
+    ) -> tuple[Response | StreamingResponse | None, Exception | None]:
+        """(the app's answer, None) or (None, what it raised); a cancellation passes through."""
+        try:
+            response = await self.server.app(request)
+        except Exception as exc:  # noqa: BLE001 - any failure of the app is answered 500 and logged by the caller
+            return None, exc
+        if not isinstance(response, (Response, StreamingResponse)):
+            return None, TypeError(
+                f"the app returned {type(response).__name__}, not a Response or StreamingResponse"
+            )
+        return response, None
+
+    # -- writing -------------------------------------------------------------
+
+    async def _write(self, data: bytes) -> None:
+        if not data:
+            return
+        try:
+            sent = self.stream.send_now(data)  # an answer usually fits the kernel's buffer at once
+            if sent == len(data):
+                return
+            with anyio.fail_after(self.limits.write_timeout):
+                await self.stream.send(memoryview(data)[sent:])
+        except TimeoutError as exc:
+            logger.info(
+                "Client %s did not read for %g s; closing", self.client, self.limits.write_timeout
+            )
+            raise PeerGone() from exc
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            raise PeerGone() from exc
+
+    def _response_event(self, status: int, headers: list[tuple[str, str]]) -> _H11Response | None:
+        """The h11 event for the app's head, or None (logged) when the app gave an invalid one."""
+        if self.server._closing:
+            headers = [*without_headers(headers, "connection"), ("connection", "close")]
+        try:
+            return h11.Response(status_code=status, reason=reason(status), headers=headers)
+        except (h11.LocalProtocolError, TypeError, ValueError):
+            logger.exception(
+                "The app returned an invalid response head (status %r); answered 500", status
+            )
+            return None
+
+    async def _send_response(self, response: Response, *, is_head: bool) -> bool:
+        headers = without_headers(response.headers, "content-length", "transfer-encoding")
+        has_body = response.status not in _NO_BODY_STATUSES
+        if has_body:
+            headers.append(("content-length", str(len(response.body))))
+            if self._ordinary and not is_head and not self.server._closing:
+                head = plain_head(
+                    response.status, headers
+                )  # response_head.py: the bytes h11 writes
+                if head is not None:
+                    await self._write(head + response.body)
+                    if self.reader.untold is None:
+                        # h11 parsed the request, and learns what went out only now: off the path
+                        # from the answer to the client. (Of a plain request it never learns.)
+                        self.h11.send(STATE_RESPONSE)
+                        self.h11.send(END_OF_MESSAGE)
+                    return True
+        self.reader.tell_h11()
+        event = self._response_event(response.status, headers)
+        if event is None:
+            await self._answer_invalid_response()
+            return True
+        data = self.h11.send(event)
+        if has_body and not is_head and response.body:
+            data += self.h11.send(h11.Data(data=response.body))
+        data += self.h11.send(h11.EndOfMessage())
+        await self._write(data)
+        return True
+
+    async def _send_stream(self, response: StreamingResponse, *, is_head: bool) -> bool:
+        """Send the head, then each chunk as it comes, while watching for the client leaving."""
+        chunks = response.chunks
+        self.reader.tell_h11()
+        try:
+            headers = without_headers(response.headers, "content-length", "transfer-encoding")
+            event = self._response_event(response.status, headers)
+            if event is None:
+                await self._answer_invalid_response()
+                return True
+            await self._write(self.h11.send(event))
+            if is_head or response.status in _NO_BODY_STATUSES:
+                await self._write(self.h11.send(h11.EndOfMessage()))
+                return True
+            scope = anyio.CancelScope()
+            self._on_gone = scope.cancel  # a stream ends with its client, whatever the request said
+            self._start_watching()
+            finished = write_failed = False
+            try:
+                with scope:
+                    if self.peer_closed:
+                        scope.cancel()
+                    try:
+                        async for chunk in chunks:
+                            if chunk:
+                                await self._write(self.h11.send(h11.Data(data=chunk)))
+                        await self._write(self.h11.send(h11.EndOfMessage()))
+                        finished = True
+                    except PeerGone:
+                        write_failed = True
+                    except Exception:
+                        logger.exception(
+                            "The app's stream failed after its head was sent; closing the connection"
+                        )
+            finally:
+                self._on_gone = None
+            if write_failed or self.peer_closed:
+                logger.debug(
+                    "Client %s closed the connection during a stream; stream cancelled", self.client
+                )
+                raise PeerGone()
+            # A stream that failed midway cannot finish its chunked body: closing tells the client.
+            return finished
+        finally:
+            await _close_chunks(chunks)
+
+    # -- the server's own answers -------------------------------------------
+
+    async def _answer_invalid_response(self) -> None:
+        await self._answer_error(
+            500, "The server produced an invalid response. Try again later.", close=False
+        )
+
+    async def _answer_error(
+        self, status: int, message: str, *, close: bool = True, retry_after: bool = False
+    ) -> None:
+        """Send one of the server's own error answers, if a response can still be started."""
+        self.reader.tell_h11()
+        if self.h11.our_state not in (h11.IDLE, h11.SEND_RESPONSE):
+            return
+        logger.info("Answered %d to %s", status, self.client)
+        content_type, body = error_payload(self.limits, status, message)
+        headers = [("content-type", content_type), ("content-length", str(len(body)))]
+        if retry_after:
+            headers.append(("retry-after", "1"))
+        if close or self.server._closing:
+            headers.append(("connection", "close"))
+        data = self.h11.send(
+            h11.Response(status_code=status, reason=reason(status), headers=headers)
+        )
+        data += self.h11.send(h11.Data(data=body)) + self.h11.send(h11.EndOfMessage())
+        await self._write(data)
+
+
+def _nothing_pending() -> bool:
+    return False  # bytes read of a next request wait their turn: no work for the loop
+
+
+async def _call(function: Callable[[], None]) -> None:
+    function()
+
+
+async def _close_chunks(chunks: AsyncIterator[bytes]) -> None:
+    """Call the app's ``aclose()`` on a stream's iterator, if it has one (it may hold resources)."""
+    aclose = getattr(chunks, "aclose", None)
+    if aclose is not None:
+        try:
+            await aclose()
+        except Exception:
+            logger.exception("Closing the app's stream raised")

@@ -1,0 +1,1 @@
+"""Optional MCP features the product does not register (the conformance fixture server does)."""

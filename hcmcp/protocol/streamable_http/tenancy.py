@@ -1,0 +1,93 @@
+"""Per-request credentials on the Streamable HTTP transport: which server answers this request.
+
+In a team deployment every HTTP request may bring its caller's own credential (for this product
+a Healthchecks API key). The protocol layer treats it as an opaque string: it reads it from the
+request's headers (``Tenancy.header``, or ``Authorization: Bearer`` when the listener has no token
+of its own), names the tenant by its fingerprint (``tenants.fingerprint``) and asks the Tenancy,
+which the layer above supplies, for the McpServer that serves that credential. What a credential
+means (which instance, which tools, which seal) is that layer's business, never this one's.
+
+A credential is never kept here, logged or echoed: refusals describe it, they never quote it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from ..tenants import fingerprint
+
+if TYPE_CHECKING:
+    from ...http.messages import Request
+    from ..server import McpServer
+
+
+class Tenancy(Protocol):
+    """What the transport needs of the layer that knows what a credential means."""
+
+    header: str  # the request header that carries a credential, e.g. X-Healthchecks-Api-Key
+    # The server (and its tenant) for a request that brings no credential; None: such a request
+    # is refused with ``missing``.
+    fallback: McpServer | None
+    fallback_tenant: str | None
+
+    def problem(self, credential: str) -> str | None:
+        """Why ``credential`` cannot be one (its form, never its value), or None."""
+
+    def missing(self, bearer_allowed: bool) -> str:
+        """The refusal's text for a request without a credential (naming where to send it)."""
+
+    async def server_for(self, credential: str, tenant: str) -> McpServer:
+        """The server that answers ``credential``'s requests (built once, then remembered)."""
+
+
+class NoCredential(Exception):
+    """The request brings no usable credential; ``message`` names the header(s) and the fix."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass
+class Caller:
+    """Who a request speaks for: the server that answers it and the tenant's fingerprint."""
+
+    server: McpServer
+    tenant: str | None
+
+
+def credential_of(request: Request, tenancy: Tenancy, bearer_allowed: bool) -> str | None:
+    """The request's credential (stripped), None when it sends none; NoCredential when malformed."""
+    raw = request.header(tenancy.header)
+    where = tenancy.header
+    if request.header_count(tenancy.header) > 1:
+        raise NoCredential(f"Unauthorized: send {tenancy.header} once, with one key")
+    if raw is None and bearer_allowed:
+        authorization = request.header("authorization")
+        if authorization is not None:
+            scheme, _, value = authorization.strip().partition(" ")
+            if scheme.lower() != "bearer":
+                raise NoCredential(
+                    f"Unauthorized: the Authorization header must be 'Bearer <key>' "
+                    f"(or send the key in {tenancy.header})"
+                )
+            raw, where = value, "Authorization: Bearer"
+    if raw is None:
+        return None
+    credential = raw.strip()
+    problem = tenancy.problem(credential)
+    if problem is not None:
+        raise NoCredential(f"Unauthorized: the key in {where} {problem}")
+    return credential
+
+
+async def caller_of(request: Request, tenancy: Tenancy, bearer_allowed: bool) -> Caller:
+    """The Caller for this request; NoCredential when it must bring a key and does not."""
+    credential = credential_of(request, tenancy, bearer_allowed)
+    if credential is None:
+        if tenancy.fallback is None:
+            raise NoCredential(tenancy.missing(bearer_allowed))
+        return Caller(tenancy.fallback, tenancy.fallback_tenant)
+    tenant = fingerprint(credential)
+    return Caller(await tenancy.server_for(credential, tenant), tenant)
