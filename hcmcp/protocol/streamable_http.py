@@ -338,12 +338,11 @@ class StreamableHttp:
         upstream requests carry it on (a malformed one is ignored; ``_meta``'s takes precedence)."""
         from ..telemetry import context, trace
 
-        parent = request.header("traceparent") or ""
-        trace_id = trace.trace_id(parent)
-        if trace_id is None:
+        parsed = trace.parse_traceparent(request.header("traceparent"))
+        if parsed is None:
             return await self._post(request)
         scope = context.Scope(
-            parent.strip(" \t"), trace.clean_tracestate(request.header("tracestate")), trace_id
+            parsed[0], trace.clean_tracestate(request.header("tracestate")), parsed[1]
         )
         token = context.enter(scope)
         try:
