@@ -30,6 +30,7 @@ from __future__ import annotations
 import base64
 import logging
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -84,6 +85,7 @@ from .server import SHUTDOWN_GRACE, McpServer, Push, Session
 
 if TYPE_CHECKING:
     from .param_headers import Declared
+    from .tool import Tool
 
 log = logging.getLogger("hcmcp.http")
 
@@ -266,9 +268,9 @@ class StreamableHttp:
             per_tenant=settings.max_sessions_per_tenant,
             handshake_ttl=settings.handshake_ttl,
         )
-        self._param_headers: dict[
-            tuple[str, int], Declared
-        ] = {}  # tool -> its x-mcp-header properties
+        # id(tool) -> (a weak reference to the tool, its x-mcp-header properties). A tenant's
+        # server (and its tools) may be dropped at any time: its entries go with it.
+        self._param_headers: dict[int, tuple[weakref.ref[Tool], Declared]] = {}
         self.streams = 0  # requests being answered now (JSON or SSE), bounded by max_streams
         self.tenant_streams: dict[str | None, int] = {}  # of those, each tenant's
         self.refused_credentials = 0  # requests refused for a missing or malformed credential
@@ -526,13 +528,15 @@ class StreamableHttp:
         tool = server.tools.get(name) if isinstance(name, str) else None
         if tool is None:
             return
-        headers = self._param_headers.get((tool.name, id(tool)))
-        if headers is None:
+        known = self._param_headers.get(id(tool))
+        if known is not None and known[0]() is tool:
+            headers = known[1]
+        else:
             from . import param_headers
 
-            headers = self._param_headers[(tool.name, id(tool))] = param_headers.declared(
-                tool.descriptor()["inputSchema"]
-            )
+            headers = param_headers.declared(tool.descriptor()["inputSchema"])
+            key, kept = id(tool), self._param_headers
+            kept[key] = (weakref.ref(tool, lambda _: kept.pop(key, None)), headers)
         if headers:
             from . import param_headers
 
