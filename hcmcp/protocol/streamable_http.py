@@ -65,7 +65,7 @@ from .http_streams import (
 from .http_streams import (
     relay as _relay,
 )
-from .http_tenancy import Caller, NoCredential, Tenancy, caller_of
+from .http_tenancy import Caller, NoCredential, Tenancy, caller_of, credential_of
 from .jsonrpc import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
@@ -294,7 +294,8 @@ class StreamableHttp:
         if request.path in _OPS_PATHS:
             return self.ops.answer(request)
         try:
-            self._guard(request)
+            if not request.screened:
+                self._admit(request)
             if request.path != ENDPOINT:
                 raise _Reply(404, INVALID_REQUEST, f"Not Found: the MCP endpoint is {ENDPOINT}")
             if request.method == "POST":
@@ -323,6 +324,35 @@ class StreamableHttp:
             if reply.response.status == 401:  # an operator reading the log can tell why
                 self.ops.refusal_log.refused(request, 401, reply.message)
             return reply.response
+
+    def screen(self, request: Request) -> Response | bool:
+        """Each request's head, before the HTTP server reserves or reads its body
+        (hcmcp.http.messages.Screen): what ``_admit`` refuses is answered now, so an
+        unauthenticated client can hold no body budget; the probes pass as unauthenticated."""
+        if request.path in _OPS_PATHS:
+            return False
+        try:
+            self._admit(request)
+        except _Reply as reply:
+            self.ops.refused(reply.response.status)
+            return reply.response
+        return True
+
+    def _admit(self, request: Request) -> None:
+        """What a request must pass on its head alone: the listener's guard (token, Host,
+        Origin) and, with a tenancy, a well-formed credential (or a fallback). Raises _Reply."""
+        self._guard(request)
+        tenancy = self.tenancy
+        if tenancy is None:
+            return
+        bearer_allowed = self.settings.token is None
+        try:
+            if credential_of(request, tenancy, bearer_allowed) is None and tenancy.fallback is None:
+                raise NoCredential(tenancy.missing(bearer_allowed))
+        except NoCredential as refused:
+            self.refused_credentials += 1
+            challenge = [("www-authenticate", 'Bearer realm="hcmcp"')]  # RFC 9110: a 401 names one
+            raise _Reply(401, INVALID_REQUEST, refused.message, challenge) from None
 
     async def _caller(self, request: Request) -> Caller:
         """Who the request speaks for: its own credential's server (with a tenancy), else the one."""
