@@ -123,3 +123,141 @@ def test_an_authenticated_connection_is_not_evicted_by_a_flood():
             finally:
                 for sock in flood:
                     sock.close()
+
+
+# -- findings 4 and 7: a key is a tenant only once the instance has accepted it --------------------
+
+REAL_KEY = "hcw_RealTenantKey_0123456789abcd"
+assert len(REAL_KEY) == 32
+
+
+class CountingInstance:
+    """A loopback Healthchecks that accepts REAL_KEY only, counting what each key cost it and the
+    most requests it had at once (each answer takes 20 ms, so that concurrency shows)."""
+
+    def __init__(self) -> None:
+        import threading
+        from collections import Counter
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.asked: Counter[str] = Counter()
+        self.now = self.most = 0
+        lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                key = self.headers.get("x-api-key", "")
+                with lock:
+                    outer.asked[key] += 1
+                    outer.now += 1
+                    outer.most = max(outer.most, outer.now)
+                time.sleep(0.02)
+                if key == REAL_KEY:
+                    status, body = 200, {"checks": [], "channels": []}
+                else:
+                    status, body = 401, {"error": "wrong api key"}
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                with lock:
+                    outer.now -= 1
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        import threading as _threading
+
+        _threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _team(instance: CountingInstance) -> Served:
+    return Served([sys.executable, "-m", "hcmcp", "--http", "127.0.0.1:0"],
+                  clean_env(HEALTHCHECKS_URL=instance.url, HEALTHCHECKS_KEY_SOURCE="request"))
+
+
+def _keyed_initialize(raw: Raw, key: str) -> int:
+    body = json.dumps(rpc("initialize", initialize_params())).encode()
+    raw.send(request("POST", "/mcp", {"Content-Type": "application/json", "Accept": BOTH,
+                                      "X-Healthchecks-Api-Key": key}, body))
+    answer = raw.answer()
+    if answer.headers.get("connection") == "close":
+        raise ConnectionResetError
+    return answer.status
+
+
+def _status_on_new_connection(port: int, key: str) -> int:
+    with Raw(port, timeout=20) as raw:
+        try:
+            return _keyed_initialize(raw, key)
+        except ConnectionResetError:
+            return 401
+
+
+def test_invented_keys_hold_no_seat_and_ask_the_instance_once_each():
+    """Finding 4: 4 invented keys x 250 sessions filled all 1,000 seats in 3.5 s with no upstream
+    request, and a real tenant's initialize then got 503 for 30 minutes. Now each invented key is
+    asked about once, refused with 401 (remembered for a minute: the rest are refused on the head),
+    and holds nothing; the real tenant is served."""
+    instance = CountingInstance()
+    try:
+        with _team(instance) as served:
+            invented = [f"hcw_Invented{n}_".ljust(32, "x") for n in range(4)]
+            assert all(len(key) == 32 for key in invented)
+            statuses = [_status_on_new_connection(served.port, key) for key in invented for _ in range(250)]
+            assert statuses == [401] * 1000
+            assert all(instance.asked[key] == 1 for key in invented), instance.asked
+            assert _status_on_new_connection(served.port, REAL_KEY) == 200
+    finally:
+        instance.close()
+
+
+def test_one_bogus_key_sent_120_times_at_once_is_asked_about_once():
+    """Finding 7: 120 concurrent requests with one bogus unprefixed key made 120 upstream probes."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    instance = CountingInstance()
+    bogus = "b" * 32
+    try:
+        with _team(instance) as served:
+            with ThreadPoolExecutor(120) as pool:
+                statuses = list(pool.map(lambda _: _status_on_new_connection(served.port, bogus), range(120)))
+            assert set(statuses) <= {401, 503} and statuses.count(401) >= 100, statuses
+            assert instance.asked[bogus] == 1, instance.asked
+            assert _status_on_new_connection(served.port, REAL_KEY) == 200
+    finally:
+        instance.close()
+
+
+def test_a_flood_of_random_keys_asks_the_instance_at_most_eight_at_a_time():
+    """Finding 7: 2,000 random keys sending tools/list (which needs no upstream) made 2,000 probes
+    at once. Now at most 8 keys are asked about at a time (the rest: 503, retry), each once; and a
+    real tenant is served throughout."""
+    import secrets
+    from concurrent.futures import ThreadPoolExecutor
+
+    instance = CountingInstance()
+    try:
+        with _team(instance) as served:
+            keys = ["hcw_" + secrets.token_hex(14) for _ in range(400)]
+            with ThreadPoolExecutor(40) as pool:
+                statuses = list(pool.map(lambda key: _status_on_new_connection(served.port, key), keys))
+                real = pool.submit(_status_on_new_connection, served.port, REAL_KEY)
+            assert set(statuses) <= {401, 503}, statuses
+            assert instance.most <= 8 * 2, instance.most  # 8 keys, each asked with one GET at a time
+            assert max(instance.asked[key] for key in keys) <= 1
+            assert sum(instance.asked[key] for key in keys) == statuses.count(401)
+            assert real.result() in (200, 503)
+            assert _status_on_new_connection(served.port, REAL_KEY) == 200
+    finally:
+        instance.close()

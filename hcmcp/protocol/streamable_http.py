@@ -65,7 +65,14 @@ from .http_streams import (
 from .http_streams import (
     relay as _relay,
 )
-from .http_tenancy import Caller, NoCredential, Tenancy, caller_of, credential_of
+from .http_tenancy import (
+    Caller,
+    CredentialUnchecked,
+    NoCredential,
+    Tenancy,
+    caller_of,
+    credential_of,
+)
 from .jsonrpc import (
     HEADER_MISMATCH,
     INTERNAL_ERROR,
@@ -82,6 +89,7 @@ from .jsonrpc import (
     error_message,
 )
 from .server import SHUTDOWN_GRACE, McpServer, Push, Session
+from .tenants import fingerprint
 
 if TYPE_CHECKING:
     from .param_headers import Declared
@@ -347,8 +355,14 @@ class StreamableHttp:
             return
         bearer_allowed = self.settings.token is None
         try:
-            if credential_of(request, tenancy, bearer_allowed) is None and tenancy.fallback is None:
-                raise NoCredential(tenancy.missing(bearer_allowed))
+            credential = credential_of(request, tenancy, bearer_allowed)
+            if credential is None:
+                if tenancy.fallback is None:
+                    raise NoCredential(tenancy.missing(bearer_allowed))
+                return
+            known = tenancy.refused(credential, fingerprint(credential))
+            if known is not None:
+                raise NoCredential(known)
         except NoCredential as refused:
             self.refused_credentials += 1
             challenge = [("www-authenticate", 'Bearer realm="hcmcp"')]  # RFC 9110: a 401 names one
@@ -364,6 +378,8 @@ class StreamableHttp:
             self.refused_credentials += 1
             challenge = [("www-authenticate", 'Bearer realm="hcmcp"')]  # RFC 9110: a 401 names one
             raise _Reply(401, INVALID_REQUEST, refused.message, challenge) from None
+        except CredentialUnchecked as unchecked:
+            raise _Reply(503, INVALID_REQUEST, unchecked.message, [("retry-after", "5")]) from None
 
     async def _traced_post(self, request: Request) -> Response | StreamingResponse:
         """A POST with a W3C ``traceparent`` header: handled inside its trace scope, so that the
@@ -664,8 +680,6 @@ class StreamableHttp:
                 id=message.id,
             ) from None
         if self.server.observer is not None:  # a name for the session in log lines, not its id
-            from .tenants import fingerprint
-
             state.label = fingerprint(session_id)
         return _json(200, response, [(SESSION_HEADER, session_id)])
 
