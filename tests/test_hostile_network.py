@@ -261,3 +261,49 @@ def test_a_flood_of_random_keys_asks_the_instance_at_most_eight_at_a_time():
             assert _status_on_new_connection(served.port, REAL_KEY) == 200
     finally:
         instance.close()
+
+
+# -- finding 8: a spent requestState stays spent when its tenant's server is dropped ----------------
+
+def test_a_spent_request_state_is_refused_after_its_tenants_server_was_evicted():
+    """After 256 requests with other keys evicted a tenant's server, a replay of an accepted
+    requestState it had already used deleted again with no new answer from the person: the
+    memory of spent states lived in the evicted server. It is now the process's."""
+    from hostile_upstream import UUID, Hostile
+    from test_team import ACCEPT, DIALOG, Wire, call_modern
+
+    upstream = Hostile()  # healthy: accepts any key, answers a check and its DELETE
+    try:
+        with _team_at(f"http://127.0.0.1:{upstream.port}") as served:
+            wire = Wire(served.port)
+            key = "hcw_ReplayVictim_".ljust(32, "v")
+            asked = call_modern(wire, key, "delete_check", {"check": UUID}, capabilities=DIALOG)
+            assert asked["resultType"] == "input_required"
+            done = call_modern(wire, key, "delete_check", {"check": UUID}, capabilities=DIALOG,
+                               inputResponses=ACCEPT, requestState=asked["requestState"])
+            assert done["structuredContent"]["outcome"] == "approved_by_dialog", done
+            deletes = sum(method == "DELETE" for method, _, _ in upstream.requests)
+            assert deletes == 1
+            for n in range(260):  # more tenants than the 256 servers kept: the victim's is dropped
+                other = f"hcw_Evictor{n}_".ljust(32, "e")
+                status, _, _ = wire.post(*_modern_tools_list(other))
+                assert status == 200
+            replayed = call_modern(wire, key, "delete_check", {"check": UUID}, capabilities=DIALOG,
+                                   inputResponses=ACCEPT, requestState=asked["requestState"])
+            assert sum(method == "DELETE" for method, _, _ in upstream.requests) == 1, "deleted again"
+            assert replayed.get("resultType") == "input_required" or \
+                replayed["structuredContent"]["outcome"] != "approved_by_dialog", replayed
+    finally:
+        upstream.close()
+
+
+def _team_at(url: str) -> Served:
+    return Served([sys.executable, "-m", "hcmcp", "--http", "127.0.0.1:0"],
+                  clean_env(HEALTHCHECKS_URL=url, HEALTHCHECKS_KEY_SOURCE="request"))
+
+
+def _modern_tools_list(key: str):
+    from test_http_transport_support import MODERN, meta, modern_headers
+
+    message = rpc("tools/list", {"_meta": meta()}, 1)
+    return message, {"X-Healthchecks-Api-Key": key, **modern_headers(message)}, MODERN
