@@ -328,10 +328,14 @@ class StreamableHttp:
                 [("allow", allow)],
             )
         except _Reply as reply:
-            self.ops.refused(reply.response.status)
-            if reply.response.status == 401:  # an operator reading the log can tell why
-                self.ops.refusal_log.refused(request, 401, reply.message)
-            return reply.response
+            return self._refusal(request, reply)
+
+    def _refusal(self, request: Request, reply: _Reply) -> Response:
+        """A refusal counted, and a 401 logged: an operator reading the log can tell why."""
+        self.ops.refused(reply.response.status)
+        if reply.response.status == 401:
+            self.ops.refusal_log.refused(request, 401, reply.message)
+        return reply.response
 
     def screen(self, request: Request) -> Response | bool:
         """Each request's head, before the HTTP server reserves or reads its body
@@ -342,8 +346,7 @@ class StreamableHttp:
         try:
             self._admit(request)
         except _Reply as reply:
-            self.ops.refused(reply.response.status)
-            return reply.response
+            return self._refusal(request, reply)
         return True
 
     def _admit(self, request: Request) -> None:
