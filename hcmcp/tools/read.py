@@ -25,6 +25,7 @@ from .present import present_body
 from .shaping import (
     CheckDetail,
     CheckedTool,
+    Fitted,
     Untrusted,
     calling_api,
     check_detail,
@@ -141,8 +142,10 @@ def require_check_id(tool: str, value: str) -> str:
     )
 
 
-def _next_offset(offset: int, shown: int, matched: int) -> int | UnsetType:
-    return offset + shown if shown and offset + shown < matched else UNSET
+def _next_offset(offset: int, fitted: Fitted, matched: int) -> int | UnsetType:
+    """Past what this page showed and what it skipped; absent on the last page."""
+    end = offset + fitted.skipped + fitted.kept
+    return end if end > offset and end < matched else UNSET
 
 
 # -- list_checks ------------------------------------------------------------------------------
@@ -286,7 +289,7 @@ def _list_checks(api: HealthchecksApi) -> Tool:
             summaries,
             ListChecksResult(checks=[], returned=0, matched=0, project_checks=0, next_offset=0),
         )
-        shown = summaries[: fitted.kept]
+        shown = summaries[fitted.skipped : fitted.skipped + fitted.kept]
         project_checks = len(listing.items) + listing.malformed if total_known else None
         note = join_note(
             [
@@ -302,6 +305,7 @@ def _list_checks(api: HealthchecksApi) -> Tool:
                     len(shown),
                     fitted.dropped,
                     len(matched),
+                    fitted.skipped,
                 ),
                 malformed_sentence(listing.malformed, "check") if listing.malformed else "",
             ]
@@ -311,7 +315,7 @@ def _list_checks(api: HealthchecksApi) -> Tool:
             returned=len(shown),
             matched=len(matched),
             project_checks=project_checks,
-            next_offset=_next_offset(params.offset, len(shown), len(matched)),
+            next_offset=_next_offset(params.offset, fitted, len(matched)),
             note=note,
         )
 
@@ -447,7 +451,7 @@ def _list_pings(api: HealthchecksApi) -> Tool:
             check=uuid, pings=[], returned=0, matched=0, instance_returned=0, next_offset=0
         )
         fitted = fit_entries(entries, envelope)
-        shown = entries[: fitted.kept]
+        shown = entries[fitted.skipped : fitted.skipped + fitted.kept]
         note = join_note(
             [
                 page_sentence(
@@ -457,6 +461,7 @@ def _list_pings(api: HealthchecksApi) -> Tool:
                     len(shown),
                     fitted.dropped,
                     len(matched),
+                    fitted.skipped,
                 ),
                 malformed_sentence(listing.malformed, "ping") if listing.malformed else "",
                 (
@@ -472,7 +477,7 @@ def _list_pings(api: HealthchecksApi) -> Tool:
             returned=len(shown),
             matched=len(matched),
             instance_returned=len(listing.items) + listing.malformed,
-            next_offset=_next_offset(params.offset, len(shown), len(matched)),
+            next_offset=_next_offset(params.offset, fitted, len(matched)),
             note=note,
         )
 
@@ -676,7 +681,7 @@ def _list_flips(api: HealthchecksApi) -> Tool:
         fitted = fit_entries(
             page, ListFlipsResult(check=ident, flips=[], returned=0, matched=0, next_offset=0)
         )
-        limited = page[: fitted.kept]
+        limited = page[fitted.skipped : fitted.skipped + fitted.kept]
         note = join_note(
             [
                 page_sentence(
@@ -686,6 +691,7 @@ def _list_flips(api: HealthchecksApi) -> Tool:
                     len(limited),
                     fitted.dropped,
                     len(entries),
+                    fitted.skipped,
                 ),
                 malformed_sentence(listing.malformed, "flip") if listing.malformed else "",
             ]
@@ -695,7 +701,7 @@ def _list_flips(api: HealthchecksApi) -> Tool:
             flips=limited,
             returned=len(limited),
             matched=len(entries),
-            next_offset=_next_offset(params.offset, len(limited), len(entries)),
+            next_offset=_next_offset(params.offset, fitted, len(entries)),
             note=note,
         )
 
