@@ -40,6 +40,9 @@ class FewServers:
     def missing(self, bearer_allowed: bool) -> str:
         return "Unauthorized: send x-test-credential"
 
+    def refused(self, credential: str, tenant: str) -> str | None:
+        return None
+
     async def server_for(self, credential: str, tenant: str) -> McpServer:
         server = self.servers.pop(credential, None) or held_server(Gate())
         self.servers[credential] = server

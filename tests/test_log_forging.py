@@ -106,8 +106,8 @@ def test_stdio_text_mode_client_info_notification_method_and_an_instance_uuid_ca
             assert "result" in result, result
             peer.close()
             stderr = peer.stderr_text()
-    # One audit line: the create_check (its checks field holds the instance's uuid, escaped).
-    _assert_unforged(stderr, audited=1)
+    # The create_check's two audit lines (the final one holds the instance's uuid, escaped).
+    _assert_unforged(stderr, audited=2)  # its started line and its final line
     assert "ignored notification" in stderr  # the debug lines were written, escaped
 
 
