@@ -13,9 +13,7 @@ from collections.abc import Mapping
 
 from .parse import ConfigError, parse_bool
 
-TYPE_CHECKING = (
-    False  # neither typing nor re before the first reply: they cost start-up time (fast_start.py)
-)
+TYPE_CHECKING = False  # neither typing nor re before the first reply: they cost start-up time (hcmcp/fast_start/)
 if TYPE_CHECKING:
     from typing import Any
     from urllib.parse import SplitResult

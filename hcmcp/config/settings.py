@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from .parse import ConfigError, parse_bool, parse_state_key
 
 TYPE_CHECKING = (
-    False  # not typing.TYPE_CHECKING: importing typing costs start-up time (fast_start.py)
+    False  # not typing.TYPE_CHECKING: importing typing costs start-up time (hcmcp/fast_start/)
 )
 if TYPE_CHECKING:
     from typing import Any
@@ -23,7 +23,7 @@ DEFAULT_URL = "https://healthchecks.io"
 
 class Config:
     """Frozen. A plain class, not a dataclass: importing dataclasses (and re) was a third of the
-    time to the first reply (see hcmcp/fast_start.py)."""
+    time to the first reply (see hcmcp/fast_start/)."""
 
     api_key: str | None
     site_root: str  # scheme://host[:port][/prefix], no trailing slash, no /api/vN

@@ -459,7 +459,7 @@ def run_stdio(
     Start-up is a feature: the handshake and tools/list are answered on this thread, by the
     same McpServer.handle, before asyncio and anyio are even imported. The event loop starts
     with the first message that needs it (a tools/call, usually). ``reader``/``session``: what
-    hcmcp/fast_start.py already read and answered.
+    hcmcp/fast_start/stdio.py already read and answered.
     """
     signal.signal(signal.SIGTERM, lambda *_: exit_now(0))
     reader = reader or LineReader(0)

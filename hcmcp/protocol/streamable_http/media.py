@@ -1,6 +1,6 @@
 """The media-type tests of the Streamable HTTP endpoint (Content-Type, Accept).
 
-Apart from ``streamable_http.py`` so that ``fast_http.py`` applies the very same tests before
+Apart from ``streamable_http.py`` so that ``hcmcp/fast_start/http.py`` applies the very same tests before
 the heavy imports: this module imports nothing.
 """
 
