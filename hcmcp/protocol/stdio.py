@@ -385,7 +385,7 @@ class _Serving:
 STREAM_METHODS = frozenset({"subscriptions/listen"})
 
 # Their schemas require an id on every error response: an error whose id could not be read has
-# no valid form there, so it goes to stderr only (DESIGN.md, "An error without an id").
+# no valid form there, so it goes to stderr only (docs/history.md, "errors without an id").
 ID_REQUIRED_REVISIONS = frozenset({"2024-11-05", "2025-03-26", "2025-06-18"})
 
 
