@@ -3,7 +3,7 @@
 What ``hcmcp --http HOST:PORT`` runs once its server is built: the bind and token checks (asked
 first by ``__main__``, so a refusal is one line), the HttpServer with the transport's app, the
 hand-over from the fast phase (``hcmcp/fast_start/http.py``), the "serving MCP at" line, and the
-bounded shutdown. ``streamable_http.py`` is the transport itself (the app).
+bounded shutdown. ``transport.py`` is the transport itself (the app).
 """
 
 from __future__ import annotations
