@@ -32,8 +32,8 @@ IGNORED_PROXY_LINE = (
 )
 NO_TLS_LINE = "hcmcp: {names} ignored: HEALTHCHECKS_URL is http://, so no TLS is used."
 SHADOWED_LINE = (
-    "hcmcp: {name} is ignored: {used} is set too, with another value, and the lower-case one "
-    "wins (as in curl)."
+    "hcmcp: {name} is ignored: {used} is set too, with another value, and the lower-case "
+    "one wins (as in curl)."
 )
 
 

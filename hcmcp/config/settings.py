@@ -259,8 +259,8 @@ def parse_seconds(name: str, raw: str | None, default: float) -> float:
         value = -1.0
     if not (0 < value <= 3600):
         raise ConfigError(
-            f"{name}={raw!r} is not a valid number of seconds: use a number above 0 and at most "
-            "3600"
+            f"{name}={raw!r} is not a valid number of seconds: use a number "
+            "above 0 and at most 3600"
         )
     return value
 
@@ -311,8 +311,8 @@ def ignored_lines(env: Mapping[str, str], *, http: bool, demo: bool) -> list[str
         )
     if env.get("ELICITATION") == "false" and "HEALTHCHECKS_ELICITATION_TIMEOUT" in env:
         lines.append(
-            "hcmcp: HEALTHCHECKS_ELICITATION_TIMEOUT is ignored: ELICITATION=false shows no dialog "
-            "to time out."
+            "hcmcp: HEALTHCHECKS_ELICITATION_TIMEOUT is ignored: ELICITATION=false shows "
+            "no dialog to time out."
         )
     http_only = [name for name in HTTP_ONLY_VARIABLES if name in env]
     if not http and http_only:
@@ -350,11 +350,9 @@ def api_key_warning(key: str | None) -> str | None:
         return None
     return (
         "hcmcp: warning: HEALTHCHECKS_API_KEY does not look like a Healthchecks API key: "
-        f"{'; '.join(problems)}. "
-        f"A key is {API_KEY_LENGTH} printable characters, e.g. hcw_ + 28 (read-write) or hcr_ + 28 "
-        "(read-only); "
-        "copy it again from Project Settings > API Access. Healthchecks will refuse this one with "
-        "401."
+        f"{'; '.join(problems)}. A key is {API_KEY_LENGTH} printable characters, e.g. hcw_ + 28 "
+        "(read-write) or hcr_ + 28 (read-only); copy it again from Project Settings > API Access. "
+        "Healthchecks will refuse this one with 401."
     )
 
 

@@ -57,9 +57,8 @@ class LineWriter:
             )
         data = memoryview(encoded)
         while data:
-            written = os.write(
-                self.fd, data
-            )  # blocking fd: a stalled reader stalls us, nothing is lost
+            # blocking fd: a stalled reader stalls us, nothing is lost
+            written = os.write(self.fd, data)
             data = data[written:]
 
 
@@ -266,9 +265,8 @@ class _Serving:
         self.waiting: Any = None  # the cancel scope of the read that waits for stdin
         self.stopping = False  # SIGTERM: read nothing more
         self.draining = False
-        self.streams: set[Any] = (
-            set()
-        )  # ids of requests that only push to the client until it leaves
+        # ids of requests that only push to the client until it leaves
+        self.streams: set[Any] = set()
 
     async def push(self, message: dict[str, Any]) -> None:
         self.writer.write(message)
@@ -336,9 +334,9 @@ class _Serving:
                         message.id,
                         RpcError(
                             INTERNAL_ERROR,
-                            f"Internal error: the server stopped (stdin closed or SIGTERM) and "
-                            f"{message.method} did not finish within the {self.grace:g} s it gives "
-                            "calls in flight",
+                            "Internal error: the server stopped (stdin closed or SIGTERM) and "
+                            f"{message.method} did not finish within the {self.grace:g} s it "
+                            "gives calls in flight",
                         ),
                     )
                 )
@@ -354,9 +352,8 @@ class _Serving:
         with anyio.open_signal_receiver(signal.SIGTERM) as signals:
             async for _ in signals:
                 if self.draining or self.stopping:
-                    exit_now(
-                        0
-                    )  # a second SIGTERM, or one while draining: the client wants us gone now
+                    # a second SIGTERM, or one while draining: the client wants us gone now
+                    exit_now(0)
                 log.info("SIGTERM: stopping; calls in flight get up to %g s", self.grace)
                 self.stopping = True
                 if self.waiting is not None:

@@ -46,9 +46,9 @@ def bind_refusal(bind: str, token: str | None) -> str | None:
         return f"hcmcp: {error}"
     if not is_loopback(host) and token is None:
         return (
-            f"hcmcp: refusing to listen on {host}: off loopback every client must authenticate. "
-            "Set HEALTHCHECKS_HTTP_TOKEN (clients then send Authorization: Bearer <token>), "
-            "or bind 127.0.0.1."
+            f"hcmcp: refusing to listen on {host}: off loopback every client must "
+            "authenticate. Set HEALTHCHECKS_HTTP_TOKEN (clients then send Authorization: "
+            "Bearer <token>), or bind 127.0.0.1."
         )
     return None
 
