@@ -31,9 +31,8 @@ _STATEFUL_HEADERS = frozenset(
     {"connection", "expect", "transfer-encoding", "upgrade", "te", "keep-alive"}
 )
 _HEAD_BLOCKS_KEPT = 64
-_STATE_REQUESTS: dict[
-    str, h11.Request
-] = {}  # method -> the event that tells h11 a request went out
+# method -> the event that tells h11 a request went out
+_STATE_REQUESTS: dict[str, h11.Request] = {}
 
 
 class RequestWriter:
@@ -171,8 +170,6 @@ class RequestWriter:
             raise HttpError(
                 f"The request {exchange.what} was not sent: its method, a header name or a header "
                 "value contains characters HTTP forbids (a line break, a leading space, a "
-                "non-ASCII "
-                "character). "
-                "Check the configured API key and headers."
+                "non-ASCII character). Check the configured API key and headers."
             ) from None
         return data

@@ -114,9 +114,8 @@ _STATUS_OF_ERROR = {
 @dataclass
 class HttpSettings:
     token: str | None = None  # HEALTHCHECKS_HTTP_TOKEN: clients send Authorization: Bearer
-    allowed_origins: tuple[
-        str, ...
-    ] = ()  # HEALTHCHECKS_HTTP_ALLOWED_ORIGINS, beside the loopback names
+    # HEALTHCHECKS_HTTP_ALLOWED_ORIGINS, beside the loopback names
+    allowed_origins: tuple[str, ...] = ()
     stateless: bool = False  # --stateless: 2025 era without sessions
     session_idle: float = 1800.0  # a 2025 session unused this long (and not busy) is ended
     max_sessions: int = 1000
@@ -270,9 +269,8 @@ class StreamableHttp:
             per_tenant=settings.max_sessions_per_tenant,
             handshake_ttl=settings.handshake_ttl,
         )
-        self._param_headers: dict[
-            tuple[str, int], Declared
-        ] = {}  # tool -> its x-mcp-header properties
+        # tool -> its x-mcp-header properties
+        self._param_headers: dict[tuple[str, int], Declared] = {}
         self.streams = 0  # requests being answered now (JSON or SSE), bounded by max_streams
         self.tenant_streams: dict[str | None, int] = {}  # of those, each tenant's
         self.refused_credentials = 0  # requests refused for a missing or malformed credential
