@@ -285,9 +285,8 @@ def _serve_stdio_now(opts: dict[str, Any], config: Config) -> NoReturn:
     from .fast_start.stdio import serve
 
     try:
-        handshake = Handshake.load(
-            config
-        )  # None when handshake.json is stale: the full path serves
+        # None when handshake.json is stale: the full path serves
+        handshake = Handshake.load(config)
     except ConfigError as error:
         _fail(str(error))
     build: Callable[[], Any]

@@ -11,9 +11,8 @@ from __future__ import annotations
 import os
 import sys
 
-ROOT = os.path.dirname(
-    os.path.abspath(__file__)
-)  # os.path, not pathlib: pathlib costs ms to import
+# os.path, not pathlib: pathlib costs ms to import
+ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
 def loaded_sources(exclude: frozenset[str] = frozenset()) -> list[str]:

@@ -51,8 +51,8 @@ def describe(uuid: str, check: Check | None, failure: str | None) -> str:
     last = shown(check.last_ping, 40) if check.last_ping else "never"
     name = f'"{shown(check.name)}"' if check.name else "(no name)"
     return (
-        f"  {uuid}  {name}\n"
-        f"      tags: {tags}   status: {shown(check.status, 20)}   last ping: {last}"
+        f"  {uuid}  {name}\n      tags: {tags}   status: "
+        f"{shown(check.status, 20)}   last ping: {last}"
     )
 
 

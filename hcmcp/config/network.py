@@ -13,9 +13,7 @@ from collections.abc import Mapping
 
 from .parse import ConfigError, parse_bool
 
-TYPE_CHECKING = (
-    False  # neither typing nor re before the first reply: they cost start-up time (fast_start.py)
-)
+TYPE_CHECKING = False  # neither typing nor re before the first reply: they cost start-up time (hcmcp/fast_start/)
 if TYPE_CHECKING:
     from typing import Any
     from urllib.parse import SplitResult
@@ -34,8 +32,8 @@ IGNORED_PROXY_LINE = (
 )
 NO_TLS_LINE = "hcmcp: {names} ignored: HEALTHCHECKS_URL is http://, so no TLS is used."
 SHADOWED_LINE = (
-    "hcmcp: {name} is ignored: {used} is set too, with another value, and the lower-case one "
-    "wins (as in curl)."
+    "hcmcp: {name} is ignored: {used} is set too, with another value, and the lower-case "
+    "one wins (as in curl)."
 )
 
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from .parse import ConfigError, parse_bool, parse_state_key
 
 TYPE_CHECKING = (
-    False  # not typing.TYPE_CHECKING: importing typing costs start-up time (fast_start.py)
+    False  # not typing.TYPE_CHECKING: importing typing costs start-up time (hcmcp/fast_start/)
 )
 if TYPE_CHECKING:
     from typing import Any
@@ -23,7 +23,7 @@ DEFAULT_URL = "https://healthchecks.io"
 
 class Config:
     """Frozen. A plain class, not a dataclass: importing dataclasses (and re) was a third of the
-    time to the first reply (see hcmcp/fast_start.py)."""
+    time to the first reply (see hcmcp/fast_start/)."""
 
     api_key: str | None
     site_root: str  # scheme://host[:port][/prefix], no trailing slash, no /api/vN
@@ -259,8 +259,8 @@ def parse_seconds(name: str, raw: str | None, default: float) -> float:
         value = -1.0
     if not (0 < value <= 3600):
         raise ConfigError(
-            f"{name}={raw!r} is not a valid number of seconds: use a number above 0 and at most "
-            "3600"
+            f"{name}={raw!r} is not a valid number of seconds: use a number "
+            "above 0 and at most 3600"
         )
     return value
 
@@ -311,8 +311,8 @@ def ignored_lines(env: Mapping[str, str], *, http: bool, demo: bool) -> list[str
         )
     if env.get("ELICITATION") == "false" and "HEALTHCHECKS_ELICITATION_TIMEOUT" in env:
         lines.append(
-            "hcmcp: HEALTHCHECKS_ELICITATION_TIMEOUT is ignored: ELICITATION=false shows no dialog "
-            "to time out."
+            "hcmcp: HEALTHCHECKS_ELICITATION_TIMEOUT is ignored: ELICITATION=false shows "
+            "no dialog to time out."
         )
     http_only = [name for name in HTTP_ONLY_VARIABLES if name in env]
     if not http and http_only:
@@ -350,11 +350,9 @@ def api_key_warning(key: str | None) -> str | None:
         return None
     return (
         "hcmcp: warning: HEALTHCHECKS_API_KEY does not look like a Healthchecks API key: "
-        f"{'; '.join(problems)}. "
-        f"A key is {API_KEY_LENGTH} printable characters, e.g. hcw_ + 28 (read-write) or hcr_ + 28 "
-        "(read-only); "
-        "copy it again from Project Settings > API Access. Healthchecks will refuse this one with "
-        "401."
+        f"{'; '.join(problems)}. A key is {API_KEY_LENGTH} printable characters, e.g. hcw_ + 28 "
+        "(read-write) or hcr_ + 28 (read-only); copy it again from Project Settings > API Access. "
+        "Healthchecks will refuse this one with 401."
     )
 
 

@@ -60,9 +60,8 @@ _LOOPBACK_NAMES = ("localhost", "127.0.0.1", "[::1]")  # streamable_http.guard.L
 _B64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 # Headers whose presence changes what h11 or the transport does with a request.
 _HAND_OVER_HEADERS = (b"transfer-encoding", b"expect", b"upgrade", b"origin")
-_WRITE_LIMIT = (
-    64 * 1024
-)  # answers per connection in this phase: what a fresh loopback socket takes unread
+# answers per connection in this phase: what a fresh loopback socket takes unread
+_WRITE_LIMIT = 64 * 1024
 _WRITE_TIMEOUT = 30.0  # ServerLimits.write_timeout: a client that does not read is closed
 
 
@@ -285,9 +284,8 @@ class FastHttp:
                     hand_over = True
                 elif wakeup is not None and fd == wakeup[0]:
                     try:
-                        os.read(
-                            fd, 512
-                        )  # a SIGTERM/SIGINT handler (exit 0) runs on the next bytecode
+                        # a SIGTERM/SIGINT handler (exit 0) runs on the next bytecode
+                        os.read(fd, 512)
                     except BlockingIOError:
                         pass
                 elif fd in clients:

@@ -211,10 +211,9 @@ class HealthchecksApi:
             truncate_at_ceiling=True,
             not_found=(
                 f"Healthchecks has no body for ping #{n} of check {uuid} (404). That answer means "
-                "one "
-                f"of four things: there is no such check, the check has no ping #{n}, that ping "
-                f"carried no body, or the ping is older than the instance keeps (its ping log "
-                f"limit: 100 on a free plan, 1000 on a paid one)."
+                f"one of four things: there is no such check, the check has no ping #{n}, that "
+                "ping carried no body, or the ping is older than the instance keeps (its ping log "
+                "limit: 100 on a free plan, 1000 on a paid one)."
             ),
             not_found_advice="Call list_pings to see which pings exist and which have a body_url.",
             forbidden=_other_project(uuid),
@@ -429,9 +428,8 @@ class HealthchecksApi:
 
     def _http(self) -> HttpClient:
         if self._client is None:
-            from ..http.client.client import (
-                HttpClient,
-            )  # lazily: tools/list must not import the HTTP stack
+            # lazily: tools/list must not import the HTTP stack
+            from ..http.client.client import HttpClient
 
             context = None
             ca_file, insecure = self._tls
@@ -704,6 +702,5 @@ def _not_found_check(ident: str) -> str:
 def _other_project(ident: str) -> str:
     return (
         f"Check {ident} exists but belongs to another project (403); this API key reaches only its "
-        "own "
-        "project's checks."
+        "own project's checks."
     )

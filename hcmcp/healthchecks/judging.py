@@ -78,10 +78,9 @@ class Judge:
             location = self.scrub(response.header("location") or "")[:300]
             raise Redirected(
                 status,
-                f"The instance answered {status} with a redirect to "
-                f"{location or '(no Location)'} instead of the API's answer for {what}. "
-                "Redirects are not followed: a followed POST would silently turn into "
-                "a GET.",
+                f"The instance answered {status} with a redirect to {location or '(no Location)'} "
+                f"instead of the API's answer for {what}. Redirects are not followed: a followed "
+                "POST would silently turn into a GET.",
                 location=location or None,
                 advice=f"Usually HEALTHCHECKS_URL ({self.site_root}) is wrong — http instead of "
                 "https, a path the site redirects, or a site root that is not the "
@@ -240,9 +239,8 @@ def _key_forms(key: str) -> tuple[str, ...]:
     for pad in range(3):
         for encode in (base64.b64encode, base64.urlsafe_b64encode):
             encoded = encode(b"\0" * pad + raw).decode()
-            forms.add(
-                encoded[4:-4] if pad else encoded.rstrip("=")
-            )  # the characters that depend on the key alone
+            # the characters that depend on the key alone
+            forms.add(encoded[4:-4] if pad else encoded.rstrip("="))
             if not pad:
                 forms.add(encoded)
     # Longest first, so that a longer form is not left half-replaced by a shorter one inside it.

@@ -125,9 +125,8 @@ class Badge:
 
 @dataclass
 class PingBody:
-    data: (
-        bytes | bytearray
-    )  # verbatim (the response's buffer), possibly not UTF-8, at most the ceiling
+    # verbatim (the response's buffer), possibly not UTF-8, at most the ceiling
+    data: bytes | bytearray
     truncated: bool  # True when the body went on past the ceiling
 
 

@@ -56,9 +56,8 @@ async def settle(
             404,
             f"No Healthchecks API answers under {api.site_root}: /api/v3/, /api/v2/ and "
             "/api/v1/ all answer 404, even for status/, which every instance has.",
-            advice="HEALTHCHECKS_URL must be the site root of the instance, with its sub-path "
-            "if it "
-            "has one (e.g. https://ops.example.com/hc), and without /api/v3/.",
+            advice="HEALTHCHECKS_URL must be the site root of the instance, with its sub-path if "
+            "it has one (e.g. https://ops.example.com/hc), and without /api/v3/.",
         )
     if version is None or version == 3:
         return response

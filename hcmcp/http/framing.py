@@ -135,8 +135,8 @@ def check_chunk_framing(connection: h11.Connection, remaining: int) -> None:
         if in_chunk > remaining:
             raise Refusal(
                 413,
-                "A chunk of the request body is larger than this server accepts; "
-                "send a smaller body.",
+                "A chunk of the request body is larger than this server "
+                "accepts; send a smaller body.",
             )
         return
     data = peek(connection, _MAX_CHUNK_LINE + 1)

@@ -62,9 +62,8 @@ def wait_readable_here(loop: Any, fd: int) -> bool:
         or len(scheduled) > _MAX_TIMERS
     ):
         return False
-    registered = getattr(
-        selector, "_fd_to_key", None
-    )  # fd -> SelectorKey (get_map() is a slow view of it)
+    # fd -> SelectorKey (get_map() is a slow view of it)
+    registered = getattr(selector, "_fd_to_key", None)
     if not isinstance(registered, dict) or len(registered) > _MAX_REGISTERED or fd in registered:
         return False
     reader = unattended.get()
@@ -79,9 +78,8 @@ def wait_readable_here(loop: Any, fd: int) -> bool:
         remaining = min(live) - loop.time()
         if remaining <= 0:
             return False
-        timeout = math.ceil(
-            min(remaining, 86400.0) * 1000
-        )  # the loop caps its own wait at a day too
+        # the loop caps its own wait at a day too
+        timeout = math.ceil(min(remaining, 86400.0) * 1000)
     poller = select.poll()
     try:
         poller.register(fd, select.POLLIN | select.POLLPRI)

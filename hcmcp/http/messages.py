@@ -84,9 +84,8 @@ class Request:
 class Response:
     status: int
     body: bytes = b""
-    headers: list[tuple[str, str]] = field(
-        default_factory=list
-    )  # Content-Length is added by the server
+    # Content-Length is added by the server
+    headers: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass

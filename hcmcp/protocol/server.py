@@ -105,9 +105,8 @@ class Session:
     inflight: dict[Id, anyio.CancelScope] = field(default_factory=dict)
     waiting: dict[Id, _Waiter] = field(default_factory=dict)
     gone: str | None = None  # why the client can no longer answer our requests
-    features: dict[str, Any] = field(
-        default_factory=dict
-    )  # per-feature state (log level, subscriptions)
+    # per-feature state (log level, subscriptions)
+    features: dict[str, Any] = field(default_factory=dict)
     # The fingerprint (protocol/tenants.py) of the credential this session's requests are served
     # with; None where no credential is known. Never the credential itself. ``label`` is a
     # fingerprint of the transport's session id for log lines; ``approval_source`` says who gives
@@ -286,9 +285,8 @@ class McpServer:
         self.seal = seal or Seal()
         self.tools_private = tools_private
         self._server_info = identity.implementation()
-        self._tools_list: dict[
-            str, orjson.Fragment
-        ] = {}  # revision -> the encoded result, built once
+        # revision -> the encoded result, built once
+        self._tools_list: dict[str, orjson.Fragment] = {}
         self.methods: dict[str, Callable[[RequestContext], Awaitable[dict[str, Any]]]] = {
             "ping": self._ping,
             "tools/list": self._tools_list_method,
@@ -299,9 +297,8 @@ class McpServer:
         # Optional features (resources, prompts, logging, ...: protocol/features/feature.py) add their
         # methods and capabilities; a server that registers none answers as before.
         self.features = tuple(features)
-        self.pushes = any(
-            feature.pushes for feature in self.features
-        )  # sends messages during requests
+        # sends messages during requests
+        self.pushes = any(feature.pushes for feature in self.features)
         for feature in self.features:
             self.methods.update(feature.attach(self))
         # protocol/request_observer.Observer when metrics or request lines are on (imported only then)
@@ -587,9 +584,8 @@ class McpServer:
         try:
             params = tool.decode_arguments(arguments)
             value = await tool.handler(ctx, params)
-            shape = getattr(
-                tool, "call_result", None
-            )  # a tool with content of its own (protocol/features/content.py)
+            # a tool with content of its own (protocol/features/content.py)
+            shape = getattr(tool, "call_result", None)
             result = shape(value) if shape is not None else tool_result(*tool.present(value))
             outcome = "ok"
         except ToolError as error:

@@ -57,9 +57,8 @@ class LineWriter:
             )
         data = memoryview(encoded)
         while data:
-            written = os.write(
-                self.fd, data
-            )  # blocking fd: a stalled reader stalls us, nothing is lost
+            # blocking fd: a stalled reader stalls us, nothing is lost
+            written = os.write(self.fd, data)
             data = data[written:]
 
 
@@ -266,9 +265,8 @@ class _Serving:
         self.waiting: Any = None  # the cancel scope of the read that waits for stdin
         self.stopping = False  # SIGTERM: read nothing more
         self.draining = False
-        self.streams: set[Any] = (
-            set()
-        )  # ids of requests that only push to the client until it leaves
+        # ids of requests that only push to the client until it leaves
+        self.streams: set[Any] = set()
 
     async def push(self, message: dict[str, Any]) -> None:
         self.writer.write(message)
@@ -336,9 +334,9 @@ class _Serving:
                         message.id,
                         RpcError(
                             INTERNAL_ERROR,
-                            f"Internal error: the server stopped (stdin closed or SIGTERM) and "
-                            f"{message.method} did not finish within the {self.grace:g} s it gives "
-                            "calls in flight",
+                            "Internal error: the server stopped (stdin closed or SIGTERM) and "
+                            f"{message.method} did not finish within the {self.grace:g} s it "
+                            "gives calls in flight",
                         ),
                     )
                 )
@@ -354,9 +352,8 @@ class _Serving:
         with anyio.open_signal_receiver(signal.SIGTERM) as signals:
             async for _ in signals:
                 if self.draining or self.stopping:
-                    exit_now(
-                        0
-                    )  # a second SIGTERM, or one while draining: the client wants us gone now
+                    # a second SIGTERM, or one while draining: the client wants us gone now
+                    exit_now(0)
                 log.info("SIGTERM: stopping; calls in flight get up to %g s", self.grace)
                 self.stopping = True
                 if self.waiting is not None:
@@ -385,7 +382,7 @@ class _Serving:
 STREAM_METHODS = frozenset({"subscriptions/listen"})
 
 # Their schemas require an id on every error response: an error whose id could not be read has
-# no valid form there, so it goes to stderr only (DESIGN.md, "An error without an id").
+# no valid form there, so it goes to stderr only (docs/history.md, "errors without an id").
 ID_REQUIRED_REVISIONS = frozenset({"2024-11-05", "2025-03-26", "2025-06-18"})
 
 
@@ -459,7 +456,7 @@ def run_stdio(
     Start-up is a feature: the handshake and tools/list are answered on this thread, by the
     same McpServer.handle, before asyncio and anyio are even imported. The event loop starts
     with the first message that needs it (a tools/call, usually). ``reader``/``session``: what
-    hcmcp/fast_start.py already read and answered.
+    hcmcp/fast_start/stdio.py already read and answered.
     """
     signal.signal(signal.SIGTERM, lambda *_: exit_now(0))
     reader = reader or LineReader(0)

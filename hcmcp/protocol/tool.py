@@ -66,9 +66,8 @@ class Tool:
     result: type[msgspec.Struct]
     annotations: Annotations
     handler: Handler
-    tags: frozenset[str] = field(
-        default_factory=frozenset
-    )  # free labels for catalogs ("essential")
+    # free labels for catalogs ("essential")
+    tags: frozenset[str] = field(default_factory=frozenset)
     presenter: Presenter | None = None
 
     def present(self, value: msgspec.Struct) -> tuple[dict[str, Any], str]:

@@ -177,8 +177,8 @@ class Simulator:
         check = Check(code or str(uuid.uuid4()), project, **fields)
         if not re.fullmatch(_UUID, check.code):
             raise ValueError(
-                f"uuid {check.code!r} is not a lowercase hyphenated UUID; the API "
-                "could never reach it"
+                f"uuid {check.code!r} is not a lowercase hyphenated UUID; "
+                "the API could never reach it"
             )
         if check.code in self._checks:
             raise ValueError(f"a check with uuid {check.code} already exists")

@@ -156,8 +156,8 @@ _WHY = {
     CLIENT_CANNOT: "This MCP client did not declare that it can show a confirmation dialog "
     "(elicitation), so delete_check falls back to a two-call token.",
     OPERATOR_DISABLED: "This server's operator switched the confirmation dialog off "
-    "(ELICITATION=false), so delete_check falls back to a two-call token. The client was not "
-    "asked.",
+    "(ELICITATION=false), so delete_check falls back to a two-call token. "
+    "The client was not asked.",
     TRANSPORT_CANNOT: "This server runs in stateless HTTP mode, where it has no way to ask the "
     "client during a call, so delete_check falls back to a two-call token.",
     NOT_INITIALIZED: "This MCP client has not sent notifications/initialized on this session "

@@ -150,9 +150,9 @@ def fit_result(
     if "note" in structured and (structured["note"] is None or isinstance(structured["note"], str)):
         shown = ", ".join(cut[:5]) + (f" and {len(cut) - 5} more" if len(cut) > 5 else "")
         sentence = (
-            f"{shown} {'was' if len(cut) == 1 else 'were'} shortened to keep the result under "
-            f"{budget.described(limit)}; each cut is marked in place with how many characters "
-            "were left out."
+            f"{shown} {'was' if len(cut) == 1 else 'were'} shortened to keep the result "
+            f"under {budget.described(limit)}; each cut is marked in place with how many "
+            "characters were left out."
         )
         structured["note"] = f"{structured['note']} {sentence}" if structured["note"] else sentence
     return cut

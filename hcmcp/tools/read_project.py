@@ -62,12 +62,10 @@ def _list_integrations(api: HealthchecksApi) -> Tool:
         title="List notification integrations",
         description=(
             "🔑 The project's notification integrations (id, name, kind), with the ids that "
-            "create_check and "
-            "update_check accept in channels (exact names work too). Integrations themselves can "
-            "only be "
-            "created in the web UI; the Management API has no endpoint for it. 🔑 Needs a "
-            "read-write key: "
-            'Healthchecks refuses a read-only key with 401 "wrong api key" here.'
+            "create_check and update_check accept in channels (exact names work too). "
+            "Integrations themselves can only be created in the web UI; the Management API has no "
+            "endpoint for it. 🔑 Needs a read-write key: Healthchecks refuses a read-only key with "
+            '401 "wrong api key" here.'
         ),
         params=NoParams,
         result=ListIntegrationsResult,
@@ -126,11 +124,9 @@ def _list_badges(api: HealthchecksApi) -> Tool:
             [
                 (
                     f"The project has {tags} tags; badges for {shown_tags} of them are shown (at "
-                    "most "
-                    f"{BADGE_TAG_CEILING}, and as many as fit in {budget.described()} "
-                    "KiB). Every badge URL "
-                    "is built from its tag the same way, so the pattern of the ones shown holds "
-                    "for the rest."
+                    f"most {BADGE_TAG_CEILING}, and as many as fit in {budget.described()} KiB). "
+                    "Every badge URL is built from its tag the same way, so the pattern of the "
+                    "ones shown holds for the rest."
                 )
                 if shown_tags < tags
                 else "",
@@ -144,12 +140,10 @@ def _list_badges(api: HealthchecksApi) -> Tool:
         title="List status badges",
         description=(
             "The project's status badge URLs: one entry per tag, plus * for the project as a "
-            "whole, each in "
-            "svg, json and shields form. The plain variants treat a check in its grace period as "
-            "up; the "
-            "ones suffixed 3 report up, late and down separately. At most 500 tags are returned, "
-            "and note "
-            "says how many the project has. Works with a read-only key."
+            "whole, each in svg, json and shields form. The plain variants treat a check in "
+            "its grace period as up; the ones suffixed 3 report up, late and down separately. "
+            "At most 500 tags are returned, and note says how many the project has. Works "
+            "with a read-only key."
         ),
         params=NoParams,
         result=ListBadgesResult,
@@ -195,12 +189,9 @@ def _get_status(api: HealthchecksApi) -> Tool:
             http_status=status.http_status,
             message=(
                 f"Something answered at {api.api_url('status/')} with {status.http_status}, but "
-                "not the "
-                'plain "OK" of a healthy Healthchecks instance. answer holds what it said '
-                "(untrusted: "
-                "possibly a login portal or proxy). A 5xx usually means the instance's database is "
-                "down; "
-                "otherwise check HEALTHCHECKS_URL."
+                'not the plain "OK" of a healthy Healthchecks instance. answer holds what it said '
+                "(untrusted: possibly a login portal or proxy). A 5xx usually means the "
+                "instance's database is down; otherwise check HEALTHCHECKS_URL."
             ),
             answer=text,
             truncated=status.truncated,
@@ -214,14 +205,11 @@ def _get_status(api: HealthchecksApi) -> Tool:
         title="Check the instance is up",
         description=(
             "Whether the configured Healthchecks instance is reachable and its database is "
-            "answering. Needs "
-            "no API key, which makes it the first thing to try when something is not working: it "
-            "separates "
-            '"wrong key" from "wrong URL". An answer of exactly OK is reported as healthy. '
-            "Anything else "
-            "is shown (up to 4 kB, cleaned of control characters) and marked untrusted: on the one "
-            "endpoint "
-            "that takes no key, an SSO portal or a captive proxy may be what answered."
+            "answering. Needs no API key, which makes it the first thing to try when something is "
+            'not working: it separates "wrong key" from "wrong URL". An answer of exactly OK is '
+            "reported as healthy. Anything else is shown (up to 4 kB, cleaned of control "
+            "characters) and marked untrusted: on the one endpoint that takes no key, an SSO "
+            "portal or a captive proxy may be what answered."
         ),
         params=NoParams,
         result=GetStatusResult,
@@ -323,8 +311,7 @@ def _get_api_key_info(api: HealthchecksApi) -> Tool:
                 read_write=True,
                 identifiers=(
                     "uuid: every tool takes the check's UUID; get_check and list_flips also accept "
-                    "a "
-                    "40-character unique_key."
+                    "a 40-character unique_key."
                 ),
                 reachable_tools=everything,
                 unreachable_tools=[],
@@ -339,14 +326,12 @@ def _get_api_key_info(api: HealthchecksApi) -> Tool:
             read_write=False,
             identifiers=(
                 "unique_key: list_checks shows each check's unique_key instead of its uuid; "
-                "get_check "
-                "and list_flips take either."
+                "get_check and list_flips take either."
             ),
             reachable_tools=list(READ_ONLY_REACHABLE),
             unreachable_tools=list(READ_WRITE_ONLY),
-            detail=kind.detail
-            + " list_pings, get_ping_body, list_integrations and every write tool need a "
-            "read-write key.",
+            detail=kind.detail + " list_pings, get_ping_body, list_integrations and every write "
+            "tool need a read-write key.",
         )
 
     return Tool(
@@ -354,16 +339,11 @@ def _get_api_key_info(api: HealthchecksApi) -> Tool:
         title="Describe the API key",
         description=(
             "Which Healthchecks instance is configured, whether the API key is accepted, and "
-            "whether it is "
-            "read-only or read-write — which decides whether checks are identified by uuid or by "
-            "unique_key "
-            "and which tools are reachable at all. Runs two harmless GETs (checks/ and channels/) "
-            "to find out "
-            "rather than guessing from the key's prefix, which only the hosted service uses. Also "
-            "says which "
-            "API version the instance offers (3, or 2 / 1 on an instance older than Healthchecks "
-            "2.0). Never "
-            "shows the key."
+            "whether it is read-only or read-write — which decides whether checks are identified "
+            "by uuid or by unique_key and which tools are reachable at all. Runs two harmless GETs "
+            "(checks/ and channels/) to find out rather than guessing from the key's prefix, which "
+            "only the hosted service uses. Also says which API version the instance offers (3, or "
+            "2 / 1 on an instance older than Healthchecks 2.0). Never shows the key."
         ),
         params=NoParams,
         result=GetApiKeyInfoResult,

@@ -1,6 +1,6 @@
 """Which tools load (HEALTHCHECKS_ALLOW_TOOLS / HEALTHCHECKS_DENY_TOOLS / essential / read-only).
 
-Apart from catalog.py so that the start-up fast path (hcmcp/fast_start.py) can apply the very
+Apart from catalog.py so that the start-up fast path (hcmcp/fast_start/) can apply the very
 same selection to the tool names and tags it has precomputed, without importing the tools.
 A "tool" here is anything with ``name`` and ``tags``.
 """

@@ -165,8 +165,8 @@ def page_sentence(
         else ""
     )
     return (
-        f"{where}{why}. For the next page, call {tool} again with the same arguments and "
-        f"offset={end}."
+        f"{where}{why}. For the next page, call {tool} again with the same "
+        f"arguments and offset={end}."
     )
 
 
@@ -265,9 +265,9 @@ def refuse_separator_items(
         if bad:
             what = "whitespace" if separator == " " else f"'{separator}'"
             raise ToolError(
-                f"Invalid arguments for {tool}: {field} item {item!r} contains {what}. Healthchecks "
-                f"stores {stored_as}, so it would silently become several items. Pass each one as "
-                f"its own list item.",
+                f"Invalid arguments for {tool}: {field} item {item!r} contains {what}. "
+                f"Healthchecks stores {stored_as}, so it would silently become several items. Pass "
+                "each one as its own list item.",
                 field=field,
             )
 

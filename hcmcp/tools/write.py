@@ -97,8 +97,8 @@ class CheckFields(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
                 min_length=1,
                 max_length=100,
                 description=(
-                    "A cron expression (5 fields) or a systemd OnCalendar expression, up to 100 characters. Not together "
-                    "with timeout."
+                    "A cron expression (5 fields) or a systemd OnCalendar expression, up to 100 "
+                    "characters. Not together with timeout."
                 ),
             ),
         ]
@@ -157,8 +157,8 @@ class CheckFields(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
             Keywords,
             Meta(
                 description=(
-                    "Keywords that mark a start ping. Stored comma-delimited, so none may contain a comma; 200 characters "
-                    "in all."
+                    "Keywords that mark a start ping. Stored comma-delimited, so none may contain "
+                    "a comma; 200 characters in all."
                 )
             ),
         ]
@@ -237,8 +237,8 @@ async def refuse_slug_before_v3(api: HealthchecksApi, tool: str, body: dict[str,
 def derived_slug_note(api: HealthchecksApi, body: dict[str, Any]) -> list[str]:
     if "name" in body and api.api_version is not None and api.api_version < 3:
         return [
-            f"On this instance (API v{api.api_version}) setting name also set slug to the name's slugified "
-            "form."
+            f"On this instance (API v{api.api_version}) setting name also set slug to the "
+            "name's slugified form."
         ]
     return []
 
@@ -347,8 +347,8 @@ def _create_check(api: HealthchecksApi) -> Tool:
             )
         if default_applied:
             notes.append(
-                'channels was not passed, so the default "*" was applied: every integration of the '
-                "project is notified."
+                'channels was not passed, so the default "*" was applied: every integration of '
+                "the project is notified."
                 + ("" if created else " That replaced the existing check's integration list.")
             )
         return CreateCheckResult(
@@ -394,8 +394,8 @@ def _update_check(api: HealthchecksApi) -> Tool:
         body = request_body("update_check", params)
         if not body:
             raise ToolError(
-                "update_check: no field to change was passed, so nothing was sent. Pass at least one "
-                "of: " + ", ".join(FIELD_NAMES) + ".",
+                "update_check: no field to change was passed, so nothing was sent. "
+                "Pass at least one of: " + ", ".join(FIELD_NAMES) + ".",
                 field="check",
             )
         await refuse_slug_before_v3(api, "update_check", body)
@@ -418,13 +418,13 @@ def _update_check(api: HealthchecksApi) -> Tool:
         name="update_check",
         title="Update a check",
         description=(
-            "🆔 Changes the given fields of a check; anything not passed stays as it was. Takes the same "
-            'parameters as create_check (minus unique) plus check, the UUID. Two exceptions to "not passed '
-            'stays as it was": channels replaces the integration list rather than adding to it, and setting '
-            "schedule on a check that used timeout switches it over (timeout switches it back). An update with "
-            "no fields at all is refused rather than sent, as are timeout with schedule and an empty channels "
-            "list. A 404 means no such check in this project; a 403, another project's check. Needs a "
-            "read-write key."
+            "🆔 Changes the given fields of a check; anything not passed stays as it was. Takes the "
+            "same parameters as create_check (minus unique) plus check, the UUID. Two exceptions "
+            'to "not passed stays as it was": channels replaces the integration list rather than '
+            "adding to it, and setting schedule on a check that used timeout switches it over "
+            "(timeout switches it back). An update with no fields at all is refused rather than "
+            "sent, as are timeout with schedule and an empty channels list. A 404 means no such "
+            "check in this project; a 403, another project's check. Needs a read-write key."
         ),
         params=UpdateCheckParams,
         result=CheckWriteResult,
@@ -647,8 +647,8 @@ def _delete_check(api: HealthchecksApi) -> Tool:
         if gone:
             note = (
                 f"{len(gone)} of the {total} checks were already deleted (the instance answers "
-                "404: this token was used before, or the check never existed); nothing new was "
-                "deleted for them. " + note
+                "404: this token was used before, or the check never existed); "
+                "nothing new was deleted for them. " + note
             )
         return DeleteCheckResult(
             outcome=verdict.outcome,
@@ -663,17 +663,18 @@ def _delete_check(api: HealthchecksApi) -> Tool:
         name="delete_check",
         title="Delete a check permanently",
         description=(
-            "👤 🆔 Deletes a check permanently — or up to 50 at once. Asks a person first: a confirmation "
-            "dialog the model cannot answer. The UUID cannot be recovered and no new check can take it, so "
-            "everything still pinging that URL breaks; pause_check is the reversible alternative. Where the "
-            "client cannot show a dialog, the first call returns a confirm_token and deletes nothing; calling "
-            "again with the same check argument and that token goes ahead (this only proves the call was made "
-            "twice). The result keeps the deleted checks as the API returns them — the last record of what "
-            "each was. Several checks are deleted one at a time, and the first failure stops the rest: the "
-            "result lists deleted, failed and not_attempted, and a check is listed as deleted only when the "
-            "instance confirmed it. A request that carries a progressToken gets one progress notification per "
-            "check. A 404 means no such check (or already deleted); a 403, another project's check. Needs "
-            "a read-write key."
+            "👤 🆔 Deletes a check permanently — or up to 50 at once. Asks a person first: a "
+            "confirmation dialog the model cannot answer. The UUID cannot be recovered and no new "
+            "check can take it, so everything still pinging that URL breaks; pause_check is the "
+            "reversible alternative. Where the client cannot show a dialog, the first call returns "
+            "a confirm_token and deletes nothing; calling again with the same check argument and "
+            "that token goes ahead (this only proves the call was made twice). The result keeps "
+            "the deleted checks as the API returns them — the last record of what each was. "
+            "Several checks are deleted one at a time, and the first failure stops the rest: the "
+            "result lists deleted, failed and not_attempted, and a check is listed as deleted only "
+            "when the instance confirmed it. A request that carries a progressToken gets one "
+            "progress notification per check. A 404 means no such check (or already deleted); a "
+            "403, another project's check. Needs a read-write key."
         ),
         params=DeleteCheckParams,
         result=DeleteCheckResult,

@@ -297,10 +297,8 @@ class HttpClient:
             conn.reading = None
             deadlines.stop_reading()
         if conn.body_owed:
-            return (
-                response,
-                True,
-            )  # an exact Content-Length body of a kept-alive answer: h11 will end DONE
+            # an exact Content-Length body of a kept-alive answer: h11 will end DONE
+            return response, True
         unread, stream_ended = conn.h11.trailing_data
         reusable = (
             complete
@@ -465,9 +463,9 @@ class HttpClient:
 
     def _too_large_text(self, exchange: _Exchange) -> str:
         return (
-            f"The response to {exchange.what} from {self._origin.label} is larger than the "
-            f"{_size(exchange.ceiling)} ceiling, so it was refused. Ask for less, e.g. narrow the "
-            "request."
+            f"The response to {exchange.what} from {self._origin.label} is larger than "
+            f"the {_size(exchange.ceiling)} ceiling, so it was refused. Ask for less, "
+            "e.g. narrow the request."
         )
 
     def _lost_text(self, exchange: _Exchange, reason: str) -> str:
@@ -482,9 +480,9 @@ class HttpClient:
         label = self._origin.label
         if reused:
             return (
-                f"{label} closed a kept-alive connection before answering {exchange.what}. It was "
-                "not re-sent automatically because it may have been applied; check before sending "
-                "it again."
+                f"{label} closed a kept-alive connection before answering {exchange.what}. It "
+                "was not re-sent automatically because it may have been applied; check "
+                "before sending it again."
             )
         return (
             f"{label} closed the connection without answering {exchange.what}. "

@@ -313,8 +313,7 @@ async def open_connection(
             await _tunnel(stream, route, target, advice, hint)
             late = (
                 f"The TLS handshake with {target} through {route.described} did not complete "
-                "within "
-                f"{connect_timeout:g} s"
+                f"within {connect_timeout:g} s"
             )
             from anyio.streams.tls import TLSStream
 
@@ -330,8 +329,8 @@ async def open_connection(
                 ) from exc
             raise
     raise Timeout(
-        f"{late}. The proxy may be down or overloaded, or it holds the connection without "
-        f"answering. {advice}",
+        f"{late}. The proxy may be down or overloaded, or it holds the connection "
+        f"without answering. {advice}",
         phase="connect",
         seconds=connect_timeout,
     )
@@ -375,8 +374,8 @@ async def _tunnel(
             break
         else:
             raise ConnectFailed(
-                f"{route.subject} closed the connection without answering CONNECT {target}. "
-                f"{advice}"
+                f"{route.subject} closed the connection without answering "
+                f"CONNECT {target}. {advice}"
             )
     status = event.status_code
     if 200 <= status < 300:
@@ -402,9 +401,9 @@ async def _tunnel(
     if status >= 500:
         raise ConnectFailed(
             f"{route.subject} could not open the tunnel to {target}: it answered CONNECT "
-            f"with {said}, which usually means the proxy cannot reach that host. {hint} If it "
-            f"is reachable without the proxy, list {target.rpartition(':')[0].strip('[]')} in "
-            "NO_PROXY."
+            f"with {said}, which usually means the proxy cannot reach that host. {hint} If "
+            "it is reachable without the proxy, list "
+            f"{target.rpartition(':')[0].strip('[]')} in NO_PROXY."
         )
     raise ConnectFailed(
         f"{route.subject} refused the tunnel to {target}: it answered CONNECT with {said}. "
@@ -436,8 +435,7 @@ def _tunnel_failure(
     if isinstance(exc, (anyio.EndOfStream, anyio.BrokenResourceError)):
         return (
             f"The connection through {route.described} to {target} was closed during the TLS "
-            "handshake. "
-            f"Check that {target} speaks https. {hint}"
+            f"handshake. Check that {target} speaks https. {hint}"
         )
     return f"The tunnel through {route.described} to {target} failed: {_reason(exc)}. {advice}"
 

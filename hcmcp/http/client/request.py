@@ -35,9 +35,8 @@ _HEAD_BLOCKS_KEPT = 64
 # a caller's trace context): a list longer than this is never kept, so that the caches stay
 # within _HEAD_BLOCKS_KEPT x this many characters whatever the callers send.
 _CACHED_LIST_CHARS = 2048
-_STATE_REQUESTS: dict[
-    str, h11.Request
-] = {}  # method -> the event that tells h11 a request went out
+# method -> the event that tells h11 a request went out
+_STATE_REQUESTS: dict[str, h11.Request] = {}
 
 
 class RequestWriter:
@@ -177,9 +176,7 @@ class RequestWriter:
             raise HttpError(
                 f"The request {exchange.what} was not sent: its method, a header name or a header "
                 "value contains characters HTTP forbids (a line break, a leading space, a "
-                "non-ASCII "
-                "character). "
-                "Check the configured API key and headers."
+                "non-ASCII character). Check the configured API key and headers."
             ) from None
         return data
 

@@ -41,9 +41,8 @@ class TlsSettings:
     def context(self) -> ssl.SSLContext:
         import ssl
 
-        context = (
-            ssl.create_default_context()
-        )  # the system store (SSL_CERT_FILE / SSL_CERT_DIR apply)
+        # the system store (SSL_CERT_FILE / SSL_CERT_DIR apply)
+        context = ssl.create_default_context()
         if self.ca_file:
             context.load_verify_locations(cafile=self.ca_file)
         if self.insecure:
@@ -79,10 +78,9 @@ def failure_text(exc: BaseException, host: str, port: int) -> str:
     message = getattr(exc, "verify_message", None) or ""
     if code in _EXPIRED:
         return (
-            head
-            + "certificate verify failed: the server's certificate has expired. Renew the certificate "
-            "on the server; HEALTHCHECKS_INSECURE_TLS=true would switch verification off meanwhile (not "
-            "recommended)."
+            head + "certificate verify failed: the server's certificate has expired. Renew the "
+            "certificate on the server; HEALTHCHECKS_INSECURE_TLS=true would switch verification "
+            "off meanwhile (not recommended)."
         )
     if code in _NOT_YET_VALID:
         return (

@@ -91,9 +91,8 @@ class _Connection:
 
     @property
     def h11(self) -> h11.Connection:
-        return (
-            self.reader.h11
-        )  # the reader's: it parses requests, and writes every answer not written by hand
+        # the reader's: it parses requests, and writes every answer not written by hand
+        return self.reader.h11
 
     @property
     def peer_closed(self) -> bool:
@@ -153,9 +152,8 @@ class _Connection:
             finally:
                 self.in_request = False
                 self.server._active_requests -= 1
-            await (
-                self._stop_watching()
-            )  # a loop turn only if the answer had to wait through the loop
+            # a loop turn only if the answer had to wait through the loop
+            await self._stop_watching()
             if not keep_going:
                 return True
             first = False
@@ -400,9 +398,8 @@ class _Connection:
         if has_body:
             headers.append(("content-length", str(len(response.body))))
             if self._ordinary and not is_head and not self.server._closing:
-                head = plain_head(
-                    response.status, headers
-                )  # response_head.py: the bytes h11 writes
+                # response_head.py: the bytes h11 writes
+                head = plain_head(response.status, headers)
                 if head is not None:
                     await self._write(head + response.body)
                     if self.reader.untold is None:

@@ -111,7 +111,7 @@ class HttpServer:
         self._adopted: tuple[int, list[tuple[int, bytes, bool]]] | None = None
 
     def adopt(self, listener_fd: int, connections: list[tuple[int, bytes, bool]]) -> None:
-        """Serve this listening socket (bound elsewhere: hcmcp.fast_http) instead of binding one,
+        """Serve this listening socket (bound elsewhere: hcmcp.fast_start.http) instead of binding one,
         and these accepted connections: (fd, the bytes already read from it and not answered,
         whether one of its requests was answered). Call before serve()."""
         self._adopted = (listener_fd, connections)

@@ -92,9 +92,8 @@ async def ask(
     for method, _ in requests.values():
         require(ctx, method)
     if ctx.modern:
-        task = ctx.session.features.get(
-            "tasks.task"
-        )  # inside a task (protocol/features/tasks.py): wait for tasks/update
+        # inside a task (protocol/features/tasks.py): wait for tasks/update
+        task = ctx.session.features.get("tasks.task")
         if task is not None and task.escalated:
             answers: dict[str, Any] = await task.ask(requests)
             return answers

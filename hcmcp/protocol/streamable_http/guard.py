@@ -88,8 +88,8 @@ class ListenerGuard:
                     name = _SINGLETONS[key]
                     raise Refusal(
                         400,
-                        f"Bad Request: the {name} header appears {request.header_count(name)} "
-                        "times; send it once",
+                        f"Bad Request: the {name} header appears "
+                        f"{request.header_count(name)} times; send it once",
                     )
                 seen.add(key)
         host = self._authority(request.header("host"), "Host header")
@@ -108,9 +108,8 @@ class ListenerGuard:
         if host[0] not in self.allowed_hosts:
             raise Refusal(
                 403,
-                "Forbidden: the Host header names a host this server does not serve "
-                "(DNS rebinding protection); list its origin in HEALTHCHECKS_HTTP_ALLOWED_ORIGINS "
-                "to allow it",
+                "Forbidden: the Host header names a host this server does not serve (DNS rebinding "
+                "protection); list its origin in HEALTHCHECKS_HTTP_ALLOWED_ORIGINS to allow it",
             )
         self._check_origin(request.header("origin"))
         self.check_token(request.header("authorization"))

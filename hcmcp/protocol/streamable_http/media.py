@@ -1,7 +1,7 @@
 """The media-type tests of the Streamable HTTP endpoint (Content-Type, Accept).
 
-Apart from ``streamable_http.py`` so that ``fast_http.py`` applies the very same tests before
-the heavy imports: this module imports nothing.
+Apart from ``transport.py`` so that ``hcmcp/fast_start/http.py`` applies the very same tests
+before the heavy imports: this module imports nothing.
 """
 
 from __future__ import annotations

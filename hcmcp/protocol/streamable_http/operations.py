@@ -2,7 +2,7 @@
 
 - ``/healthz`` (liveness): 200 while the process serves; it never calls the instance.
 - ``/readyz`` (readiness): 200 once the full server is built (this app exists only then: the
-  fast phase of ``hcmcp/fast_http.py`` hands every other path over), 503 from the moment SIGTERM
+  fast phase of ``hcmcp/fast_start/http.py`` hands every other path over), 503 from the moment SIGTERM
   starts the drain, while the calls in flight finish.
 - Both are unauthenticated and skip the Host and Origin checks on purpose: kubelet sends
   ``Host: <pod IP>:<port>`` and no credential, and they say nothing but "up" (SECURITY.md).

@@ -2,8 +2,8 @@
 
 What ``hcmcp --http HOST:PORT`` runs once its server is built: the bind and token checks (asked
 first by ``__main__``, so a refusal is one line), the HttpServer with the transport's app, the
-hand-over from the fast phase (``hcmcp/fast_http.py``), the "serving MCP at" line, and the
-bounded shutdown. ``streamable_http.py`` is the transport itself (the app).
+hand-over from the fast phase (``hcmcp/fast_start/http.py``), the "serving MCP at" line, and the
+bounded shutdown. ``transport.py`` is the transport itself (the app).
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ def bind_refusal(bind: str, token: str | None) -> str | None:
         return f"hcmcp: {error}"
     if not is_loopback(host) and token is None:
         return (
-            f"hcmcp: refusing to listen on {host}: off loopback every client must authenticate. "
-            "Set HEALTHCHECKS_HTTP_TOKEN (clients then send Authorization: Bearer <token>), "
-            "or bind 127.0.0.1."
+            f"hcmcp: refusing to listen on {host}: off loopback every client must "
+            "authenticate. Set HEALTHCHECKS_HTTP_TOKEN (clients then send Authorization: "
+            "Bearer <token>), or bind 127.0.0.1."
         )
     return None
 

@@ -102,7 +102,7 @@ class SessionTable:
         return False
 
     def adopt(self, session_id: str, state: Session, server: Any = None) -> None:
-        """A session opened before this table existed (hcmcp.fast_http answered its initialize)."""
+        """A session opened before this table existed (hcmcp.fast_start.http answered its initialize)."""
         now = self.clock()
         entry = HttpSession(session_id, state, now, server=server, opened=now)
         entry.established = state.initialized

@@ -124,9 +124,8 @@ _STATUS_OF_ERROR = {
 @dataclass
 class HttpSettings:
     token: str | None = None  # HEALTHCHECKS_HTTP_TOKEN: clients send Authorization: Bearer
-    allowed_origins: tuple[
-        str, ...
-    ] = ()  # HEALTHCHECKS_HTTP_ALLOWED_ORIGINS, beside the loopback names
+    # HEALTHCHECKS_HTTP_ALLOWED_ORIGINS, beside the loopback names
+    allowed_origins: tuple[str, ...] = ()
     stateless: bool = False  # --stateless: 2025 era without sessions
     session_idle: float = 1800.0  # a 2025 session unused this long (and not busy) is ended
     max_sessions: int = 1000
