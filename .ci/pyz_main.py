@@ -358,11 +358,14 @@ def _unpack(folder, target, chosen):
         with zipfile.ZipFile(__loader__.archive) as outer:
             payload = outer.read("payload.zip")
         with zipfile.ZipFile(io.BytesIO(payload)) as inner:
+            own = [info for info in inner.infolist() if info.filename.startswith(prefixes)]
+            for info in own:
+                info.filename = info.filename.split("/", 2)[2]   # _wheels/<wheel>/<path> -> <path>
+            mine = set(info.filename for info in own)   # a picked wheel's own copy wins over the shared one
             for info in inner.infolist():
-                if info.filename.startswith(WHEEL_FOLDER):
-                    if not info.filename.startswith(prefixes):
-                        continue
-                    info.filename = info.filename.split("/", 2)[2]   # _wheels/<wheel>/<path> -> <path>
+                if not info.filename.startswith(WHEEL_FOLDER) and info.filename not in mine:
+                    inner.extract(info, staging)
+            for info in own:
                 inner.extract(info, staging)
         # Compiled now, once, with hashes that are never re-checked: the directory is named after
         # its content and never changes, and a read-only copy of it must not recompile every run.

@@ -45,3 +45,30 @@ def payload_hash(pyz: Path) -> str:
     with zipfile.ZipFile(pyz) as archive:
         loader = archive.read("__main__.py").decode()
     return loader.split('HASH = "', 1)[1].split('"', 1)[0]
+
+
+@lru_cache(maxsize=None)
+def universal_pyz() -> Path:
+    """The universal .pyz (native modules for every platform carried): HCMCP_PYZ when it names one
+    (.ci/run's dist/hcmcp.pyz), or else one built now by .ci/build-pyz's default, once per session."""
+    given = os.environ.get("HCMCP_PYZ")
+    if given:
+        return built_pyz()
+    folder = Path(tempfile.mkdtemp(prefix="hcmcp-test-universal-pyz-"))
+    atexit.register(shutil.rmtree, folder, True)
+    output = folder / "hcmcp.pyz"
+    done = subprocess.run([sys.executable, str(BUILD), "--output", str(output), "--sbom", "none"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, f".ci/build-pyz failed:\n{done.stderr}"
+    SEEN.add(payload_hash(output))
+    return output
+
+
+def loader_of(pyz: Path) -> dict:
+    """The .pyz's __main__.py as a module's namespace (not run): its tag functions and WHEELS table."""
+    import zipfile
+    with zipfile.ZipFile(pyz) as archive:
+        source = archive.read("__main__.py").decode()
+    namespace: dict = {"__name__": "hcmcp_pyz_loader"}
+    exec(compile(source, f"{pyz}/__main__.py", "exec"), namespace)
+    return namespace
