@@ -65,10 +65,10 @@ def universal_pyz() -> Path:
 
 
 def loader_of(pyz: Path) -> dict:
-    """The .pyz's __main__.py as a module's namespace (not run): its tag functions and WHEELS table."""
+    """The .pyz's first-run module (pyz_unpack.py) as a namespace: its tag functions and WHEELS table."""
     import zipfile
     with zipfile.ZipFile(pyz) as archive:
-        source = archive.read("__main__.py").decode()
-    namespace: dict = {"__name__": "hcmcp_pyz_loader"}
-    exec(compile(source, f"{pyz}/__main__.py", "exec"), namespace)
+        source = archive.read("pyz_unpack.py").decode()
+    namespace: dict = {"__name__": "pyz_unpack"}
+    exec(compile(source, f"{pyz}/pyz_unpack.py", "exec"), namespace)
     return namespace

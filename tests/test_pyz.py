@@ -256,14 +256,15 @@ def test_an_interpreter_it_has_no_native_modules_for_is_told_so_in_one_line(plac
     other = place["folder"] / "elsewhere.pyz"
     machine = os.uname().machine
     with zipfile.ZipFile(place["pyz"]) as source, zipfile.ZipFile(other, "w") as copy:
-        loader = source.read("__main__.py").decode()
-        head, table = loader.split("\nWHEELS = ", 1)
+        first_run = source.read("pyz_unpack.py").decode()
+        head, table = first_run.split("\nWHEELS = ", 1)
         table, tail = table.split("\nCARRIED = ", 1)
         assert f"_{machine}'" in table
         table = table.replace(f"_{machine}'", "_sparc64'")
         tail = re.sub(r'^"[^"]*"', '"CPython 3.11 on Linux sparc64"', tail)
-        copy.writestr("__main__.py", head + "\nWHEELS = " + table + "\nCARRIED = " + tail)
-        copy.writestr("payload.zip", source.read("payload.zip"))
+        copy.writestr("pyz_unpack.py", head + "\nWHEELS = " + table + "\nCARRIED = " + tail)
+        for name in ("__main__.py", "payload.zip"):
+            copy.writestr(name, source.read(name))
     cache = place["folder"] / "refused"
     done = subprocess.run([place["python"], "-I", str(other), "--demo"], capture_output=True, timeout=TIMEOUT,
                           env=our_env(place, {"HCMCP_PYZ_CACHE": str(cache)}), cwd=place["cwd"], stdin=subprocess.DEVNULL)

@@ -200,9 +200,8 @@ def test_unpacking_another_platforms_pick_gives_exactly_its_wheels_files(platfor
     how, header = next((how, header) for name, how, header in PLATFORMS if name == platform)
     namespace = loader()
     chosen = namespace["choose"](interpreter_tags((3, 12), platform_tags(how, monkeypatch)))
-    namespace["__loader__"] = type("Loader", (), {"archive": str(universal_pyz())})()
     target = tmp_path / "hash" / "key"
-    namespace["_unpack"](str(tmp_path / "hash"), str(target), chosen)
+    namespace["unpack"](str(universal_pyz()), str(tmp_path / "hash"), str(target), chosen)
     files = payload()
     natives = sorted(p.name for p in target.rglob("*") if p.suffix in (".so", ".pyd"))
     assert len(natives) == 2 and all(header[2] in name for name in natives), natives
