@@ -250,7 +250,7 @@ def selection():
     missing = sorted(set(WHEELS) - set(chosen))
     if missing:
         _stop("no native modules (%s) for this platform: %s; this file carries them for %s. "
-              "Run hcmcp from source there (README.md), or build a .pyz on it with .ci/build-pyz"
+              "Run hcmcp from source there (README.md), or build a .pyz for it there with .ci/build-pyz --platform host"
               % (", ".join(missing), _described(), CARRIED))
     return chosen
 
