@@ -52,7 +52,8 @@ def _build(tree: Path, tz: str, umask: int) -> subprocess.CompletedProcess:
 def _all_text(pyz: Path) -> bytes:
     """The outer archive's members and every member of its payload, uncompressed."""
     with zipfile.ZipFile(pyz) as outer:
-        blobs = [outer.read("__main__.py")]
+        assert outer.namelist() == ["__main__.py", "payload.zip", "pyz_unpack.py"]
+        blobs = [outer.read("__main__.py"), outer.read("pyz_unpack.py")]
         with zipfile.ZipFile(io.BytesIO(outer.read("payload.zip"))) as inner:
             blobs += [inner.read(info) for info in inner.infolist()]
             assert [i.filename for i in inner.infolist()] == sorted(i.filename for i in inner.infolist())
