@@ -20,17 +20,9 @@ CARRIED = "@CARRIED@"      # the same, for a person: "CPython 3.11, ... on Linux
 WHEEL_FOLDER = "_wheels/"
 
 
-def _stop(message):
-    sys.stderr.write("hcmcp.pyz: " + message + "\n")
-    raise SystemExit(1)
-
-
-def _machine():
-    return os.uname().machine if hasattr(os, "uname") else os.environ.get("PROCESSOR_ARCHITECTURE", "")
-
-
 def _described():
     """The running interpreter, for a person: "CPython 3.11 (/usr/bin/python3) on linux aarch64"."""
+    from __main__ import _machine   # the loader's (this module runs inside the .pyz only)
     return "%s %d.%d (%s) on %s %s" % (
         {"cpython": "CPython", "pypy": "PyPy"}.get(sys.implementation.name, sys.implementation.name),
         sys.version_info[0], sys.version_info[1], sys.executable, sys.platform, _machine())
@@ -246,6 +238,7 @@ def choose(tags):
 
 
 def selection():
+    from __main__ import _stop   # the loader's: one voice for every refusal
     chosen = choose(sys_tags())
     missing = sorted(set(WHEELS) - set(chosen))
     if missing:

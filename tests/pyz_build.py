@@ -28,12 +28,16 @@ def built_pyz() -> Path:
         assert path.is_file(), f"HCMCP_PYZ={given} does not exist: build it with .ci/build-pyz"
         SEEN.add(payload_hash(path))
         return path
-    folder = Path(tempfile.mkdtemp(prefix="hcmcp-test-pyz-"))
+    return _build("hcmcp-test-pyz-", "--python", "host")
+
+
+def _build(prefix: str, *options: str) -> Path:
+    """.ci/build-pyz with `options` into a temporary folder removed at exit."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
     atexit.register(shutil.rmtree, folder, True)
     output = folder / "hcmcp.pyz"
-    done = subprocess.run([sys.executable, str(BUILD), "--python", "host", "--output", str(output),
-                           "--sbom", "none"],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, str(BUILD), *options, "--output", str(output), "--sbom", "none"],
+                          capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, f".ci/build-pyz failed:\n{done.stderr}"
     SEEN.add(payload_hash(output))
     return output
@@ -54,14 +58,7 @@ def universal_pyz() -> Path:
     given = os.environ.get("HCMCP_PYZ")
     if given:
         return built_pyz()
-    folder = Path(tempfile.mkdtemp(prefix="hcmcp-test-universal-pyz-"))
-    atexit.register(shutil.rmtree, folder, True)
-    output = folder / "hcmcp.pyz"
-    done = subprocess.run([sys.executable, str(BUILD), "--output", str(output), "--sbom", "none"],
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, f".ci/build-pyz failed:\n{done.stderr}"
-    SEEN.add(payload_hash(output))
-    return output
+    return _build("hcmcp-test-universal-pyz-")
 
 
 def loader_of(pyz: Path) -> dict:
