@@ -100,10 +100,12 @@ def official(manifest_path: Path, folder: Path | str, user: dict, platform: str 
     ("win32", "\\", "C:\\Users\\u\\AppData\\Roaming\\Claude\\Claude Extensions\\hcmcp", "python"),
 ])
 def test_each_platform_the_bundle_names_gets_its_python_and_its_own_paths(unpacked, platform, sep, folder, command):
-    """As the pinned library resolves mcp_config on each platform the compatibility block names: python3
-    on macOS and Linux, python on Windows (platform_overrides), the .pyz's path with that OS's separator."""
+    """As the pinned library resolves mcp_config on each platform: python3 on macOS and Linux, python on
+    Windows (platform_overrides: ready for when hcmcp runs there and the compatibility block names win32),
+    the .pyz's path with that OS's separator."""
     manifest = json.loads((unpacked / "manifest.json").read_text())
-    assert platform in manifest["compatibility"]["platforms"]
+    assert platform in manifest["compatibility"]["platforms"] or platform in manifest["server"]["mcp_config"][
+        "platform_overrides"]
     ours = substituted(manifest, folder, {"api_key": KEY}, platform, sep)
     assert ours["command"] == command
     assert ours["args"] == ["-I", sep.join([folder, "server", "hcmcp.pyz"])]
@@ -117,7 +119,7 @@ def test_each_platform_the_bundle_names_gets_its_python_and_its_own_paths(unpack
 def test_the_manifest_asks_for_the_key_as_a_secret_and_maps_every_setting_to_the_real_variables(unpacked):
     manifest = json.loads((unpacked / "manifest.json").read_text())
     assert manifest["manifest_version"] == "0.3" and manifest["server"]["type"] == "python"
-    assert manifest["compatibility"] == {"platforms": ["darwin", "win32", "linux"],
+    assert manifest["compatibility"] == {"platforms": ["darwin", "linux"],   # win32: hcmcp's stdio needs select.poll
                                          "runtimes": {"python": ">=3.11,<3.15"}}
     assert (unpacked / manifest["server"]["entry_point"]).is_file() and (unpacked / manifest["icon"]).is_file()
     assert (unpacked / manifest["icon"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
