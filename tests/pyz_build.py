@@ -1,5 +1,6 @@
 """The hcmcp.pyz the tests run: the one named by HCMCP_PYZ (.ci/run builds dist/hcmcp.pyz first and
-names it), or else one built now from this tree for this interpreter only, once per test session."""
+names it), or else one built now from this tree for this interpreter only, once per test session;
+universal_pyz(): the same, or one built for every platform carried (tests/test_pyz_platforms.py)."""
 
 from __future__ import annotations
 
