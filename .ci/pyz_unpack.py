@@ -14,7 +14,7 @@
 import os
 import sys
 
-# {project: ((wheel name, (its tags: "interpreter-abi-platform", ...)), ...)}: the native wheels carried
+# {project: (wheel name, ...)}: the native wheels carried (their tags are in their names)
 WHEELS = @WHEELS@
 CARRIED = "@CARRIED@"      # the same, for a person: "CPython 3.11, ... on Linux x86_64 glibc 2.17+, ..."
 WHEEL_FOLDER = "_wheels/"
@@ -222,6 +222,13 @@ def sys_tags():
     return cpython_tags(version, abis, _platforms())
 
 
+def wheel_tags(name):
+    """The tags a wheel's name declares, its compressed tag sets expanded: "cp311-cp311-win_amd64", ..."""
+    pythons, abis, platforms = name.split("-")[-3:]
+    return [py + "-" + abi + "-" + plat for py in pythons.split(".") for abi in abis.split(".")
+            for plat in platforms.split(".")]
+
+
 def choose(tags):
     """{project: wheel name}: for each project carried, its wheel whose best tag ranks first among
     `tags`; a project none of whose wheels fits is left out."""
@@ -230,8 +237,8 @@ def choose(tags):
         rank.setdefault(tag, index)
     chosen = {}
     for project, wheels in sorted(WHEELS.items()):
-        fits = [(min(rank[tag] for tag in wheel_tags if tag in rank), name) for name, wheel_tags in wheels
-                if any(tag in rank for tag in wheel_tags)]
+        fits = [(min(rank[tag] for tag in wheel_tags(name) if tag in rank), name) for name in wheels
+                if any(tag in rank for tag in wheel_tags(name))]
         if fits:
             chosen[project] = min(fits)[1]
     return chosen
@@ -249,8 +256,46 @@ def selection():
 
 
 
-def unpack(archive, folder, target, chosen):
+class _Window(object):
+    """A read-only file over bytes [start, start + size) of another: the payload, stored in the archive,
+    opened in place (reading all of it, 10 MB, cost more than the members the first run takes)."""
+
+    def __init__(self, raw, start, size):
+        self.raw, self.start, self.size, self.pos = raw, start, size, 0
+
+    def seekable(self):
+        return True
+
+    def tell(self):
+        return self.pos
+
+    def seek(self, offset, whence=0):
+        self.pos = max(0, {0: offset, 1: self.pos + offset, 2: self.size + offset}[whence])
+        return self.pos
+
+    def read(self, n=-1):
+        n = self.size - self.pos if n is None or n < 0 else max(0, min(n, self.size - self.pos))
+        self.raw.seek(self.start + self.pos)
+        data = self.raw.read(n)
+        self.pos += len(data)
+        return data
+
+
+def _payload(raw):
+    """payload.zip inside the open archive `raw`: a window on its stored bytes."""
     import io
+    import struct
+    import zipfile
+    info = zipfile.ZipFile(raw).getinfo("payload.zip")
+    if info.compress_type != zipfile.ZIP_STORED:
+        return io.BytesIO(zipfile.ZipFile(raw).read(info))
+    raw.seek(info.header_offset)
+    head = raw.read(30)   # the local file header: its name and extra field lengths end it
+    name_length, extra_length = struct.unpack("<HH", head[26:30])
+    return _Window(raw, info.header_offset + 30 + name_length + extra_length, info.compress_size)
+
+
+def unpack(archive, folder, target, chosen):
     import py_compile
     import shutil
     import zipfile
@@ -259,9 +304,7 @@ def unpack(archive, folder, target, chosen):
     os.mkdir(staging, 0o755)
     prefixes = tuple(WHEEL_FOLDER + name + "/" for name in chosen.values())
     try:
-        with zipfile.ZipFile(archive) as outer:
-            payload = outer.read("payload.zip")
-        with zipfile.ZipFile(io.BytesIO(payload)) as inner:
+        with open(archive, "rb") as raw, zipfile.ZipFile(_payload(raw)) as inner:
             own = [info for info in inner.infolist() if info.filename.startswith(prefixes)]
             for info in own:
                 info.filename = info.filename.split("/", 2)[2]   # _wheels/<wheel>/<path> -> <path>

@@ -260,7 +260,7 @@ def test_an_interpreter_it_has_no_native_modules_for_is_told_so_in_one_line(plac
         head, table = first_run.split("\nWHEELS = ", 1)
         table, tail = table.split("\nCARRIED = ", 1)
         assert f"_{machine}'" in table
-        table = table.replace(f"_{machine}'", "_sparc64'")
+        table = table.replace(f"_{machine}", "_sparc64")
         tail = re.sub(r'^"[^"]*"', '"CPython 3.11 on Linux sparc64"', tail)
         copy.writestr("pyz_unpack.py", head + "\nWHEELS = " + table + "\nCARRIED = " + tail)
         for name in ("__main__.py", "payload.zip"):

@@ -179,7 +179,7 @@ def test_the_loaders_cpython_tags_are_packagings(abis):
 def test_the_payload_carries_every_platform_for_every_python_and_nothing_twice():
     wheels = loader()["WHEELS"]
     assert set(wheels) == {"orjson", "msgspec"}
-    names = [name for rows in wheels.values() for name, _ in rows]
+    names = [name for rows in wheels.values() for name in rows]
     assert len(names) == len(set(names))
     folders = {path.split("/")[1] for path in payload() if path.startswith("_wheels/")}
     assert folders == set(names), "each wheel the loader may pick has its files, and only those are carried"
