@@ -8,6 +8,11 @@
 #       hcmcp --http 0.0.0.0:8000                                          # Streamable HTTP on 127.0.0.1:8000/mcp
 #   docker run -i --rm hcmcp --demo                                        # the built-in simulated instance
 #
+# Architectures: linux/amd64, linux/arm64. The .pyz carries the native modules of both (and more), and
+# the build picks the base's own with the base's own python3, so for arm64 the file builds unchanged:
+#   docker build --platform linux/arm64 -t hcmcp .   # (an arm64 machine, or binfmt/qemu for the RUN steps)
+# CI replays these steps in an arm64 Debian root under qemu (tests/test_pyz_arm64.py).
+#
 # Off loopback --http refuses to start without HEALTHCHECKS_HTTP_TOKEN (README.md, "Streamable HTTP").
 # Both stages are the same image: the files compiled in the first are exactly the ones the second's
 # interpreter loads, and neither needs a shell (every RUN is exec form). CI builds this file with
@@ -19,7 +24,9 @@
 #   podman pull gcr.io/distroless/python3-debian12:nonroot \
 #     && podman image inspect --format '{{index .RepoDigests 0}}' gcr.io/distroless/python3-debian12:nonroot
 #   crane digest gcr.io/distroless/python3-debian12:nonroot
-# and keep it a Debian 12 CPython 3.11 at /usr/bin/python3 (what the .pyz's native modules are for).
+# and keep it a CPython 3.11 to 3.14 at /usr/bin/python3 (what the .pyz carries native modules for). Pin
+# the digest of the image index (what `crane digest` and RepoDigests give), not of one architecture's
+# manifest, so that --platform picks the amd64 or the arm64 image from it.
 ARG BASE=gcr.io/distroless/python3-debian12:nonroot@sha256:17b27c84c985a53d0cd2adef4f196ca327fa9b6755369be605cf45533b4e700b
 
 FROM ${BASE} AS build

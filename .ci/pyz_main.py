@@ -1,12 +1,14 @@
 # The loader of hcmcp.pyz: its __main__.py, written by .ci/build-pyz from this template.
 #
-# The archive holds two members: this file and payload.zip (our code and the wheels of our
-# dependencies, unpacked). Native extensions (orjson, msgspec) cannot be imported from a zip, so
-# the payload is unpacked once into a cache directory named after its content hash, compiled,
-# and moved into place with one rename: a process either sees the whole directory or none of it.
-# Every later run only checks that the directory exists and imports from it as from an
-# installed package. Where the cache is, and why, is in README.md ("The single file") and
-# DESIGN.md. Only what runs on the later runs' path is imported at the top.
+# The archive holds three members: this file, pyz_unpack.py (.ci/pyz_unpack.py: what only the first
+# run needs) and payload.zip (our code and the wheels of our dependencies, unpacked). Native
+# extensions (orjson, msgspec) cannot be imported from a zip, so the first run unpacks the payload,
+# with the native modules that fit this interpreter, into a cache directory named after the
+# payload's content hash and the interpreter (pyz_unpack.py says how it picks them, and refuses a
+# platform it has none for), compiles it, and moves it into place with one rename: a process either
+# sees the whole directory or none of it. Every later run only checks that the directory exists and
+# imports from it as from an installed package: this file stays small, since it is compiled on every
+# run. Where the cache is, and why, is in README.md ("The single file") and DESIGN.md.
 #
 # This file must stay readable by older interpreters (no syntax newer than 3.6) so that it can
 # say which Python it needs instead of failing with a SyntaxError.
@@ -16,9 +18,6 @@ import sys
 
 VERSION = "@VERSION@"
 HASH = "@HASH@"
-SUFFIXES = @SUFFIXES@      # the extension-module suffixes the payload has native modules for
-BUILT_FOR = "@BUILT_FOR@"  # the same, for a person: "CPython 3.11, 3.12 on linux x86_64"
-PLATFORM = "@PLATFORM@"    # sys.platform and machine the wheels were chosen for
 
 CACHE_VARIABLE = "HCMCP_PYZ_CACHE"
 
@@ -28,15 +27,25 @@ def _stop(message):
     raise SystemExit(1)
 
 
+def _machine():
+    return os.uname().machine if hasattr(os, "uname") else os.environ.get("PROCESSOR_ARCHITECTURE", "")
+
+
+def _interpreter_key():
+    """The cache directory's name for this interpreter's native modules: its extension suffix (which
+    names the ABI, and on Linux the machine and libc) and the machine; cheap, for every run."""
+    import _imp
+    suffix = _imp.extension_suffixes()[0].strip(".")
+    key = suffix.rsplit(".", 1)[0] if suffix.endswith((".so", ".pyd")) else suffix
+    machine = _machine().lower()
+    if machine and machine not in key:
+        key += "-" + machine
+    return key.replace(os.sep, "_").replace("/", "_")
+
+
 def _check_interpreter():
     if sys.version_info < (3, 11):
         _stop("needs Python 3.11 or newer; %s is %d.%d" % (sys.executable, sys.version_info[0], sys.version_info[1]))
-    import _imp
-    here = "%s %s" % (sys.platform, os.uname().machine)
-    if here != PLATFORM or not any(suffix in SUFFIXES for suffix in _imp.extension_suffixes()):
-        _stop("this file carries native modules for %s; %s is %s %d.%d on %s: build one for it with "
-              ".ci/build-pyz (see README.md)" % (BUILT_FOR, sys.executable, sys.implementation.name,
-                                                 sys.version_info[0], sys.version_info[1], here))
 
 
 def _private(path):
@@ -47,6 +56,8 @@ def _private(path):
     except FileExistsError:
         pass
     info = os.lstat(path)
+    if not hasattr(os, "getuid"):   # Windows: the folder is under the user's own %TEMP%
+        return (info.st_mode & 0o170000) == 0o040000
     return (info.st_mode & 0o170000) == 0o040000 and info.st_uid == os.getuid() and not info.st_mode & 0o022
 
 
@@ -56,28 +67,38 @@ def _candidates():
     if explicit:
         return [(explicit, False)]
     roots = []
-    xdg, home = os.environ.get("XDG_CACHE_HOME"), os.environ.get("HOME")
+    xdg, home, local = os.environ.get("XDG_CACHE_HOME"), os.environ.get("HOME"), os.environ.get("LOCALAPPDATA")
     if xdg and os.path.isabs(xdg):
         roots.append((os.path.join(xdg, "hcmcp", "pyz"), False))
+    elif sys.platform == "win32" and local and os.path.isabs(local):
+        roots.append((os.path.join(local, "hcmcp", "pyz"), False))
     elif home and os.path.isabs(home):
         roots.append((os.path.join(home, ".cache", "hcmcp", "pyz"), False))
-    tmp = os.environ.get("TMPDIR") or "/tmp"
-    roots.append((os.path.join(tmp, "hcmcp-%d" % os.getuid(), "pyz"), True))
+    if hasattr(os, "getuid"):
+        tmp = os.environ.get("TMPDIR") or "/tmp"
+        roots.append((os.path.join(tmp, "hcmcp-%d" % os.getuid(), "pyz"), True))
+    else:
+        import tempfile
+        roots.append((os.path.join(tempfile.gettempdir(), "hcmcp", "pyz"), True))
     return roots
 
 
 def _unpacked():
-    """The directory holding the unpacked payload: found, or made now."""
-    tried = []
+    """The directory holding the unpacked payload for this interpreter: found, or made now."""
+    key = _interpreter_key()
+    tried, chosen = [], None
     for root, private in _candidates():
-        target = os.path.join(root, HASH)
+        target = os.path.join(root, HASH, key)
         try:
             if private and not _private(os.path.dirname(root)):
                 tried.append(os.path.dirname(root) + " (not a directory of this user's alone)")
                 continue
             if os.path.isdir(target):
                 return target
-            _unpack(root, target)
+            if chosen is None:
+                import pyz_unpack   # from this archive: only the first run needs it
+                chosen = pyz_unpack.selection()
+            pyz_unpack.unpack(__loader__.archive, os.path.join(root, HASH), target, chosen)
             return target
         except OSError as error:
             tried.append("%s (%s)" % (root, error.strerror or error))
@@ -86,36 +107,6 @@ def _unpacked():
               % (CACHE_VARIABLE, os.environ[CACHE_VARIABLE], tried[0]))
     _stop("found no directory to unpack its native modules into (tried %s); set %s to a writable directory"
           % ("; ".join(tried), CACHE_VARIABLE))
-
-
-def _unpack(root, target):
-    import io
-    import py_compile
-    import shutil
-    import zipfile
-    os.makedirs(root, exist_ok=True)
-    staging = os.path.join(root, ".%s.%d.%s.tmp" % (HASH, os.getpid(), os.urandom(4).hex()))
-    os.mkdir(staging, 0o755)
-    try:
-        with zipfile.ZipFile(__loader__.archive) as outer:
-            payload = outer.read("payload.zip")
-        with zipfile.ZipFile(io.BytesIO(payload)) as inner:
-            inner.extractall(staging)
-        # Compiled now, once, with hashes that are never re-checked: the directory is named after
-        # its content and never changes, and a read-only copy of it must not recompile every run.
-        mode = py_compile.PycInvalidationMode.UNCHECKED_HASH
-        for folder, _, files in os.walk(staging):
-            for name in files:
-                if name.endswith(".py"):
-                    py_compile.compile(os.path.join(folder, name), doraise=True, invalidation_mode=mode)
-        try:
-            os.rename(staging, target)
-        except OSError:
-            if not os.path.isdir(target):   # another process moved its copy into place first: use it
-                raise
-    finally:
-        if os.path.isdir(staging):
-            shutil.rmtree(staging, ignore_errors=True)
 
 
 def _run():

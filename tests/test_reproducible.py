@@ -52,7 +52,8 @@ def _build(tree: Path, tz: str, umask: int) -> subprocess.CompletedProcess:
 def _all_text(pyz: Path) -> bytes:
     """The outer archive's members and every member of its payload, uncompressed."""
     with zipfile.ZipFile(pyz) as outer:
-        blobs = [outer.read("__main__.py")]
+        assert outer.namelist() == ["__main__.py", "payload.zip", "pyz_unpack.py"]
+        blobs = [outer.read("__main__.py"), outer.read("pyz_unpack.py")]
         with zipfile.ZipFile(io.BytesIO(outer.read("payload.zip"))) as inner:
             blobs += [inner.read(info) for info in inner.infolist()]
             assert [i.filename for i in inner.infolist()] == sorted(i.filename for i in inner.infolist())
@@ -98,3 +99,28 @@ def test_a_stale_lock_and_a_bad_source_date_epoch_are_refused_with_the_fix(tmp_p
     assert stale.returncode != 0 and "has no sniffio" in stale.stderr and "pip-compile --generate-hashes" in stale.stderr
     assert "Traceback" not in bad.stderr + stale.stderr
     assert not (tree / "dist" / "hcmcp.pyz").exists()
+
+
+def test_a_clean_checkout_with_only_python_and_its_pip_builds_the_pyz_and_its_sbom(tmp_path):
+    """README: `.ci/build-pyz` from a clean checkout. A fresh venv has pip and nothing else (no `build`
+    extra, so no cyclonedx-bom): the build installs the pinned SBOM tool into its own temporary
+    directory, and the SBOM is byte-identical to the one the `build` extra writes."""
+    tree = _clone(tmp_path / "clean")
+    venv = tmp_path / "only-python"
+    subprocess.run([sys._base_executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    python = venv / "bin" / "python"
+    assert subprocess.run([python, "-c", "import cyclonedx_py"], capture_output=True).returncode != 0
+    env = {k: v for k, v in os.environ.items() if k not in ("SOURCE_DATE_EPOCH", "PYTHONPATH", "VIRTUAL_ENV")}
+    done = subprocess.run([python, str(tree / ".ci" / "build-pyz"), "--python", "host"], cwd=tree, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "cyclonedx-bom==" in done.stderr and "temporary directory" in done.stderr
+    sbom = tree / "dist" / "hcmcp.cdx.json"
+    assert {c["name"] for c in json.loads(sbom.read_text())["components"]} >= {"anyio", "h11", "orjson", "msgspec"}
+    assert not list(tmp_path.glob("**/sbom-tool")), "the SBOM tool stays in the build's temporary directory"
+    if _sbom():   # the same SBOM as the build extra's cyclonedx-py writes for this commit
+        again = subprocess.run([sys.executable, str(tree / ".ci" / "build-pyz"), "--python", "host", "--output",
+                                str(tmp_path / "extra" / "hcmcp.pyz")], cwd=tree, env=env,
+                               capture_output=True, text=True, timeout=600)
+        assert again.returncode == 0, again.stderr
+        assert (tmp_path / "extra" / "hcmcp.cdx.json").read_bytes() == sbom.read_bytes()
