@@ -9,7 +9,7 @@ server, the API) is handed in by ``__main__``, which alone wires the layers toge
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from . import __version__
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from .healthchecks.api import HealthchecksApi
     from .protocol.server import McpServer
-    from .protocol.tool import Tool
+    from .protocol.tool import AnyTool
 
 # -- exit codes (the help texts, README and tests name them) --------------------------------------
 OK = 0  # the tool did what was asked; a server ended normally (stdin closed, SIGTERM)
@@ -286,7 +286,7 @@ def usage_error(message: str) -> NoReturn:
 # -- hcmcp tools --------------------------------------------------------------------------------
 
 
-def _marks(tool: Tool) -> str:
+def _marks(tool: AnyTool) -> str:
     marks = ["essential"] if "essential" in tool.tags else []
     marks.append("read-only" if tool.annotations.read_only else "writes")
     return ", ".join(marks)
@@ -297,7 +297,7 @@ def show_tools(server: McpServer, verbose: bool) -> None:
     for tool in server.tools.values():
         out.append(f"{tool.name:20s} {tool.title}  [{_marks(tool)}]\n")
         if verbose:
-            schema = tool.descriptor()["inputSchema"]
+            schema = _input_schema(tool)
             lines = _argument_lines(schema, indent="    ") or ["    (no arguments)"]
             out.extend(line + "\n" for line in lines)
             out.append("\n")
@@ -390,10 +390,15 @@ def example_arguments(schema: dict[str, Any]) -> dict[str, Any]:
     return {name: _example_value(name, properties[name]) for name in names}
 
 
-def tool_help(tool: Tool) -> str:
+def _input_schema(tool: AnyTool) -> dict[str, Any]:
+    """The tool's inputSchema as published (a JSON object, read as the help texts need it)."""
+    return cast("dict[str, Any]", tool.descriptor()["inputSchema"])
+
+
+def tool_help(tool: AnyTool) -> str:
     import textwrap
 
-    schema = tool.descriptor()["inputSchema"]
+    schema = _input_schema(tool)
     example = _json(example_arguments(schema)).replace("'", "'\\''")
     arguments = _argument_lines(schema) or ["  (none: pass {} or nothing)"]
     where = (

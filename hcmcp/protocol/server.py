@@ -41,7 +41,7 @@ from .jsonrpc import (
     result_message,
 )
 from .seal import Seal
-from .tool import ERROR_META, Tool, ToolError
+from .tool import ERROR_META, AnyTool, ToolError
 
 if TYPE_CHECKING:
     import anyio  # at run time anyio is imported where first needed (start-up)
@@ -260,7 +260,7 @@ class McpServer:
     def __init__(
         self,
         identity: ServerIdentity,
-        tools: list[Tool],
+        tools: list[AnyTool],
         *,
         elicitation_enabled: bool = True,
         elicitation_timeout: float = 120.0,

@@ -7,7 +7,7 @@ import sys
 
 from .. import sources
 from ..healthchecks.api import HealthchecksApi
-from ..protocol.tool import Tool, flat_schema, preload_schemas, schema_key
+from ..protocol.tool import AnyTool, flat_schema, preload_schemas, schema_key
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def _preload_schema_file() -> None:
         preload_schemas(schemas)
 
 
-def generated_schemas(tools: list[Tool]) -> dict[str, object]:
+def generated_schemas(tools: list[AnyTool]) -> dict[str, object]:
     """What SCHEMA_FILE must hold for this source: every params and result Struct, freshly
     generated; in a fresh interpreter (python -m hcmcp.tools.catalog), so that the files listed
     are those of the modules the generation loaded."""
@@ -59,7 +59,7 @@ def generated_schemas(tools: list[Tool]) -> dict[str, object]:
     }
 
 
-def all_tools(api: HealthchecksApi) -> tuple[list[Tool], list[Tool]]:
+def all_tools(api: HealthchecksApi) -> tuple[list[AnyTool], list[AnyTool]]:
     """(read tools, write tools), in the order tools/list shows them."""
     from .read_project import read_tools
     from .write import write_tools

@@ -33,7 +33,7 @@ from typing import Any
 import msgspec
 import orjson
 
-from ..protocol.tool import Tool, ToolError
+from ..protocol.tool import AnyTool, ToolError
 from . import budget
 from .shaping import MARKER, SOURCE
 
@@ -227,7 +227,7 @@ def present_delete(value: msgspec.Struct) -> tuple[dict[str, Any], str]:
     return _fitted(value, _delete_text)
 
 
-def presented(tools: list[Tool]) -> list[Tool]:
+def presented(tools: list[AnyTool]) -> list[AnyTool]:
     """``tools`` with ``present`` as the presenter of each that has none of its own."""
     for tool in tools:
         if tool.presenter is None:

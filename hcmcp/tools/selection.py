@@ -12,12 +12,12 @@ from ..config.parse import ConfigError
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
 if TYPE_CHECKING:
     from ..config.settings import Config
-    from ..protocol.tool import Tool
+    from ..protocol.tool import AnyTool
 
 ESSENTIAL = "essential"
 
 
-def _matches(entry: str, tool: Tool) -> bool:
+def _matches(entry: str, tool: AnyTool) -> bool:
     if entry == ESSENTIAL:
         return ESSENTIAL in tool.tags
     if entry.endswith("*"):
@@ -25,7 +25,7 @@ def _matches(entry: str, tool: Tool) -> bool:
     return tool.name == entry
 
 
-def select(read: list[Tool], write: list[Tool], config: Config) -> list[Tool]:
+def select(read: list[AnyTool], write: list[AnyTool], config: Config) -> list[AnyTool]:
     everything = read + write
     names = ", ".join(tool.name for tool in everything)
     for variable, entries in (

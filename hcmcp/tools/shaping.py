@@ -22,7 +22,8 @@ from msgspec import UNSET, UnsetType
 
 from ..healthchecks.errors import ApiError, Redirected, Unauthorized
 from ..healthchecks.models import Check
-from ..protocol.tool import Tool, ToolError
+from ..json_types import JsonObject
+from ..protocol.tool import P, R, Tool, ToolError
 from . import budget
 from .budget import DEFAULT_BYTES
 
@@ -216,14 +217,14 @@ Precheck = Callable[[dict[str, Any]], None]
 
 
 @dataclass
-class CheckedTool(Tool):
+class CheckedTool(Tool[P, R]):
     """A Tool whose ``precheck`` sees the raw arguments before the schema decode, so a rule
     with a reason behind it (no space in a tag, a retired parameter) is refused with the
     reason instead of a regex. The schema keeps the same constraint for clients."""
 
     precheck: Precheck | None = None
 
-    def decode_arguments(self, arguments: dict[str, Any]) -> msgspec.Struct:
+    def decode_arguments(self, arguments: JsonObject) -> P:
         if self.precheck is not None:
             self.precheck(arguments)
         return super().decode_arguments(arguments)

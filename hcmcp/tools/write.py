@@ -8,14 +8,14 @@ upsert lookup).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from ..healthchecks.api import HealthchecksApi, normalise_uuid
 from ..healthchecks.errors import NotFound
-from ..protocol.tool import Annotations, Tool, ToolError
+from ..protocol.tool import Annotations, AnyTool, Tool, ToolError
 from .present import present_delete, presented
 from .read import UUID_TEXT, require_uuid
 from .shaping import (
@@ -29,6 +29,9 @@ from .shaping import (
     refuse_separator_items,
     tool_error,
 )
+
+if TYPE_CHECKING:
+    from ..protocol.server import RequestContext
 
 ESSENTIAL = frozenset({"essential"})
 MAX_DELETE_TARGETS = 50
@@ -311,8 +314,8 @@ class CreateCheckResult(Untrusted, kw_only=True):
     note: str | None = None
 
 
-def _create_check(api: HealthchecksApi) -> Tool:
-    async def handler(ctx: Any, params: CreateCheckParams) -> CreateCheckResult:
+def _create_check(api: HealthchecksApi) -> AnyTool:
+    async def handler(ctx: RequestContext, params: CreateCheckParams) -> CreateCheckResult:
         body = request_body("create_check", params)
         default_applied = "channels" not in body
         if default_applied:
@@ -386,8 +389,8 @@ def _create_check(api: HealthchecksApi) -> Tool:
 # -- update_check -----------------------------------------------------------------------------
 
 
-def _update_check(api: HealthchecksApi) -> Tool:
-    async def handler(ctx: Any, params: UpdateCheckParams) -> CheckWriteResult:
+def _update_check(api: HealthchecksApi) -> AnyTool:
+    async def handler(ctx: RequestContext, params: UpdateCheckParams) -> CheckWriteResult:
         uuid = require_uuid("update_check", params.check)
         _audit(ctx, [uuid])
         body = request_body("update_check", params)
@@ -453,8 +456,8 @@ def _refuse_retired_confirm_token(arguments: dict[str, Any]) -> None:
         )
 
 
-def _pause_check(api: HealthchecksApi) -> Tool:
-    async def handler(ctx: Any, params: OneCheckParams) -> CheckWriteResult:
+def _pause_check(api: HealthchecksApi) -> AnyTool:
+    async def handler(ctx: RequestContext, params: OneCheckParams) -> CheckWriteResult:
         uuid = require_uuid("pause_check", params.check)
         _audit(ctx, [uuid])
         check = await calling_api(lambda: api.pause_check(uuid))
@@ -492,8 +495,8 @@ def _pause_check(api: HealthchecksApi) -> Tool:
     )
 
 
-def _resume_check(api: HealthchecksApi) -> Tool:
-    async def handler(ctx: Any, params: OneCheckParams) -> CheckWriteResult:
+def _resume_check(api: HealthchecksApi) -> AnyTool:
+    async def handler(ctx: RequestContext, params: OneCheckParams) -> CheckWriteResult:
         uuid = require_uuid("resume_check", params.check)
         _audit(ctx, [uuid])
         check = await calling_api(lambda: api.resume_check(uuid))
@@ -573,8 +576,8 @@ class DeleteCheckResult(Untrusted, kw_only=True):
     note: str | None = None
 
 
-def _delete_check(api: HealthchecksApi) -> Tool:
-    async def handler(ctx: Any, params: DeleteCheckParams) -> DeleteCheckResult:
+def _delete_check(api: HealthchecksApi) -> AnyTool:
+    async def handler(ctx: RequestContext, params: DeleteCheckParams) -> DeleteCheckResult:
         given = [params.check] if isinstance(params.check, str) else params.check
         targets = sorted({require_uuid("delete_check", value) for value in given})
         from . import confirm  # the guard: a person (or, failing that, the two-call token) decides
@@ -678,7 +681,10 @@ def _delete_check(api: HealthchecksApi) -> Tool:
 
 
 def _audit(
-    ctx: Any, checks: list[str], outcome: str | None = None, approved_by: str | None = None
+    ctx: RequestContext,
+    checks: list[str],
+    outcome: str | None = None,
+    approved_by: str | None = None,
 ) -> None:
     """What the audit line of this call says (protocol/audit.py writes it when the call ends)."""
     if not hasattr(ctx, "audit_checks"):
@@ -690,13 +696,13 @@ def _audit(
         ctx.approved_by = approved_by
 
 
-def _audit_results(ctx: Any, targets: list[str], results: dict[str, str]) -> None:
+def _audit_results(ctx: RequestContext, targets: list[str], results: dict[str, str]) -> None:
     """The audit line's per-check word, in the order of its checks."""
     if hasattr(ctx, "audit_results"):
         ctx.audit_results = [results[uuid] for uuid in targets]
 
 
-async def _progress(ctx: Any, progress: int, total: int, message: str) -> None:
+async def _progress(ctx: RequestContext, progress: int, total: int, message: str) -> None:
     # A request context without report_progress (a test's stand-in, the CLI's) reports nothing.
     report = getattr(ctx, "report_progress", None)
     if report is not None:
@@ -741,7 +747,7 @@ def _stopped(
     )
 
 
-def write_tools(api: HealthchecksApi) -> list[Tool]:
+def write_tools(api: HealthchecksApi) -> list[AnyTool]:
     return presented(
         [
             _create_check(api),

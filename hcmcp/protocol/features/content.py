@@ -12,7 +12,7 @@ from typing import Any
 
 import msgspec
 
-from ..tool import ERROR_META, Tool, flat_schema
+from ..tool import ERROR_META, P, R, Tool, flat_schema
 
 
 class ResourceContents(msgspec.Struct, omit_defaults=True, rename="camel"):
@@ -52,7 +52,7 @@ class ToolOutput(msgspec.Struct):
 
 
 @dataclass
-class ContentTool(Tool):
+class ContentTool(Tool[P, R]):
     """A tool whose handler returns ToolOutput; ``result`` may be None (then no outputSchema).
 
     ``input_schema``, when given, is published verbatim instead of the one generated from
