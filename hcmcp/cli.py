@@ -496,10 +496,12 @@ async def call_once(
     # The terminal can always be reached; whether a dialog is shown follows from the capabilities.
     response = await server.handle(message, session, ask)
     if response is None or "error" in response:
-        error = (response or {}).get("error", {"message": "the call was cancelled"})
+        error = cast(
+            "dict[str, Any]", (response or {}).get("error", {"message": "the call was cancelled"})
+        )
         sys.stderr.write(f"hcmcp: {error.get('message')}\n")
         return USAGE
-    result = response["result"]
+    result = cast("dict[str, Any]", response["result"])
     sys.stdout.write(orjson.dumps(printed(result), option=orjson.OPT_INDENT_2).decode() + "\n")
     return exit_code(name, result)
 

@@ -13,9 +13,8 @@ from typing import TYPE_CHECKING, Generic, TypeVar, cast
 
 import msgspec
 
-from ..json_types import JsonObject, JsonValue
-
 if TYPE_CHECKING:
+    from ..json_types import JsonObject, JsonValue
     from .server import RequestContext
 
 # Covariant, so that a list of tools of different types is a list[AnyTool]: the server hands a

@@ -11,7 +11,7 @@ from ..protocol.tool import AnyTool, flat_schema, preload_schemas, schema_key
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
 if TYPE_CHECKING:
-    from typing import Any
+    from ..json_types import JsonObject
 
 # The generated input/output schemas of every tool, so that a cold start need not generate
 # them (that was most of the time to the first tools/list). Valid only for the exact source
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 SCHEMA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas.json")
 
 
-def _fresh_schemas() -> dict[str, Any] | None:
+def _fresh_schemas() -> dict[str, JsonObject] | None:
     """The stored schemas, or None when the file is missing, unreadable or stale."""
     import orjson
 
@@ -33,7 +33,7 @@ def _fresh_schemas() -> dict[str, Any] | None:
             return None
     except (OSError, KeyError, TypeError, orjson.JSONDecodeError):
         return None
-    schemas: dict[str, Any] = stored["schemas"]
+    schemas: dict[str, JsonObject] = stored["schemas"]
     return schemas
 
 

@@ -13,7 +13,7 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..protocol.asking import (
     CLIENT_CANNOT,
@@ -25,6 +25,7 @@ from ..protocol.asking import (
 from ..protocol.jsonrpc import METHOD_NOT_FOUND
 
 if TYPE_CHECKING:
+    from ..json_types import JsonObject
     from ..protocol.server import RequestContext
 
 OPERATION = "delete_check"
@@ -139,7 +140,7 @@ def dialog_message(targets: list[str]) -> str:
     return f"{_targets_text(targets)}\n\n{COST}"
 
 
-def _dialog_schema(targets: list[str]) -> dict[str, Any]:
+def _dialog_schema(targets: list[str]) -> JsonObject:
     what = "this check" if len(targets) == 1 else f"these {len(targets)} checks"
     return {
         "type": "object",

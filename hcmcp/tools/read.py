@@ -558,7 +558,7 @@ def _or_none(value: _T | UnsetType) -> _T | None:
     return None if isinstance(value, UnsetType) else value
 
 
-def _without_partial_utf8_tail(data: bytes) -> bytes:
+def _without_partial_utf8_tail(data: bytes | bytearray) -> bytes | bytearray:
     """Drop a multi-byte UTF-8 sequence the ceiling cut in half (else it decodes as U+FFFD)."""
     for back in range(1, min(4, len(data)) + 1):
         byte = data[-back]

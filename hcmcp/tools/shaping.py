@@ -13,19 +13,22 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
 from ..healthchecks.errors import ApiError, Redirected, Unauthorized
 from ..healthchecks.models import Check
-from ..json_types import JsonObject
 from ..protocol.tool import P, R, Tool, ToolError
 from . import budget
 from .budget import DEFAULT_BYTES
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
+if TYPE_CHECKING:
+    from ..json_types import JsonObject
 
 # The default budget for the whole result; budget.budget_bytes() is the one in force.
 RESULT_BUDGET_BYTES = DEFAULT_BYTES
@@ -88,7 +91,7 @@ class Fitted:
 
 
 def fit_entries(
-    entries: Sequence[Any], envelope: msgspec.Struct, limit: int | None = None
+    entries: Sequence[msgspec.Struct], envelope: msgspec.Struct, limit: int | None = None
 ) -> Fitted:
     """How many leading ``entries`` fit in the whole result (``limit`` bytes, default the budget
     in force) beside ``envelope``, the result without its entries: each entry is paid for in
@@ -172,7 +175,7 @@ def tool_error(error: BaseException) -> ToolError:
     ours follows them. Never the key: the API layer keeps it out."""
     if isinstance(error, ApiError):
         text = " ".join(part for part in (error.message, error.advice) if part)
-        details: dict[str, Any] = {"kind": error.kind, "retryable": error.retryable}
+        details: JsonObject = {"kind": error.kind, "retryable": error.retryable}
         if error.upstream:
             said, _ = remove_control_characters(error.upstream)
             text += f"\n\n{MARKER}\n\n{said}"
@@ -201,7 +204,7 @@ def is_api_failure(error: BaseException) -> bool:
     return http is not None and isinstance(error, http.HttpError)
 
 
-async def calling_api(call: Callable[[], Any]) -> Any:
+async def calling_api(call: Callable[[], Awaitable[E]]) -> E:
     """Await ``call()``; an API or HTTP failure becomes a ToolError."""
     try:
         return await call()
@@ -213,7 +216,7 @@ async def calling_api(call: Callable[[], Any]) -> Any:
 
 # -- argument texts the generic schema error cannot give ---------------------------------------
 
-Precheck = Callable[[dict[str, Any]], None]
+Precheck = Callable[["JsonObject"], None]
 
 
 @dataclass
@@ -231,7 +234,7 @@ class CheckedTool(Tool[P, R]):
 
 
 def refuse_separator_items(
-    tool: str, arguments: dict[str, Any], field: str, separator: str, stored_as: str
+    tool: str, arguments: JsonObject, field: str, separator: str, stored_as: str
 ) -> None:
     """A list item containing the separator its field is stored with would silently split.
     ``stored_as`` completes "Healthchecks stores …", e.g. "tags space-separated"."""

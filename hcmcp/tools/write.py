@@ -8,7 +8,7 @@ upsert lookup).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
@@ -21,6 +21,7 @@ from .read import UUID_TEXT, require_uuid
 from .shaping import (
     CheckDetail,
     CheckedTool,
+    Precheck,
     Untrusted,
     calling_api,
     check_detail,
@@ -31,7 +32,9 @@ from .shaping import (
 )
 
 if TYPE_CHECKING:
+    from ..json_types import JsonObject
     from ..protocol.server import RequestContext
+    from .confirm import Verdict
 
 ESSENTIAL = frozenset({"essential"})
 MAX_DELETE_TARGETS = 50
@@ -220,7 +223,7 @@ class UpdateCheckParams(CheckFields, kw_only=True):
     check: Annotated[str, Meta(min_length=1, max_length=100, description=UUID_TEXT)]
 
 
-async def refuse_slug_before_v3(api: HealthchecksApi, tool: str, body: dict[str, Any]) -> None:
+async def refuse_slug_before_v3(api: HealthchecksApi, tool: str, body: JsonObject) -> None:
     """slug needs API v3 (tools.md): refused on an older instance, before the change is sent
     (finding the version may cost one GET status/, once per process)."""
     if "slug" not in body:
@@ -237,7 +240,7 @@ async def refuse_slug_before_v3(api: HealthchecksApi, tool: str, body: dict[str,
         )
 
 
-def derived_slug_note(api: HealthchecksApi, body: dict[str, Any]) -> list[str]:
+def derived_slug_note(api: HealthchecksApi, body: JsonObject) -> list[str]:
     if "name" in body and api.api_version is not None and api.api_version < 3:
         return [
             f"On this instance (API v{api.api_version}) setting name also set slug to the "
@@ -246,8 +249,8 @@ def derived_slug_note(api: HealthchecksApi, body: dict[str, Any]) -> list[str]:
     return []
 
 
-def _precheck_fields(tool: str) -> Any:
-    def precheck(arguments: dict[str, Any]) -> None:
+def _precheck_fields(tool: str) -> Precheck:
+    def precheck(arguments: JsonObject) -> None:
         refuse_separator_items(tool, arguments, "tags", " ", "tags space-delimited")
         for field in ("start_kw", "success_kw", "failure_kw"):
             refuse_separator_items(tool, arguments, field, ",", "keywords comma-delimited")
@@ -258,7 +261,7 @@ def _precheck_fields(tool: str) -> Any:
     return precheck
 
 
-def request_body(tool: str, params: CheckFields) -> dict[str, Any]:
+def request_body(tool: str, params: CheckFields) -> JsonObject:
     """The passed fields as the API takes them; the cross-field rules refused with reasons."""
     if params.timeout is not UNSET and params.schedule is not UNSET:
         raise ToolError(
@@ -275,7 +278,7 @@ def request_body(tool: str, params: CheckFields) -> dict[str, Any]:
             'it means. Pass "*" or the integrations to notify.',
             field="channels",
         )
-    body: dict[str, Any] = {}
+    body: JsonObject = {}
     for name in FIELD_NAMES:
         value = getattr(params, name)
         if value is UNSET:
@@ -446,7 +449,7 @@ class OneCheckParams(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     check: Annotated[str, Meta(min_length=1, max_length=100, description=UUID_TEXT)]
 
 
-def _refuse_retired_confirm_token(arguments: dict[str, Any]) -> None:
+def _refuse_retired_confirm_token(arguments: JsonObject) -> None:
     if "confirm_token" in arguments:
         raise ToolError(
             "pause_check is no longer gated, so it takes no confirm_token and does not need one: call "
@@ -710,7 +713,7 @@ async def _progress(ctx: RequestContext, progress: int, total: int, message: str
 
 
 def _stopped(
-    verdict: Any,
+    verdict: Verdict,
     targets: list[str],
     deleted: list[CheckDetail],
     failure: DeleteFailure,

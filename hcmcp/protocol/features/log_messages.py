@@ -8,7 +8,7 @@ messages only on its own response stream; without it, nothing (a MUST NOT).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from .. import revisions
 from ..jsonrpc import INVALID_PARAMS, RpcError
@@ -51,7 +51,7 @@ def threshold(ctx: RequestContext) -> str | None:
     if ctx.modern:
         level = request_meta(ctx).get(revisions.META_LOG_LEVEL)
         return None if level is None else _check(level, f"_meta['{revisions.META_LOG_LEVEL}']")
-    return ctx.session.features.get(_LEVEL)
+    return cast("str | None", ctx.session.features.get(_LEVEL))
 
 
 async def log(ctx: RequestContext, level: str, data: Any, logger: str | None = None) -> bool:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import secrets
 import time
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, RpcError
 from .feature import Feature, Handler, modern_only, shaped, string_param
@@ -286,7 +286,7 @@ class Tasks(Feature):
 async def escalate(ctx: RequestContext) -> bool:
     """From a ``mrtr_first`` tool: become a task now (the call answers CreateTaskResult and the
     tool goes on in the background). False when this call is not running as a task."""
-    task = ctx.session.features.get(_TASK)
+    task = cast("Task | None", ctx.session.features.get(_TASK))
     if task is None or task.escalated:
         return False
     feature = next(f for f in ctx.server.features if isinstance(f, Tasks))
@@ -298,5 +298,5 @@ async def escalate(ctx: RequestContext) -> bool:
 
 def running_task(ctx: RequestContext) -> Task | None:
     """The escalated Task this request runs as, if any (peer_requests.ask waits on it)."""
-    task = ctx.session.features.get(_TASK)
+    task = cast("Task | None", ctx.session.features.get(_TASK))
     return task if task is not None and task.escalated else None
