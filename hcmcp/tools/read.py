@@ -13,11 +13,11 @@ import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from ..healthchecks.api import (
-    PING_BODY_CEILING,
     HealthchecksApi,
     normalise_check_id,
     normalise_uuid,
 )
+from ..healthchecks.endpoints import PING_BODY_CEILING
 from ..healthchecks.errors import ResponseTooLarge
 from ..healthchecks.models import Check, Listing
 from ..protocol.tool import Annotations, AnyTool, Tool, ToolError
