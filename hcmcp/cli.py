@@ -9,7 +9,7 @@ server, the API) is handed in by ``__main__``, which alone wires the layers toge
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, NoReturn, cast
+from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, cast
 
 from . import __version__
 
@@ -222,7 +222,22 @@ def _unknown_command(word: str) -> NoReturn:
     raise SystemExit(USAGE)
 
 
-def parse(argv: list[str]) -> dict[str, Any]:
+class Options(TypedDict, total=False):
+    """The command line, read (by ``parse``, or by ``__main__`` for the serving forms)."""
+
+    command: str  # "serve", "tools" or "call"
+    demo: bool
+    http: str | None  # serve: HOST:PORT, or None for stdio
+    stateless: bool  # serve
+    verbose: bool  # tools
+    tool: str  # call
+    arguments: str | None  # call: the JSON object, as given
+    yes: bool  # call: delete_check's consent given on the command line
+    tool_help: bool  # call TOOL --help
+    site_root: str  # set while serving --demo: where the simulated instance answers
+
+
+def parse(argv: list[str]) -> Options:
     """The command line as options: {"command", "demo", "http", "stateless", ...}. Prints help or
     the version and exits 0; exits 2 (usage) with argparse's message for anything else wrong.
     ``__main__`` reads the ordinary serving forms itself; this agrees with it on every one of
