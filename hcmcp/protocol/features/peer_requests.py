@@ -19,7 +19,7 @@ as absent, so the question is asked again (``"ask_again"``).
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import orjson
 
@@ -80,11 +80,11 @@ def _fingerprint(ctx: RequestContext) -> str:
 
 async def ask(
     ctx: RequestContext,
-    requests: dict[str, tuple[str, dict[str, Any]]],
+    requests: dict[str, tuple[str, JsonObject]],
     *,
     bad_state: str = "error",
     need_state: bool = False,
-) -> dict[str, Any]:
+) -> JsonObject:
     """Send ``requests`` to the client; returns each key's result. See the module doc.
 
     ``need_state``: under 2026, answers without a requestState of ours are not accepted
@@ -97,7 +97,7 @@ async def ask(
         # inside a task (protocol/features/tasks.py): wait for tasks/update
         task = cast("Task | None", ctx.session.features.get("tasks.task"))
         if task is not None and task.escalated:
-            answers: dict[str, Any] = await task.ask(requests)
+            answers: JsonObject = await task.ask(requests)
             return answers
         return _modern(ctx, requests, bad_state, need_state)
     return await _legacy(ctx, requests)
@@ -105,10 +105,10 @@ async def ask(
 
 def _modern(
     ctx: RequestContext,
-    requests: dict[str, tuple[str, dict[str, Any]]],
+    requests: dict[str, tuple[str, JsonObject]],
     bad_state: str,
     need_state: bool,
-) -> dict[str, Any]:
+) -> JsonObject:
     seal = ctx.server.seal
     target, fingerprint = _target(ctx), _fingerprint(ctx)
     opened = cast("JsonObject | None", ctx.session.features.get(_OPENED))
@@ -154,12 +154,10 @@ def _modern(
     return {key: answers[key] for key in requests}
 
 
-async def _legacy(
-    ctx: RequestContext, requests: dict[str, tuple[str, dict[str, Any]]]
-) -> dict[str, Any]:
+async def _legacy(ctx: RequestContext, requests: dict[str, tuple[str, JsonObject]]) -> JsonObject:
     import anyio
 
-    results: dict[str, Any] = {}
+    results: JsonObject = {}
     for key, (method, params) in requests.items():
         with anyio.move_on_after(ctx.server.elicitation_timeout) as scope:
             reply = await ctx.request_client(method, params)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 import msgspec
 
@@ -37,6 +37,7 @@ from .feature import (
 )
 
 if TYPE_CHECKING:
+    from ...json_types import JsonObject
     from ..server import Push, RequestContext, Session
 
 RESOURCE_NOT_FOUND_2025 = -32002
@@ -108,22 +109,22 @@ class Resources(Feature):
             )
         return methods
 
-    def capabilities(self, revision: str) -> dict[str, Any]:
+    def capabilities(self, revision: str) -> JsonObject:
         return {"resources": {"subscribe": self.subscribe, "listChanged": False}}
 
     # -- methods (none of them suspends: resources/* are INSTANT_METHODS) ---------------------
 
-    async def _list(self, ctx: RequestContext) -> dict[str, Any]:
+    async def _list(self, ctx: RequestContext) -> JsonObject:
         no_cursor(ctx)
         listed = [msgspec.to_builtins(resource) for resource, _ in self.resources.values()]
         return shaped(ctx, revisions.cacheable({"resources": listed}, ctx.revision))
 
-    async def _templates(self, ctx: RequestContext) -> dict[str, Any]:
+    async def _templates(self, ctx: RequestContext) -> JsonObject:
         no_cursor(ctx)
         listed = [msgspec.to_builtins(template) for template, _, _ in self.templates]
         return shaped(ctx, revisions.cacheable({"resourceTemplates": listed}, ctx.revision))
 
-    async def _read(self, ctx: RequestContext) -> dict[str, Any]:
+    async def _read(self, ctx: RequestContext) -> JsonObject:
         uri = string_param(ctx, "uri")
         try:
             contents = self._contents(ctx, uri)
@@ -150,7 +151,7 @@ class Resources(Feature):
             code, f"Resource not found: {uri!r}; the resources here are: {known}", {"uri": uri}
         )
 
-    async def _subscribe(self, ctx: RequestContext) -> dict[str, Any]:
+    async def _subscribe(self, ctx: RequestContext) -> JsonObject:
         legacy_only(ctx)  # 2026: resourceSubscriptions of subscriptions/listen instead
         uri = string_param(ctx, "uri")
         cast("dict[str, Push | None]", ctx.session.features.setdefault(_SUBSCRIPTIONS, {}))[uri] = (
@@ -159,7 +160,7 @@ class Resources(Feature):
         self._subscribers[id(ctx.session)] = ctx.session
         return {}
 
-    async def _unsubscribe(self, ctx: RequestContext) -> dict[str, Any]:
+    async def _unsubscribe(self, ctx: RequestContext) -> JsonObject:
         legacy_only(ctx)
         uri = string_param(ctx, "uri")
         _subscriptions(ctx.session).pop(uri, None)  # unknown: nothing to undo
