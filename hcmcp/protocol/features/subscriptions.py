@@ -37,7 +37,7 @@ class _Listener:
 
         self.ctx = ctx
         self.accepted = accepted
-        self.send, self.receive = anyio.create_memory_object_stream[JsonObject](64)
+        self.send, self.receive = anyio.create_memory_object_stream["JsonObject"](64)
 
     def offer(self, method: str, params: JsonObject | None = None) -> None:
         import anyio  # loaded already: __init__ imported it
