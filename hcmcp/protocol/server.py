@@ -17,14 +17,13 @@ import msgspec
 import orjson
 
 from .. import get_logger
-from . import revisions
+from . import asking, revisions
 from .asking import (
     CLIENT_CANNOT,
     CLIENT_REFUSED,
     NOT_INITIALIZED,
     OPERATOR_DISABLED,
     TRANSPORT_CANNOT,
-    Answer,
     ClientGone,
     InputRequired,
 )
@@ -217,26 +216,8 @@ class RequestContext:
 
         return await report_progress(self, progress, total, message)
 
-    async def elicit(
-        self,
-        *,
-        key: str,
-        message: str,
-        requested_schema: JsonObject,
-        fingerprint: str,
-        bad_state: str = "ask_again",
-    ) -> Answer:
-        """Ask the person once (protocol/asking.py's ``elicit``, which says how)."""
-        from .asking import elicit
-
-        return await elicit(
-            self,
-            key=key,
-            message=message,
-            requested_schema=requested_schema,
-            fingerprint=fingerprint,
-            bad_state=bad_state,
-        )
+    # ctx.elicit(key=..., message=..., ...): ask the person once (protocol/asking.py says how).
+    elicit = asking.elicit
 
     async def request_client(self, method: str, params: JsonObject) -> JsonObject:
         """2025 era: send a request to the client and wait for its response message."""
