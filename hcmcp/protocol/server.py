@@ -257,7 +257,7 @@ class ServerIdentity:
 
 
 class Extension(Protocol):
-    """What the server needs of an optional feature (protocol/features.py): its methods, its
+    """What the server needs of an optional feature (protocol/features/feature.py): its methods, its
     capabilities, and whether it sends messages during requests."""
 
     pushes: bool
