@@ -32,7 +32,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import anyio.abc
@@ -49,6 +49,7 @@ from ..jsonrpc import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
+    Id,
     Message,
     RpcError,
     decode,
@@ -455,7 +456,7 @@ class StreamableHttp:
                 id=rid,
             )
         _check_header(request, "Mcp-Method", message.method, "method", rid)
-        key = _NAMED.get(message.method)
+        key = _NAMED.get(cast(str, message.method))
         if key is not None:
             _check_header(request, "Mcp-Name", params.get(key), f"params.{key}", rid)
         if message.method == "tools/call":
@@ -484,7 +485,9 @@ class StreamableHttp:
         if response is None:
             return Response(202)
         status = (
-            _STATUS_OF_ERROR.get(response["error"]["code"], 200) if "error" in response else 200
+            _STATUS_OF_ERROR.get(cast("dict[str, int]", response["error"])["code"], 200)
+            if "error" in response
+            else 200
         )
         return _json(status, response)
 
@@ -511,7 +514,9 @@ class StreamableHttp:
         if message.method == "tools/call":
             return _json(_call_status(response), response)
         status = (
-            _STATUS_OF_ERROR.get(response["error"]["code"], 200) if "error" in response else 200
+            _STATUS_OF_ERROR.get(cast("dict[str, int]", response["error"])["code"], 200)
+            if "error" in response
+            else 200
         )
         return _json(status, response)
 
@@ -592,7 +597,7 @@ class StreamableHttp:
             return _json(
                 400,
                 error_message(
-                    message.id,
+                    cast(Id, message.id),
                     RpcError(
                         INVALID_PARAMS,
                         f"Invalid params: params of initialize must be an object, not {type(params).__name__}",
@@ -602,7 +607,7 @@ class StreamableHttp:
         try:
             result = caller.server.initialize(params, state)
         except RpcError as error:
-            return _json(400, error_message(message.id, error))
+            return _json(400, error_message(cast(Id, message.id), error))
         response = {"jsonrpc": "2.0", "id": message.id, "result": result}
         if self.settings.stateless:
             return _json(200, response)
@@ -724,7 +729,7 @@ class StreamableHttp:
         except Exception:
             log.exception("tools/call failed outside the tool; answered -32603")
             return error_message(
-                message.id,
+                cast(Id, message.id),
                 RpcError(
                     INTERNAL_ERROR,
                     "Internal error: the server failed while answering; its log has the details",
