@@ -15,16 +15,24 @@ TYPE_CHECKING = (
     False  # not typing.TYPE_CHECKING: importing typing costs start-up time (hcmcp/fast_start/)
 )
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Iterator
-    from typing import Any, NoReturn
+    from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+    from types import ModuleType
+    from typing import NoReturn, TypeVar
 
+    from .cli import Options
     from .config.settings import Config
+    from .fast_start.handshake import Handshake
+    from .fast_start.http import HandOver
     from .healthchecks.api import HealthchecksApi
     from .http.client.client import HttpClient
-    from .protocol.server import McpServer
+    from .http.client.proxy import ProxyRoute
+    from .protocol.server import McpServer, Session
+    from .protocol.stdio import LineReader
     from .protocol.streamable_http.transport import HttpSettings
     from .simulator.simulator import Simulator
     from .tools.tenancy import KeyTenancy
+
+    Built = TypeVar("Built")  # what a fast start builds meanwhile: the server, or the simulator
 
 WAITING = (
     "hcmcp is an MCP server: it is waiting for an MCP client on stdin/stdout.\n"
@@ -72,12 +80,12 @@ def interrupted(*_: object) -> None:
         os._exit(130)
 
 
-def _serving_options(argv: list[str]) -> dict[str, Any] | None:
+def _serving_options(argv: list[str]) -> Options | None:
     """The serving command lines read without argparse (milliseconds of start-up): the words
     --demo, --stateless, --http HOST:PORT and --http=HOST:PORT, each once, in any order. Anything
     else is None: hcmcp.cli reads it (help, -V, tools, call, every error), and agrees with this
     on every line this accepts (tests/test_cli.py)."""
-    opts: dict[str, Any] = {"command": "serve", "demo": False, "http": None, "stateless": False}
+    opts: Options = {"command": "serve", "demo": False, "http": None, "stateless": False}
     seen = set()
     rest = list(argv)
     while rest:
@@ -108,7 +116,7 @@ def _config(demo: bool = False) -> Config:
     from .config.parse import ConfigError
     from .config.settings import INSTANCE_VARIABLES, load
 
-    env: Any = os.environ
+    env: Mapping[str, str] = os.environ
     if demo:
         env = {name: value for name, value in env.items() if name not in INSTANCE_VARIABLES}
     try:
@@ -132,13 +140,15 @@ def _check_bind(bind: str) -> None:
         _fail(f"{error}{hint}", 2)
 
 
-def build_server(config: Config, api: HealthchecksApi, **options: Any) -> McpServer:
+def build_server(
+    config: Config, api: HealthchecksApi, *, read_only_key: bool = False, tenant: str | None = None
+) -> McpServer:
     """The MCP server for this configuration (tools/assemble.py); a refused selection: one line."""
     from .config.parse import ConfigError
     from .tools.assemble import build_server as assemble
 
     try:
-        return assemble(config, api, **options)
+        return assemble(config, api, read_only_key=read_only_key, tenant=tenant)
     except ConfigError as error:
         _fail(str(error))
 
@@ -154,7 +164,7 @@ def _demo_simulator() -> Simulator:
 
 @asynccontextmanager
 async def _built(
-    opts: dict[str, Any], config: Config, sim: Simulator | None = None
+    opts: Options, config: Config, sim: Simulator | None = None
 ) -> AsyncIterator[tuple[McpServer, HealthchecksApi]]:
     """The McpServer for this command and the API it uses: over the configured instance, or
     (--demo) over the simulated one (``sim``, or a new one), served on 127.0.0.1 inside this
@@ -176,7 +186,7 @@ async def _built(
 
 @asynccontextmanager
 async def _built_server(
-    opts: dict[str, Any], config: Config, sim: Simulator | None = None
+    opts: Options, config: Config, sim: Simulator | None = None
 ) -> AsyncIterator[McpServer]:
     async with _built(opts, config, sim) as (server, _):
         yield server
@@ -191,10 +201,9 @@ def _api(
     from .healthchecks.api import HealthchecksApi
 
     # The demo instance is in-process on loopback: no proxy, no TLS settings apply to it.
-    network: dict[str, Any] = (
-        {}
-        if site_root
-        else {"proxy": config.proxy, "ca_file": config.ca_file, "insecure_tls": config.insecure_tls}
+    proxy: ProxyRoute | None
+    proxy, ca_file, insecure_tls = (
+        (None, None, False) if site_root else (config.proxy, config.ca_file, config.insecure_tls)
     )
     return HealthchecksApi(
         site_root or config.site_root,
@@ -202,11 +211,13 @@ def _api(
         timeout=config.request_timeout,
         byte_ceiling=config.max_response_bytes,
         client=client,
-        **network,
+        proxy=proxy,
+        ca_file=ca_file,
+        insecure_tls=insecure_tls,
     )
 
 
-async def _serve(opts: dict[str, Any], config: Config) -> int | None:
+async def _serve(opts: Options, config: Config) -> int | None:
     if opts["http"]:
         from .protocol.streamable_http.serving import bind_refusal
 
@@ -218,7 +229,7 @@ async def _serve(opts: dict[str, Any], config: Config) -> int | None:
 
 
 def _tenancy(
-    opts: dict[str, Any], config: Config, server: McpServer, site_root: str | None = None
+    opts: Options, config: Config, server: McpServer, site_root: str | None = None
 ) -> KeyTenancy | None:
     """HEALTHCHECKS_KEY_SOURCE=request / request-or-env: each HTTP request's own key picks its
     server (tools/tenancy.py); None for env (the one server answers everybody)."""
@@ -245,7 +256,7 @@ def _tenancy(
     )
 
 
-def _http_settings(opts: dict[str, Any], config: Config) -> HttpSettings:
+def _http_settings(opts: Options, config: Config) -> HttpSettings:
     """The Streamable HTTP transport's settings from the configuration and --stateless."""
     from .protocol.streamable_http.transport import HttpSettings
 
@@ -257,7 +268,7 @@ def _http_settings(opts: dict[str, Any], config: Config) -> HttpSettings:
 
 
 async def _transport(
-    opts: dict[str, Any], config: Config, server: McpServer, site_root: str | None = None
+    opts: Options, config: Config, server: McpServer, site_root: str | None = None
 ) -> int | None:
     """Serves until the end; the signal that ended an HTTP server (None for stdio)."""
     if opts["http"]:
@@ -276,47 +287,58 @@ async def _transport(
     return None
 
 
-def _serve_stdio_now(opts: dict[str, Any], config: Config) -> NoReturn:
+def _serve_stdio_now(opts: Options, config: Config) -> NoReturn:
     """stdio (plain or --demo): the handshake is answered before the heavy imports (fast_start/),
     which happen meanwhile in a background thread; then the full server takes over.
     Never returns."""
     from .config.parse import ConfigError
     from .fast_start.handshake import Handshake
-    from .fast_start.stdio import serve
 
     try:
         # None when handshake.json is stale: the full path serves
         handshake = Handshake.load(config)
     except ConfigError as error:
         _fail(str(error))
-    build: Callable[[], Any]
-    go_on: Callable[[Any, Any, Any], None]
     if opts["demo"]:
-        build = _demo_simulator
 
-        def go_on(sim: Any, reader: Any, session: Any) -> None:
+        def go_on_demo(sim: Simulator, reader: LineReader | None, session: Session | None) -> None:
             _run_demo_stdio(opts, config, sim, reader, session)
+
+        _stdio(handshake, config, _demo_simulator, go_on_demo)
     else:
 
         def build() -> McpServer:
             return build_server(config, _api(config))
 
-        def go_on(server: Any, reader: Any, session: Any) -> None:
+        def go_on(server: McpServer, reader: LineReader | None, session: Session | None) -> None:
             from .protocol.stdio import run_stdio
 
             run_stdio(server, reader, session)
 
-    if handshake is None:
-        go_on(build(), None, None)
-    else:
-        serve(handshake, _warming(build, config), go_on)
+        _stdio(handshake, config, build, go_on)
     raise AssertionError("unreachable: the stdio server exits the process")
 
 
-def _warming(build: Callable[[], Any], config: Config) -> Callable[[], Any]:
+def _stdio(
+    handshake: Handshake | None,
+    config: Config,
+    build: Callable[[], Built],
+    go_on: Callable[[Built, LineReader | None, Session | None], None],
+) -> None:
+    """The fast start of stdio (the handshake answered meanwhile), or, without ``handshake``,
+    ``build`` and ``go_on`` at once."""
+    if handshake is None:
+        go_on(build(), None, None)
+    else:
+        from .fast_start.stdio import serve
+
+        serve(handshake, _warming(build, config), go_on)
+
+
+def _warming(build: Callable[[], Built], config: Config) -> Callable[[], Built]:
     """``build``, followed by the imports the first tools/call needs (event loop, HTTP client)."""
 
-    def run() -> Any:
+    def run() -> Built:
         built = build()
         import anyio._backends._asyncio  # noqa: F401 -- imported now, off the first call's path
 
@@ -327,7 +349,7 @@ def _warming(build: Callable[[], Any], config: Config) -> Callable[[], Any]:
     return run
 
 
-def _serve_http_now(opts: dict[str, Any], config: Config) -> None:
+def _serve_http_now(opts: Options, config: Config) -> None:
     """--http (plain or --demo): the first initialize is answered before the heavy imports
     (fast_start/http.py), which happen meanwhile in a background thread; then the full server
     takes over the listening socket, the connections and the sessions. Never returns once the
@@ -340,55 +362,84 @@ def _serve_http_now(opts: dict[str, Any], config: Config) -> None:
     from .config.parse import ConfigError
     from .fast_start.http import FastHttp
 
+    bind = opts["http"]
+    assert bind is not None  # called for --http only
     try:
-        fast = FastHttp.prepare(opts["http"], config, opts["stateless"])
+        fast = FastHttp.prepare(bind, config, opts["stateless"])
     except ConfigError as error:
         _fail(str(error))
     if fast is None:
         return
-    build: Callable[[], Any]
     if opts["demo"]:
-        build = _demo_simulator
+
+        def go_on_demo(sim: Simulator, handover: HandOver) -> None:
+            _adopt(opts, config, handover, sim=sim)
+
+        fast.serve(_warming_http(_demo_simulator, config), go_on_demo, eager=knob != "hold")
     else:
 
         def build() -> McpServer:
             return build_server(config, _api(config))
 
+        def go_on(server: McpServer, handover: HandOver) -> None:
+            _adopt(opts, config, handover, server=server)
+
+        fast.serve(_warming_http(build, config), go_on, eager=knob != "hold")
+
+
+def _warming_http(build: Callable[[], Built], config: Config) -> Callable[[], Built]:
+    """``_warming``, and the Streamable HTTP transport's imports (h11, msgspec, the HTTP server)."""
     warm = _warming(build, config)
 
-    def warm_http() -> Any:
+    def run() -> Built:
         built = warm()
         from .protocol.streamable_http import transport  # noqa: F401 -- (h11, msgspec, the HTTP server)
 
         return built
 
-    def go_on(built: Any, handover: Any) -> None:
-        import anyio
+    return run
 
-        _stopped_by(_run_serving(anyio.run, _serve_adopted, opts, config, built, handover))
 
-    fast.serve(warm_http, go_on, eager=knob != "hold")
+def _adopt(
+    opts: Options,
+    config: Config,
+    handover: HandOver,
+    *,
+    server: McpServer | None = None,
+    sim: Simulator | None = None,
+) -> NoReturn:
+    import anyio
+
+    _stopped_by(
+        _run_serving(lambda: anyio.run(_serve_adopted, opts, config, handover, server, sim))
+    )
 
 
 async def _serve_adopted(
-    opts: dict[str, Any], config: Config, built: Any, handover: Any
+    opts: Options,
+    config: Config,
+    handover: HandOver,
+    server: McpServer | None,
+    sim: Simulator | None,
 ) -> int | None:
-    """The full path after the fast phase: ``built`` is the server, or (--demo) the simulator the
-    server is built over here."""
-    if not opts["demo"]:
-        return await _serve_handed_over(opts, config, built, handover)
-    async with _built_server(opts, config, built) as server:
+    """The full path after the fast phase: over ``server``, or (--demo) over a server built here
+    over ``sim``."""
+    if server is not None:
         return await _serve_handed_over(opts, config, server, handover)
+    async with _built_server(opts, config, sim) as built:
+        return await _serve_handed_over(opts, config, built, handover)
 
 
 async def _serve_handed_over(
-    opts: dict[str, Any], config: Config, server: McpServer, handover: Any
+    opts: Options, config: Config, server: McpServer, handover: HandOver
 ) -> int | None:
     from .protocol.streamable_http.serving import serve_http
 
+    bind = opts["http"]
+    assert bind is not None  # handed over by the --http fast start
     return await serve_http(
         server,
-        opts["http"],
+        bind,
         settings=_http_settings(opts, config),
         adopted=handover,
         tenant=server.tenant,
@@ -396,7 +447,11 @@ async def _serve_handed_over(
 
 
 def _run_demo_stdio(
-    opts: dict[str, Any], config: Config, sim: Simulator, reader: Any, session: Any
+    opts: Options,
+    config: Config,
+    sim: Simulator,
+    reader: LineReader | None,
+    session: Session | None,
 ) -> NoReturn:
     import anyio
 
@@ -411,14 +466,14 @@ def _run_demo_stdio(
     raise AssertionError("unreachable")
 
 
-async def _tools(opts: dict[str, Any], config: Config) -> None:
+async def _tools(opts: Options, config: Config) -> None:
     from .cli import show_tools
 
     async with _built_server(opts, config) as server:
         show_tools(server, opts["verbose"])
 
 
-def _tool_help(opts: dict[str, Any], config: Config) -> int:
+def _tool_help(opts: Options, config: Config) -> int:
     """hcmcp call TOOL --help: any tool of the catalog, loaded under this environment or not."""
     from .cli import USAGE, tool_help
     from .healthchecks.api import HealthchecksApi
@@ -435,7 +490,7 @@ def _tool_help(opts: dict[str, Any], config: Config) -> int:
     return 0
 
 
-async def _call(opts: dict[str, Any], config: Config) -> int:
+async def _call(opts: Options, config: Config) -> int:
     from .cli import call_once, decode_arguments
 
     arguments = decode_arguments(opts["arguments"])
@@ -443,11 +498,12 @@ async def _call(opts: dict[str, Any], config: Config) -> int:
         return await call_once(server, opts["tool"], arguments, api=api, yes=opts["yes"])
 
 
-def _signals() -> Any:
+def _signals() -> ModuleType:
     """The signal module's C half (signal itself imports enum: milliseconds of start-up)."""
     import _signal
 
-    return _signal
+    module: ModuleType = _signal
+    return module
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -465,8 +521,9 @@ def _main(argv: list[str]) -> None:
         from .cli import parse
 
         opts = parse(argv)  # help, -V and every error end here (exit 0 or 2)
-    if opts.get("http") is not None:
-        _check_bind(opts["http"])
+    bind = opts.get("http")
+    if bind is not None:
+        _check_bind(bind)
     if opts["command"] == "call" and opts["tool_help"]:
         raise SystemExit(_tool_help(opts, _config(opts["demo"])))
     config = _config(opts["demo"])
@@ -518,7 +575,7 @@ def _main(argv: list[str]) -> None:
         return
     if opts["command"] == "call":
         raise SystemExit(anyio.run(_call, opts, config))
-    _stopped_by(_run_serving(anyio.run, _serve, opts, config))
+    _stopped_by(_run_serving(lambda: anyio.run(_serve, opts, config)))
 
 
 def _stopped_by(signal_number: int | None) -> NoReturn:
@@ -531,7 +588,7 @@ def _stopped_by(signal_number: int | None) -> NoReturn:
     raise AssertionError("unreachable")
 
 
-def _operating(opts: dict[str, Any], config: Config) -> None:
+def _operating(opts: Options, config: Config) -> None:
     """HCMCP_LOG_FORMAT, HCMCP_LOG_LEVEL and HCMCP_METRICS (issue 25); with the defaults this
     imports nothing (the start-up path stays as it was)."""
     import hcmcp
@@ -550,13 +607,13 @@ def _operating(opts: dict[str, Any], config: Config) -> None:
         hcmcp.observing = True
 
 
-def _run_serving(run: Callable[..., Any], *args: Any) -> Any:
-    """run(*args), with a refusal to start as one line on stderr and exit 1, never a traceback:
+def _run_serving(run: Callable[[], int | None]) -> int | None:
+    """run(), with a refusal to start as one line on stderr and exit 1, never a traceback:
     a SystemExit or a failed bind, also when a task group (the --demo simulator's) wrapped it."""
     from .http.server.server import ListenFailed
 
     try:
-        return run(*args)
+        return run()
     except (SystemExit, ListenFailed, BaseExceptionGroup) as error:
         leaves = list(_leaves(error))
         if not all(isinstance(leaf, (SystemExit, ListenFailed)) for leaf in leaves):
@@ -572,6 +629,7 @@ def _run_serving(run: Callable[..., Any], *args: Any) -> Any:
         from .protocol.stdio import exit_now
 
         exit_now(1)
+        raise AssertionError("unreachable") from None
 
 
 def _leaves(error: BaseException) -> Iterator[BaseException]:

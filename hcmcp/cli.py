@@ -9,7 +9,7 @@ server, the API) is handed in by ``__main__``, which alone wires the layers toge
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, TypedDict, cast
 
 from . import __version__
 
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
     from .healthchecks.api import HealthchecksApi
     from .protocol.server import McpServer
-    from .protocol.tool import Tool
+    from .protocol.tool import AnyTool
 
 # -- exit codes (the help texts, README and tests name them) --------------------------------------
 OK = 0  # the tool did what was asked; a server ended normally (stdin closed, SIGTERM)
@@ -222,7 +222,22 @@ def _unknown_command(word: str) -> NoReturn:
     raise SystemExit(USAGE)
 
 
-def parse(argv: list[str]) -> dict[str, Any]:
+class Options(TypedDict, total=False):
+    """The command line, read (by ``parse``, or by ``__main__`` for the serving forms)."""
+
+    command: str  # "serve", "tools" or "call"
+    demo: bool
+    http: str | None  # serve: HOST:PORT, or None for stdio
+    stateless: bool  # serve
+    verbose: bool  # tools
+    tool: str  # call
+    arguments: str | None  # call: the JSON object, as given
+    yes: bool  # call: delete_check's consent given on the command line
+    tool_help: bool  # call TOOL --help
+    site_root: str  # set while serving --demo: where the simulated instance answers
+
+
+def parse(argv: list[str]) -> Options:
     """The command line as options: {"command", "demo", "http", "stateless", ...}. Prints help or
     the version and exits 0; exits 2 (usage) with argparse's message for anything else wrong.
     ``__main__`` reads the ordinary serving forms itself; this agrees with it on every one of
@@ -286,7 +301,7 @@ def usage_error(message: str) -> NoReturn:
 # -- hcmcp tools --------------------------------------------------------------------------------
 
 
-def _marks(tool: Tool) -> str:
+def _marks(tool: AnyTool) -> str:
     marks = ["essential"] if "essential" in tool.tags else []
     marks.append("read-only" if tool.annotations.read_only else "writes")
     return ", ".join(marks)
@@ -297,7 +312,7 @@ def show_tools(server: McpServer, verbose: bool) -> None:
     for tool in server.tools.values():
         out.append(f"{tool.name:20s} {tool.title}  [{_marks(tool)}]\n")
         if verbose:
-            schema = tool.descriptor()["inputSchema"]
+            schema = _input_schema(tool)
             lines = _argument_lines(schema, indent="    ") or ["    (no arguments)"]
             out.extend(line + "\n" for line in lines)
             out.append("\n")
@@ -390,10 +405,15 @@ def example_arguments(schema: dict[str, Any]) -> dict[str, Any]:
     return {name: _example_value(name, properties[name]) for name in names}
 
 
-def tool_help(tool: Tool) -> str:
+def _input_schema(tool: AnyTool) -> dict[str, Any]:
+    """The tool's inputSchema as published (a JSON object, read as the help texts need it)."""
+    return cast("dict[str, Any]", tool.descriptor()["inputSchema"])
+
+
+def tool_help(tool: AnyTool) -> str:
     import textwrap
 
-    schema = tool.descriptor()["inputSchema"]
+    schema = _input_schema(tool)
     example = _json(example_arguments(schema)).replace("'", "'\\''")
     arguments = _argument_lines(schema) or ["  (none: pass {} or nothing)"]
     where = (
@@ -491,10 +511,12 @@ async def call_once(
     # The terminal can always be reached; whether a dialog is shown follows from the capabilities.
     response = await server.handle(message, session, ask)
     if response is None or "error" in response:
-        error = (response or {}).get("error", {"message": "the call was cancelled"})
+        error = cast(
+            "dict[str, Any]", (response or {}).get("error", {"message": "the call was cancelled"})
+        )
         sys.stderr.write(f"hcmcp: {error.get('message')}\n")
         return USAGE
-    result = response["result"]
+    result = cast("dict[str, Any]", response["result"])
     sys.stdout.write(orjson.dumps(printed(result), option=orjson.OPT_INDENT_2).decode() + "\n")
     return exit_code(name, result)
 

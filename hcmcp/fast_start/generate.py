@@ -11,10 +11,10 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from .handshake import HandshakeData, ToolEntry
 
 
-def generate() -> dict[str, Any]:
+def generate() -> HandshakeData:
     import orjson
 
     from .. import sources
@@ -52,7 +52,7 @@ def generate() -> dict[str, Any]:
         shape = next((name for name, known in shapes.items() if known == texts), revision)
         shapes[shape] = texts
         tool_shapes[revision] = shape
-    entries = []
+    entries: list[ToolEntry] = []
     for index, tool in enumerate(tools):
         entries.append(
             {

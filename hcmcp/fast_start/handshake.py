@@ -20,12 +20,35 @@ from .. import sources
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
 if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
+    from collections.abc import Callable, Mapping
+    from typing import TypedDict
 
     from ..config.settings import Config
+    from ..json_types import JsonObject, JsonValue
 
-    Scanner = Callable[[str, int], tuple[Any, int]]
+    Scanner = Callable[[str, int], tuple[JsonValue, int]]
+
+    class ToolEntry(TypedDict):
+        """One tool in handshake.json (generate.py writes it)."""
+
+        name: str
+        tags: list[str]
+        writes: bool
+        descriptors: dict[str, str]  # tool shape -> the Tool object's JSON text
+
+    class HandshakeData(TypedDict):
+        """handshake.json (generate.py writes it; is_fresh tells whether it is current)."""
+
+        source: str
+        http_source: str
+        latest: str
+        initialize: dict[str, str]  # revision -> the InitializeResult's JSON text
+        ping: str
+        tool_shapes: dict[str, str]  # revision -> the shape of its Tool objects
+        tools: list[ToolEntry]
+        source_files: list[str]
+        http_source_files: list[str]
+
 
 DATA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "handshake.json")
 DATA_NAME = "fast_start/handshake.json"  # DATA_FILE relative to the package root (sources.py)
@@ -62,15 +85,14 @@ def scanner() -> Scanner:
     import _json
 
     # _json's stub names json.JSONDecoder as the context; any object with its attributes will do.
-    context: Any = _ScannerContext()
-    scan: Scanner = _json.make_scanner(context)
+    scan: Scanner = _json.make_scanner(_ScannerContext())  # type: ignore[arg-type]
     return scan
 
 
 _WHITESPACE = " \t\n\r"
 
 
-def parse(scan: Scanner, line: bytes, surrogates_allowed: bool = False) -> Any:
+def parse(scan: Scanner, line: bytes, surrogates_allowed: bool = False) -> JsonValue:
     """One JSON value from a whole line, or raises (anything: the caller hands the line over)."""
     if not surrogates_allowed and (b"\\ud" in line or b"\\uD" in line):
         raise _Unusual("surrogate escape")  # msgspec refuses lone surrogates; pairs are rare here
@@ -84,7 +106,7 @@ def parse(scan: Scanner, line: bytes, surrogates_allowed: bool = False) -> Any:
     return value
 
 
-def is_fresh(data: dict[str, Any], field: str) -> bool:
+def is_fresh(data: Mapping[str, object], field: str) -> bool:
     """The checksum in ``data[field]`` matches the files listed in ``data[field + "_files"]``."""
     names = data.get(field + "_files")
     if type(names) is not list or not all(type(name) is str for name in names):
@@ -115,7 +137,7 @@ class _Entry:
 
     __slots__ = ("name", "raw", "tags")
 
-    def __init__(self, raw: dict[str, Any]) -> None:
+    def __init__(self, raw: ToolEntry) -> None:
         self.name: str = raw["name"]
         self.tags: frozenset[str] = frozenset(raw["tags"])
         self.raw = raw
@@ -124,15 +146,14 @@ class _Entry:
 class Handshake:
     """The precomputed answers for one configuration (its tool selection)."""
 
-    def __init__(self, data: dict[str, Any], config: Config, scan: Scanner) -> None:
+    def __init__(self, data: HandshakeData, config: Config, scan: Scanner) -> None:
         from ..tools.selection import select
 
         self.scan = scan
-        # select() takes anything with name and tags (its annotation says Tool).
-        read: list[Any] = [_Entry(raw) for raw in data["tools"] if not raw["writes"]]
-        write: list[Any] = [_Entry(raw) for raw in data["tools"] if raw["writes"]]
-        # raises ConfigError as the full path; what comes back are the _Entry objects given
-        chosen: list[Any] = select(read, write, config)
+        # select() takes anything with name and tags (selection.Selectable).
+        read = [_Entry(raw) for raw in data["tools"] if not raw["writes"]]
+        write = [_Entry(raw) for raw in data["tools"] if raw["writes"]]
+        chosen = select(read, write, config)  # raises ConfigError as the full path
         self.data = data
         self.latest: str = data["latest"]
         self.initialize = {rev: text.encode() for rev, text in data["initialize"].items()}
@@ -143,8 +164,8 @@ class Handshake:
             self.tools_list[revision] = b'{"tools":[' + entries + b"]}"
         # What the session learnt, handed to the full path when it takes over.
         self.revision: str | None = None
-        self.client_capabilities: dict[str, Any] = {}
-        self.client_info: dict[str, Any] = {}
+        self.client_capabilities: JsonObject = {}
+        self.client_info: JsonObject = {}
         self.initialized = False
 
     @classmethod
@@ -158,7 +179,8 @@ class Handshake:
                 return None
         except Exception:  # noqa: BLE001 -- whatever is wrong with the file, the full path serves
             return None
-        return cls(data, config, scan)
+        # generate.py wrote it, and is_fresh vouches that it is what generate.py writes now
+        return cls(data, config, scan)  # type: ignore[arg-type]
 
     def http_fresh(self) -> bool:
         """The full path's HTTP sources are those the file was generated from (see http.py)."""

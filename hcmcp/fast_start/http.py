@@ -41,9 +41,12 @@ if TYPE_CHECKING:
     import select
     from _socket import socket
     from collections.abc import Callable
-    from typing import Any
+    from typing import TypeVar
 
     from ..config.settings import Config
+    from ..json_types import JsonObject
+
+    Built = TypeVar("Built")  # what the background thread builds (the server, or the simulator)
 
 WARM_UP_AFTER = 0.2  # seconds without a first initialize before the full server is built anyway
 _REQUEST_LINE = b"POST /mcp HTTP/1.1"
@@ -107,8 +110,8 @@ class FastSession:
         self,
         session_id: str,
         revision: str,
-        client_capabilities: dict[str, Any],
-        client_info: dict[str, Any],
+        client_capabilities: JsonObject,
+        client_info: JsonObject,
     ) -> None:
         self.id, self.revision = session_id, revision
         self.client_capabilities, self.client_info = client_capabilities, client_info
@@ -238,8 +241,8 @@ class FastHttp:
 
     def serve(
         self,
-        build: Callable[[], Any],
-        continue_with: Callable[[Any, HandOver], None],
+        build: Callable[[], Built],
+        continue_with: Callable[[Built, HandOver], None],
         eager: bool = True,
     ) -> None:
         """Answer what this module can until the full server is built (``build()`` in a thread)
@@ -252,7 +255,7 @@ class FastHttp:
         wakeup = wakeup_pipe()
         done_read, done_write = os.pipe()
 
-        def warm() -> Any:
+        def warm() -> Built:
             try:
                 return build()
             finally:

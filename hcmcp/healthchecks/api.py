@@ -15,11 +15,28 @@ import re
 import sys
 import time
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 import msgspec
 
+from .endpoints import (
+    CREATE_CHECK,
+    DELETE_CHECK,
+    GET_CHECK,
+    GET_PING_BODY,
+    GET_STATUS,
+    LIST_BADGES,
+    LIST_CHECKS,
+    LIST_FLIPS,
+    LIST_INTEGRATIONS,
+    LIST_PINGS,
+    NO_FIELDS,
+    PAUSE_CHECK,
+    RESUME_CHECK,
+    UPDATE_CHECK,
+    Endpoint,
+)
 from .errors import (
     ApiError,
     InvalidIdentifier,
@@ -51,11 +68,11 @@ from .models import (
 
 if TYPE_CHECKING:
     from ..http.client.client import HttpClient
+    from ..http.client.proxy import ProxyRoute
     from ..http.client.types import HttpResponse
+    from ..json_types import JsonObject, JsonValue
+    from .endpoints import Fields
     from .upstream_metrics import UpstreamMetrics
-
-PING_BODY_CEILING = 64 * 1024  # tools.md: ping bodies are truncated at 64 KB
-STATUS_CEILING = 4 * 1024  # tools.md: anything but "OK" is shown up to 4 kB
 
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _UNIQUE_KEY = re.compile(r"[0-9a-f]{40}")
@@ -88,7 +105,7 @@ class HealthchecksApi:
         api_version: int | None = None,
         timeout: float = 15.0,
         byte_ceiling: int = 5 * 1024 * 1024,
-        proxy: Any = None,
+        proxy: ProxyRoute | None = None,
         ca_file: str | None = None,
         insecure_tls: bool = False,
     ) -> None:
@@ -157,13 +174,10 @@ class HealthchecksApi:
         query = [("tag", tag) for tag in tags or ()]
         if slug:
             query.append(("slug", slug))
-        what = "the list of checks"
-        response = await self._send("GET", "checks/", query=query, what=what)
+        response = await self._send(LIST_CHECKS, query=query)
         listing = checks_from_json(response.body)  # one typed pass when the answer is as expected
         if listing is None:
-            listing = entries_of(
-                self._document(response, "checks/", what, expect_list="checks"), "checks", Check
-            )
+            listing = entries_of(self._document(response, LIST_CHECKS), "checks", Check)
         if self.api_version == 1:
             listing.items = [self._as_v3(check) for check in listing.items]
         self._learn_from_checks(listing.items)
@@ -171,17 +185,12 @@ class HealthchecksApi:
 
     async def get_check(self, ident: str) -> Check:
         ident = self._check_id(ident)
-        what = f"check {ident}"
-        response = await self._send(
-            "GET",
-            f"checks/{ident}",
-            what=what,
-            not_found=_not_found_check(ident),
-            forbidden=_other_project(ident),
-        )
+        response = await self._send(GET_CHECK, {"check": ident, "kind": _kind_of(ident)})
         check = check_from_json(response.body)  # one typed pass when the answer is as expected
         if check is None:
-            check = self._one_check(self._document(response, f"checks/{ident}", what), what)
+            check = self._one_check(
+                self._document(response, GET_CHECK, {"check": ident}), f"check {ident}"
+            )
         else:
             check = self._as_v3(check)
         self._learn_from_checks([check])
@@ -189,39 +198,12 @@ class HealthchecksApi:
 
     async def list_pings(self, uuid: str) -> Listing[Ping]:
         uuid = self._uuid(uuid)
-        document = await self._json(
-            "GET",
-            f"checks/{uuid}/pings/",
-            what=f"the pings of check {uuid}",
-            rw_only=True,
-            expect_list="pings",
-            not_found=f"There is no check {uuid} in this project (404).",
-            forbidden=_other_project(uuid),
-        )
+        document = await self._json(LIST_PINGS, {"check": uuid})
         return entries_of(document, "pings", Ping)
 
     async def get_ping_body(self, uuid: str, n: int) -> PingBody:
         uuid = self._uuid(uuid)
-        response = await self._send(
-            "GET",
-            f"checks/{uuid}/pings/{int(n)}/body",
-            what=f"the body of ping #{n} of check {uuid}",
-            rw_only=True,
-            byte_ceiling=PING_BODY_CEILING,
-            truncate_at_ceiling=True,
-            not_found=(
-                f"Healthchecks has no body for ping #{n} of check {uuid} (404). That answer means "
-                f"one of four things: there is no such check, the check has no ping #{n}, that "
-                "ping carried no body, or the ping is older than the instance keeps (its ping log "
-                "limit: 100 on a free plan, 1000 on a paid one)."
-            ),
-            not_found_advice="Call list_pings to see which pings exist and which have a body_url.",
-            forbidden=_other_project(uuid),
-            unavailable_advice=(
-                "A 503 here means the instance's object storage for ping bodies is briefly "
-                "unavailable; retrying in a minute is worth it."
-            ),
-        )
+        response = await self._send(GET_PING_BODY, {"check": uuid, "n": int(n)})
         return PingBody(response.body, bool(response.truncated))
 
     async def list_flips(
@@ -238,47 +220,21 @@ class HealthchecksApi:
             if value is not None
         ]
         document = await self._json(
-            "GET",
-            f"checks/{ident}/flips/",
-            query=query,
-            what=f"the flips of check {ident}",
-            expect_list="flips",
-            not_found=_not_found_check(ident),
-            forbidden=_other_project(ident),
-            bad_request=(
-                "The instance refused the seconds/start/end parameters (400). seconds must be an "
-                "integer 0…31536000, start and end integers 0…10000000000."
-            ),
+            LIST_FLIPS, {"check": ident, "kind": _kind_of(ident)}, query=query
         )
         return entries_of(document, "flips", Flip)
 
     async def list_integrations(self) -> Listing[Integration]:
-        document = await self._json(
-            "GET",
-            "channels/",
-            what="the project's integrations",
-            rw_only=True,
-            expect_list="channels",
-        )
+        document = await self._json(LIST_INTEGRATIONS)
         return entries_of(document, "channels", Integration)
 
     async def list_badges(self) -> Listing[Badge]:
-        document = await self._json(
-            "GET", "badges/", what="the project's badges", expect_object="badges"
-        )
+        document = await self._json(LIST_BADGES)
         return badges_of(document)
 
     async def get_status(self) -> StatusAnswer:
         """status/ needs no key, so none is sent: an SSO portal answering there must not see it."""
-        response = await self._send(
-            "GET",
-            "status/",
-            what="the status endpoint",
-            needs_key=False,
-            byte_ceiling=STATUS_CEILING,
-            truncate_at_ceiling=True,
-            raise_for_status=False,
-        )
+        response = await self._send(GET_STATUS)
         return StatusAnswer(
             response.status,
             response.body.decode("utf-8", "replace"),
@@ -321,72 +277,35 @@ class HealthchecksApi:
 
     # -- write endpoints --------------------------------------------------------------------
 
-    async def create_check(self, fields: dict[str, Any]) -> tuple[Check, bool]:
+    async def create_check(self, fields: JsonObject) -> tuple[Check, bool]:
         """(the check, created?) — created is False when ``unique`` matched an existing check
         (200)."""
-        response = await self._send(
-            "POST",
-            "checks/",
-            what="a new check",
-            rw_only=True,
-            body=msgspec.json.encode(fields),
-            forbidden=(
-                "Healthchecks refused to create the check (403): the account has no checks left "
-                "(its plan's check limit is reached)."
-            ),
-            forbidden_advice="Delete checks you no longer need, or raise the plan's limit.",
-        )
+        response = await self._send(CREATE_CHECK, body=msgspec.json.encode(fields))
         check = self._one_check(self._decode(response, "the new check"), "the new check")
         return check, response.status == 201
 
-    async def update_check(self, uuid: str, fields: dict[str, Any]) -> Check:
+    async def update_check(self, uuid: str, fields: JsonObject) -> Check:
         uuid = self._uuid(uuid)
-        response = await self._send(
-            "POST",
-            f"checks/{uuid}",
-            what=f"check {uuid}",
-            rw_only=True,
-            body=msgspec.json.encode(fields),
-            not_found=f"There is no check {uuid} in this project (404); it may have been deleted.",
-            forbidden=_other_project(uuid),
-        )
+        response = await self._send(UPDATE_CHECK, {"check": uuid}, body=msgspec.json.encode(fields))
         return self._one_check(self._decode(response, f"check {uuid}"), f"check {uuid}")
 
     async def pause_check(self, uuid: str) -> Check:
-        return await self._state_change(uuid, "pause")
+        return await self._state_change(PAUSE_CHECK, uuid)
 
     async def resume_check(self, uuid: str) -> Check:
-        return await self._state_change(uuid, "resume")
+        return await self._state_change(RESUME_CHECK, uuid)
 
     async def delete_check(self, uuid: str) -> Check:
         """The deleted check as it was just before (its channels are always "" by then)."""
         uuid = self._uuid(uuid)
-        response = await self._send(
-            "DELETE",
-            f"checks/{uuid}",
-            what=f"check {uuid}",
-            rw_only=True,
-            not_found=f"There is no check {uuid} in this project (404): it does "
-            f"not exist or was already deleted.",
-            forbidden=_other_project(uuid),
-        )
+        response = await self._send(DELETE_CHECK, {"check": uuid})
         return self._one_check(
             self._decode(response, f"deleted check {uuid}"), f"deleted check {uuid}"
         )
 
-    async def _state_change(self, uuid: str, action: str) -> Check:
+    async def _state_change(self, endpoint: Endpoint, uuid: str) -> Check:
         uuid = self._uuid(uuid)
-        response = await self._send(
-            "POST",
-            f"checks/{uuid}/{action}",
-            what=f"check {uuid}",
-            rw_only=True,
-            body=b"",
-            not_found=f"There is no check {uuid} in this project (404).",
-            forbidden=_other_project(uuid),
-            conflict=f"Check {uuid} was not paused, so there was nothing to resume (409).",
-            conflict_advice="get_check shows its status; only a paused check can be resumed.",
-        )
+        response = await self._send(endpoint, {"check": uuid}, body=b"")
         return self._one_check(self._decode(response, f"check {uuid}"), f"check {uuid}")
 
     # -- plumbing ---------------------------------------------------------------------------
@@ -455,42 +374,37 @@ class HealthchecksApi:
 
     async def _json(
         self,
-        method: str,
-        rel: str,
+        endpoint: Endpoint,
+        fields: Fields = NO_FIELDS,
         *,
-        expect_list: str | None = None,
-        expect_object: str | None = None,
-        **options: Any,
-    ) -> Any:
-        response = await self._send(method, rel, **options)
-        return self._document(response, rel, options["what"], expect_list, expect_object)
+        query: list[tuple[str, str]] | None = None,
+    ) -> JsonValue:
+        response = await self._send(endpoint, fields, query=query)
+        return self._document(response, endpoint, fields)
 
     def _document(
-        self,
-        response: HttpResponse,
-        rel: str,
-        what: str,
-        expect_list: str | None = None,
-        expect_object: str | None = None,
-    ) -> Any:
-        """The answer's JSON, with the list or object under ``expect_list``/``expect_object``."""
-        document = self._decode(response, what)
-        key = expect_list or expect_object
+        self, response: HttpResponse, endpoint: Endpoint, fields: Fields = NO_FIELDS
+    ) -> JsonValue:
+        """The answer's JSON, with the list or object the endpoint expects (``expect_list`` or
+        ``expect_object``) checked to be there."""
+        document = self._decode(response, endpoint.what.format_map(fields))
+        key = endpoint.expect_list or endpoint.expect_object
         if key is not None:
             inner = document.get(key) if isinstance(document, dict) else None
-            wanted = list if expect_list else dict
+            wanted = list if endpoint.expect_list else dict
             if not isinstance(inner, wanted):
                 raise NotJson(
                     response.status,
-                    f"The instance answered {rel} with JSON that is not the "
-                    f'expected {{"{key}": …}} document.',
+                    f"The instance answered {endpoint.path.format_map(fields)} with JSON that is "
+                    f'not the expected {{"{key}": …}} document.',
                     advice=self._not_healthchecks_advice(),
                 )
         return document
 
-    def _decode(self, response: HttpResponse, what: str) -> Any:
+    def _decode(self, response: HttpResponse, what: str) -> JsonValue:
         try:
-            return msgspec.json.decode(response.body)
+            document: JsonValue = msgspec.json.decode(response.body)
+            return document
         except msgspec.DecodeError:
             media = response.media_type or "no content type"
             raise NotJson(
@@ -500,7 +414,7 @@ class HealthchecksApi:
                 advice=self._not_healthchecks_advice(),
             ) from None
 
-    def _one_check(self, document: Any, what: str) -> Check:
+    def _one_check(self, document: JsonValue, what: str) -> Check:
         try:
             check = check_of(document)
         except msgspec.ValidationError as error:
@@ -528,44 +442,26 @@ class HealthchecksApi:
 
     async def _send(
         self,
-        method: str,
-        rel: str,
+        endpoint: Endpoint,
+        fields: Fields = NO_FIELDS,
         *,
-        what: str,
         query: list[tuple[str, str]] | None = None,
         body: bytes | None = None,
-        needs_key: bool = True,
-        rw_only: bool = False,
-        byte_ceiling: int | None = None,
-        truncate_at_ceiling: bool = False,
-        raise_for_status: bool = True,
-        not_found: str | None = None,
-        not_found_advice: str = "",
-        forbidden: str | None = None,
-        forbidden_advice: str = "",
-        conflict: str | None = None,
-        conflict_advice: str = "",
-        bad_request: str | None = None,
-        unavailable_advice: str = "",
     ) -> HttpResponse:
-        if needs_key and self._key is None:
+        """One call of ``endpoint`` (its path and texts filled with ``fields``); a 2xx answer
+        comes back, any other is judged (judging.py) by the endpoint's table."""
+        if endpoint.needs_key and self._key is None:
             raise MissingApiKey(
                 None,
                 "No Healthchecks API key is configured, so nothing was sent.",
                 advice=KEY_SETUP,
             )
 
+        rel = endpoint.path.format_map(fields)
+        what = endpoint.what.format_map(fields)
+
         def exchange() -> Awaitable[HttpResponse]:
-            return self._exchange(
-                method,
-                rel,
-                what,
-                query=query or [],
-                body=body,
-                needs_key=needs_key,
-                byte_ceiling=byte_ceiling,
-                truncate_at_ceiling=truncate_at_ceiling,
-            )
+            return self._exchange(endpoint, rel, what, query=query or [], body=body)
 
         response = await exchange()
         if self.api_version is None:
@@ -573,24 +469,10 @@ class HealthchecksApi:
 
             response = await settle(self, response, exchange)
         if 200 <= response.status < 300:  # the answer asked for: nothing to judge
-            if rw_only:
+            if endpoint.read_write:
                 self._key_read_write = True
             return response
-        return await self._judge.judge(
-            response,
-            method,
-            what,
-            raise_for_status=raise_for_status,
-            rw_only=rw_only,
-            not_found=not_found,
-            not_found_advice=not_found_advice,
-            forbidden=forbidden,
-            forbidden_advice=forbidden_advice,
-            conflict=conflict,
-            conflict_advice=conflict_advice,
-            bad_request=bad_request,
-            unavailable_advice=unavailable_advice,
-        )
+        return await self._judge.judge(response, endpoint, what, fields)
 
     async def _key_is_read_only(self) -> bool:
         """After a RW-only endpoint said "wrong api key": is the key valid all the same? A key
@@ -598,7 +480,7 @@ class HealthchecksApi:
         if self._key_read_write is not None:
             return not self._key_read_write
         try:
-            await self._send("GET", "checks/", what="the list of checks")
+            await self._send(LIST_CHECKS)
         except ApiError:
             return False
         self._key_read_write = False
@@ -606,20 +488,19 @@ class HealthchecksApi:
 
     async def _exchange(
         self,
-        method: str,
+        endpoint: Endpoint,
         rel: str,
         what: str,
         *,
         query: list[tuple[str, str]],
         body: bytes | None,
-        needs_key: bool = True,
-        byte_ceiling: int | None = None,
-        truncate_at_ceiling: bool = False,
         version: int | None = None,
     ) -> HttpResponse:
-        """One request at API ``version`` (default: the known one, else 3); transport failures
-        typed."""
+        """One request of ``endpoint`` (at ``rel``, its path filled in) at API ``version`` (default:
+        the known one, else 3); transport failures typed."""
         from ..http.client.types import BodyTooLarge, ConnectFailed, HttpError, Timeout
+
+        method, needs_key = endpoint.method, endpoint.needs_key
 
         headers = [("accept", "application/json")]
         if needs_key and self._key is not None:  # _send refuses a request that needs a missing key
@@ -643,8 +524,8 @@ class HealthchecksApi:
                 query=query,
                 headers=headers,
                 body=body,
-                byte_ceiling=byte_ceiling,
-                truncate_at_ceiling=truncate_at_ceiling,
+                byte_ceiling=endpoint.ceiling,
+                truncate_at_ceiling=endpoint.ceiling is not None,
             )
             status = response.status
             if scope is not None:
@@ -694,13 +575,6 @@ def _quote(value: str) -> str:
     return repr(shown)
 
 
-def _not_found_check(ident: str) -> str:
-    kind = "unique_key" if len(ident) == 40 else "UUID"
-    return f"There is no check with the {kind} {ident} in this project (404)."
-
-
-def _other_project(ident: str) -> str:
-    return (
-        f"Check {ident} exists but belongs to another project (403); this API key reaches only its "
-        "own project's checks."
-    )
+def _kind_of(ident: str) -> str:
+    """What a normalised check identifier is, in texts: a 40-character unique_key or a UUID."""
+    return "unique_key" if len(ident) == 40 else "UUID"

@@ -5,8 +5,6 @@ Re-exported by ``api``; each carries ``kind`` and ``retryable`` for the tool lay
 
 from __future__ import annotations
 
-from typing import Any
-
 
 class ApiError(Exception):
     """A request that did not give the answer asked for.
@@ -45,9 +43,15 @@ class Unauthorized(ApiError):
     kind = "unauthorized"
 
     def __init__(
-        self, status: int | None, message: str, *, read_only_key: bool = False, **kw: Any
+        self,
+        status: int | None,
+        message: str,
+        *,
+        read_only_key: bool = False,
+        advice: str = "",
+        upstream: str | None = None,
     ) -> None:
-        super().__init__(status, message, **kw)
+        super().__init__(status, message, advice=advice, upstream=upstream)
         self.read_only_key = read_only_key
 
 
@@ -80,9 +84,15 @@ class Redirected(ApiError):
     kind = "redirected"
 
     def __init__(
-        self, status: int | None, message: str, *, location: str | None = None, **kw: Any
+        self,
+        status: int | None,
+        message: str,
+        *,
+        location: str | None = None,
+        advice: str = "",
+        upstream: str | None = None,
     ) -> None:
-        super().__init__(status, message, **kw)
+        super().__init__(status, message, advice=advice, upstream=upstream)
         self.location = location
 
 

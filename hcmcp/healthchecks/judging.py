@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from .endpoints import Said
 from .errors import (
+    ApiError,
     BadRequest,
     Conflict,
     Forbidden,
@@ -30,6 +32,7 @@ from .errors import (
 
 if TYPE_CHECKING:
     from ..http.client.types import HttpResponse
+    from .endpoints import Endpoint, Fields
 
 UPSTREAM_TEXT_LIMIT = 2000  # security.md: upstream error bodies cut to 2000 characters
 
@@ -39,6 +42,22 @@ KEY_SETUP = (
     "lists and inspects checks and cannot change anything. Pings, ping bodies, integrations and "
     "every change need a read-write key."
 )
+
+
+# The refusals an endpoint may word for itself: the typed error, and the general sentence
+# (``{what}`` filled in) and advice used where the endpoint's table (endpoints.py) says nothing.
+_REFUSED: dict[int, tuple[type[ApiError], Said]] = {
+    400: (
+        BadRequest,
+        Said(
+            "Healthchecks refused the request for {what} (400).",
+            "Correct the value the instance names and call again.",
+        ),
+    ),
+    403: (Forbidden, Said("Healthchecks refused access to {what} (403).")),
+    404: (NotFound, Said("Healthchecks has no {what} (404).")),
+    409: (Conflict, Said("Healthchecks refused the change to {what} (409).")),
+}
 
 
 class Judge:
@@ -54,25 +73,12 @@ class Judge:
         self._key_is_read_only = key_is_read_only
 
     async def judge(
-        self,
-        response: HttpResponse,
-        method: str,
-        what: str,
-        *,
-        raise_for_status: bool,
-        rw_only: bool,
-        not_found: str | None,
-        not_found_advice: str,
-        forbidden: str | None,
-        forbidden_advice: str,
-        conflict: str | None,
-        conflict_advice: str,
-        bad_request: str | None,
-        unavailable_advice: str,
+        self, response: HttpResponse, endpoint: Endpoint, what: str, fields: Fields
     ) -> HttpResponse:
         """A response that is not a 2xx (the API's _send hands over those): the typed error its
-        status means, or the
-        response itself when ``raise_for_status`` is off (a redirect is an error all the same)."""
+        status means at ``endpoint`` (its own words first, then the general ones), or the response
+        itself when the endpoint is not judged (a redirect is an error all the same). ``what``
+        and ``fields`` fill the texts' templates."""
         status = response.status
         if 300 <= status < 400:
             location = self.scrub(response.header("location") or "")[:300]
@@ -86,43 +92,27 @@ class Judge:
                 "https, a path the site redirects, or a site root that is not the "
                 "Healthchecks one; it must be the site root, without /api/v3/.",
             )
-        if not raise_for_status:
+        if not endpoint.judged:
             return response
         upstream = self._upstream_text(response)
         if status == 401:
-            raise await self._unauthorized(response, upstream, what, rw_only)
-        if status == 403:
-            raise Forbidden(
+            raise await self._unauthorized(response, upstream, what, endpoint.read_write)
+        own = endpoint.said(status)
+        general = _REFUSED.get(status)
+        if general is not None:
+            error, said = general
+            message = own.message if own is not None and own.message else said.message
+            advice = own.advice if own is not None and own.advice else said.advice
+            raise error(
                 status,
-                forbidden or f"Healthchecks refused access to {what} (403).",
-                advice=forbidden_advice,
-                upstream=upstream,
-            )
-        if status == 404:
-            raise NotFound(
-                status,
-                not_found or f"Healthchecks has no {what} (404).",
-                advice=not_found_advice,
-                upstream=upstream,
-            )
-        if status == 409:
-            raise Conflict(
-                status,
-                conflict or f"Healthchecks refused the change to {what} (409).",
-                advice=conflict_advice,
-                upstream=upstream,
-            )
-        if status == 400:
-            raise BadRequest(
-                status,
-                bad_request or f"Healthchecks refused the request for {what} (400).",
-                advice="Correct the value the instance names and call again.",
+                message.format_map({**fields, "what": what}),
+                advice=advice,
                 upstream=upstream,
             )
         if status == 405:
             raise MethodNotAllowed(
                 status,
-                f"Healthchecks does not allow {method} for {what} (405).",
+                f"Healthchecks does not allow {endpoint.method} for {what} (405).",
                 advice=f"HEALTHCHECKS_URL ({self.site_root}) may point at the wrong site, "
                 "or the instance is older than API v3.",
                 upstream=upstream,
@@ -138,7 +128,7 @@ class Judge:
             raise Unavailable(
                 status,
                 f"The instance {reason} ({status}) while serving {what}.",
-                advice=unavailable_advice or f"This is worth retrying{wait}.",
+                advice=(own.advice if own is not None else "") or f"This is worth retrying{wait}.",
                 upstream=upstream,
             )
         raise UnexpectedStatus(

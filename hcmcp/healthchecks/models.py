@@ -10,10 +10,14 @@ Listings keep the entries that are objects of the expected shape and *count* the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 import msgspec
 from msgspec import UNSET, UnsetType
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
+if TYPE_CHECKING:
+    from ..json_types import JsonValue
 
 
 class Check(msgspec.Struct, kw_only=True):
@@ -179,11 +183,12 @@ def check_from_json(body: bytes | bytearray) -> Check | None:
     return check if check.identifier else None
 
 
-def entries_of(document: Any, key: str, entry_type: type[T]) -> Listing[T]:
-    """``document[key]`` as a Listing: objects of the right shape kept, the rest counted."""
+def entries_of(document: JsonValue, key: str, entry_type: type[T]) -> Listing[T]:
+    """``document[key]`` (a list: the API checked it) as a Listing: objects of the right shape
+    kept, the rest counted."""
     items: list[T] = []
     malformed = 0
-    for entry in document[key]:
+    for entry in cast("dict[str, list[JsonValue]]", document)[key]:
         if not isinstance(entry, dict):
             malformed += 1
             continue
@@ -199,10 +204,11 @@ def entries_of(document: Any, key: str, entry_type: type[T]) -> Listing[T]:
     return Listing(items, malformed)
 
 
-def badges_of(document: Any) -> Listing[Badge]:
+def badges_of(document: JsonValue) -> Listing[Badge]:
+    """``document["badges"]`` (an object: the API checked it) as a Listing."""
     items: list[Badge] = []
     malformed = 0
-    for tag, entry in document["badges"].items():
+    for tag, entry in cast("dict[str, dict[str, JsonValue]]", document)["badges"].items():
         if not isinstance(entry, dict):
             malformed += 1
             continue
@@ -213,7 +219,7 @@ def badges_of(document: Any) -> Listing[Badge]:
     return Listing(items, malformed)
 
 
-def check_of(document: Any) -> Check:
+def check_of(document: JsonValue) -> Check:
     """One check object; raises msgspec.ValidationError when it is not one."""
     if not isinstance(document, dict):
         raise msgspec.ValidationError(f"expected a JSON object, got {type(document).__name__}")

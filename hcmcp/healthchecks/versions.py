@@ -26,16 +26,17 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from .endpoints import CHECKS_PROBE, STATUS_PROBE
 from .errors import ApiError, NotFound
 
 if TYPE_CHECKING:
     from ..http.client.types import HttpResponse
     from .api import HealthchecksApi
+    from .endpoints import Endpoint
     from .models import Check
 
 VERSIONS = (3, 2, 1)
 PROVES_ROUTES = frozenset({400, 401, 403, 405, 409})  # answers only an API view gives
-STATUS_PROBE_CEILING = 4 * 1024
 
 
 async def settle(
@@ -69,7 +70,7 @@ async def detect(api: HealthchecksApi) -> int | None:
     (``api.no_api_found`` then says whether every probe answered 404)."""
     api.no_api_found = False
     for version in VERSIONS:
-        status = await _probe(api, "status/", version, needs_key=False)
+        status = await _probe(api, STATUS_PROBE, version)
         if status == 200:
             return version
         if status != 404:
@@ -80,7 +81,7 @@ async def detect(api: HealthchecksApi) -> int | None:
     # status/ is missing in every version: an instance older than status/ (2021). checks/ exists in
     # all.
     for version in VERSIONS:
-        status = await _probe(api, "checks/", version, needs_key=True)
+        status = await _probe(api, CHECKS_PROBE, version)
         if status != 404:
             return (
                 version
@@ -91,17 +92,14 @@ async def detect(api: HealthchecksApi) -> int | None:
     return None
 
 
-async def _probe(api: HealthchecksApi, rel: str, version: int, *, needs_key: bool) -> int | None:
+async def _probe(api: HealthchecksApi, probe: Endpoint, version: int) -> int | None:
     try:
         response = await api._exchange(
-            "GET",
-            rel,
-            f"the {rel} endpoint at API v{version}",
+            probe,
+            probe.path,
+            probe.what.format(version=version),
             query=[],
             body=None,
-            needs_key=needs_key,
-            byte_ceiling=STATUS_PROBE_CEILING,
-            truncate_at_ceiling=True,
             version=version,
         )
     except ApiError:

@@ -11,7 +11,13 @@ through as it is.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import cast
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
+if TYPE_CHECKING:
+    from ..json_types import JsonObject, JsonValue
+
 
 _TYPES = {
     "str": "a string",
@@ -35,9 +41,13 @@ def field_of(error: str) -> str | None:
     return None
 
 
-def explain(tool_name: str, schema: dict[str, Any], error: str) -> str:
+# A JSON schema (one generated from a Struct by tool.flat_schema: its shape is known).
+Schema = Mapping[str, "JsonValue"]
+
+
+def explain(tool_name: str, schema: JsonObject, error: str) -> str:
     """The sentence for ``error`` (msgspec's text) against ``schema`` (the flat inputSchema)."""
-    props: dict[str, Any] = schema.get("properties", {})
+    props = cast("dict[str, Schema]", schema.get("properties", {}))
     head = f"Invalid arguments for {tool_name}:"
     name = field_of(error)
     problem, _, at = error.partition(" - at `")
@@ -55,7 +65,7 @@ def explain(tool_name: str, schema: dict[str, Any], error: str) -> str:
     where, item = f"'{name}'", prop
     index = at.rstrip("`").partition("[")[2].partition("]")[0]
     if index.isdigit() and isinstance(prop.get("items"), dict):
-        where, item = f"item {int(index)} of '{name}'", prop["items"]
+        where, item = f"item {int(index)} of '{name}'", cast("Schema", prop["items"])
     if "missing required field `" in problem:
         what = f"{where} is required"
     else:
@@ -65,7 +75,7 @@ def explain(tool_name: str, schema: dict[str, Any], error: str) -> str:
     return f"{head} {what}; '{name}' takes {takes}." + (f" {description}" if description else "")
 
 
-def _wrong(problem: str, prop: dict[str, Any]) -> str:
+def _wrong(problem: str, prop: Schema) -> str:
     """What is wrong with the value, from msgspec's text (which never quotes a string value)."""
     if problem.startswith("Invalid enum value "):
         return f"is {problem.removeprefix('Invalid enum value ')[:60]}, which is not a choice"
@@ -90,12 +100,12 @@ def _wrong(problem: str, prop: dict[str, Any]) -> str:
     return "is not valid"
 
 
-def _takes(prop: dict[str, Any]) -> str:
+def _takes(prop: Schema) -> str:
     """What a property takes, in words: "an integer from 1 to 500", "one of 'up', 'down'"."""
     if "enum" in prop:
-        return "one of " + ", ".join(repr(value) for value in prop["enum"])
+        return "one of " + ", ".join(repr(value) for value in cast("list[JsonValue]", prop["enum"]))
     if "anyOf" in prop:
-        return " or ".join(_takes(option) for option in prop["anyOf"])
+        return " or ".join(_takes(option) for option in cast("list[Schema]", prop["anyOf"]))
     kind = prop.get("type")
     if kind == "string":
         low, high = prop.get("minLength"), prop.get("maxLength")

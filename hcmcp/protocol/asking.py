@@ -9,12 +9,13 @@ answer, and this same call then returns it. The tool never knows which happened.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from .jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 from .seal import SealBroken
 
 if TYPE_CHECKING:
+    from ..json_types import JsonObject, JsonValue
     from .server import RequestContext
 
 # Why a question cannot be asked on this request (RequestContext.why_no_dialog).
@@ -63,7 +64,7 @@ class Answer:
     when ``action`` is error."""
 
     action: str
-    content: dict[str, Any] | None = None
+    content: JsonObject | None = None
     detail: str = ""
     code: int | None = None
 
@@ -75,13 +76,13 @@ class ClientGone(Exception):
 class InputRequired(Exception):
     """Raised inside a 2026 tools/call: the server turns it into an ``input_required`` result."""
 
-    def __init__(self, input_requests: dict[str, Any], request_state: str) -> None:
+    def __init__(self, input_requests: JsonObject, request_state: str) -> None:
         super().__init__("input required")
         self.input_requests = input_requests
         self.request_state = request_state
 
 
-def read_answer(raw: Any) -> Answer:
+def read_answer(raw: JsonValue) -> Answer:
     """An ElicitResult object -> Answer (anything else is ``malformed``)."""
     if not isinstance(raw, dict) or raw.get("action") not in ("accept", "decline", "cancel"):
         return Answer(
@@ -101,7 +102,7 @@ async def elicit(
     *,
     key: str,
     message: str,
-    requested_schema: dict[str, Any],
+    requested_schema: JsonObject,
     fingerprint: str,
     bad_state: str = "ask_again",
 ) -> Answer:
@@ -115,14 +116,14 @@ async def elicit(
         raise RuntimeError(
             "elicit() called on a request that cannot show a dialog; check ctx.why_no_dialog first"
         )
-    params = {"mode": "form", "message": message, "requestedSchema": requested_schema}
+    params: JsonObject = {"mode": "form", "message": message, "requestedSchema": requested_schema}
     if ctx.modern:
         return _modern_answer(ctx, key, params, fingerprint, bad_state)
     return await _legacy_answer(ctx, params)
 
 
 def _modern_answer(
-    ctx: RequestContext, key: str, params: dict[str, Any], fingerprint: str, bad_state: str
+    ctx: RequestContext, key: str, params: JsonObject, fingerprint: str, bad_state: str
 ) -> Answer:
     seal = ctx.server.seal
     tool = ctx.tool_name or ctx.method
@@ -130,7 +131,7 @@ def _modern_answer(
     if state is None:
         if bad_state == "ask_again" and key in (ctx.input_responses or {}):
             # An answer without the state it answers: not an approval, and the person is told why.
-            params = dict(params, message=MISSING_STATE_NOTE + params["message"])
+            params = dict(params, message=MISSING_STATE_NOTE + cast(str, params["message"]))
         raise InputRequired(
             {key: {"method": "elicitation/create", "params": params}}, seal.seal(tool, fingerprint)
         )
@@ -152,7 +153,7 @@ def _modern_answer(
             note = EXPIRED_NOTE.format(minutes=seal.lifetime / 60)
         else:
             note = STALE_NOTE
-        fresh = dict(params, message=note + params["message"])
+        fresh = dict(params, message=note + cast(str, params["message"]))
         raise InputRequired(
             {key: {"method": "elicitation/create", "params": fresh}}, seal.seal(tool, fingerprint)
         ) from None
@@ -168,7 +169,7 @@ def _modern_answer(
     return answer
 
 
-async def _legacy_answer(ctx: RequestContext, params: dict[str, Any]) -> Answer:
+async def _legacy_answer(ctx: RequestContext, params: JsonObject) -> Answer:
     import anyio
 
     try:

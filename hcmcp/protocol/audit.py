@@ -16,9 +16,11 @@ characters), and the ``tenant`` fingerprint where there is one. No key, token or
 
 from __future__ import annotations
 
-from typing import Any
-
 from . import revisions
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
+if TYPE_CHECKING:
+    from ..json_types import JsonObject, JsonValue
 
 APPROVALS = frozenset({"dialog", "input_required", "token", "terminal"})
 _MAX_CLIENT = 100
@@ -30,11 +32,9 @@ def _cut(value: object) -> str | None:
     return value if len(value) <= _MAX_CLIENT else value[:_MAX_CLIENT] + "…"
 
 
-def client_of(
-    params: dict[str, Any], session_info: dict[str, Any]
-) -> tuple[str | None, str | None]:
+def client_of(params: JsonObject, session_info: JsonObject) -> tuple[str | None, str | None]:
     """(name, version) the client declared: initialize's clientInfo, or 2026's _meta clientInfo."""
-    info: Any = session_info
+    info: JsonValue = session_info
     meta = params.get("_meta")
     if isinstance(meta, dict) and isinstance(meta.get(revisions.META_CLIENT_INFO), dict):
         info = meta[revisions.META_CLIENT_INFO]

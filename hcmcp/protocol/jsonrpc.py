@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 import orjson
 
@@ -19,20 +17,32 @@ UNSUPPORTED_PROTOCOL_VERSION = -32022
 
 Id = int | str
 
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
+if TYPE_CHECKING:
+    from ..json_types import JsonObject, JsonValue
+
+    # The fields as ``decode`` leaves them (it refuses every other id and method).
+    _Field = JsonValue | msgspec.UnsetType
+    _IdField = Id | msgspec.UnsetType
+    _MethodField = str | msgspec.UnsetType
+else:  # what msgspec decodes: any JSON value, unchecked (decode checks afterwards)
+    _Field = _IdField = _MethodField = object
+
 
 class Message(msgspec.Struct, omit_defaults=True):
     """Any JSON-RPC message; which kind it is follows from the fields present.
 
-    Every field is decoded as ``Any`` and checked by ``decode`` afterwards: a typed decode would
-    fail the whole message on one wrong field, and with it the id the error must carry.
+    Every field is decoded unchecked (as any JSON value) and checked by ``decode`` afterwards: a
+    typed decode would fail the whole message on one wrong field, and with it the id the error
+    must carry.
     """
 
-    jsonrpc: Any = msgspec.UNSET
-    id: Any = msgspec.UNSET  # after decode: UNSET, an int within 64 bits, or a str
-    method: Any = msgspec.UNSET  # after decode: UNSET or a str
-    params: Any = msgspec.UNSET
-    result: Any = msgspec.UNSET
-    error: Any = msgspec.UNSET
+    jsonrpc: _Field = msgspec.UNSET
+    id: _IdField = msgspec.UNSET  # after decode: UNSET, an int within 64 bits, or a str
+    method: _MethodField = msgspec.UNSET  # after decode: UNSET or a str
+    params: _Field = msgspec.UNSET
+    result: _Field = msgspec.UNSET
+    error: _Field = msgspec.UNSET
 
     @property
     def is_request(self) -> bool:
@@ -52,15 +62,17 @@ class Message(msgspec.Struct, omit_defaults=True):
 class RpcError(Exception):
     """A JSON-RPC error to send back; ``id`` is the request's when it is known."""
 
-    def __init__(self, code: int, message: str, data: Any = None, id: Id | None = None) -> None:
+    def __init__(
+        self, code: int, message: str, data: JsonValue = None, id: Id | None = None
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.data = data
         self.id = id
 
-    def as_dict(self) -> dict[str, Any]:
-        error: dict[str, Any] = {"code": self.code, "message": self.message}
+    def as_dict(self) -> JsonObject:
+        error: JsonObject = {"code": self.code, "message": self.message}
         if self.data is not None:
             error["data"] = self.data
         return error
@@ -149,11 +161,11 @@ def decode(data: bytes | str) -> Message:
     return message
 
 
-def _id_or_none(id: Any) -> Id | None:
+def _id_or_none(id: Id | msgspec.UnsetType) -> Id | None:
     return None if id is msgspec.UNSET else id
 
 
-def _bad_id(id: Any) -> str:
+def _bad_id(id: object) -> str:
     if id is None:
         return "Invalid Request: id must be a string or an integer, not null"
     if type(id) is int:
@@ -162,7 +174,7 @@ def _bad_id(id: Any) -> str:
     return f"Invalid Request: id must be a string or an integer, not {_json_type(id)}"
 
 
-def _json_type(value: Any) -> str:
+def _json_type(value: object) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -267,21 +279,21 @@ def _shape_error(data: bytes | str, detail: str) -> str:
     return f"Invalid Request: {detail}"
 
 
-def encode(obj: dict[str, Any]) -> bytes:
+def encode(obj: JsonObject) -> bytes:
     """One message as compact JSON (no newline inside)."""
     return orjson.dumps(obj)
 
 
-def encode_line(obj: dict[str, Any]) -> bytes:
+def encode_line(obj: JsonObject) -> bytes:
     """One message as compact JSON and its newline, in one pass (stdio's framing)."""
     return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
 
 
-def result_message(id: Id, result: dict[str, Any]) -> dict[str, Any]:
+def result_message(id: Id, result: JsonObject | orjson.Fragment) -> JsonObject:
     return {"jsonrpc": "2.0", "id": id, "result": result}
 
 
-def error_message(id: Id | None, error: RpcError) -> dict[str, Any]:
+def error_message(id: Id | None, error: RpcError) -> JsonObject:
     """An error response. Without a readable id it has no ``id`` at all: MCP's RequestId is a string
     or an integer, never null, and 2025-11-25 and 2026-07-28 allow leaving it out (DESIGN.md)."""
     if id is None:
@@ -289,8 +301,8 @@ def error_message(id: Id | None, error: RpcError) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": id, "error": error.as_dict()}
 
 
-def request_message(id: Id, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
-    message: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
+def request_message(id: Id, method: str, params: JsonObject | None) -> JsonObject:
+    message: JsonObject = {"jsonrpc": "2.0", "id": id, "method": method}
     if params is not None:
         message["params"] = params
     return message

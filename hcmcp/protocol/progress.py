@@ -12,15 +12,16 @@ is refused here.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..json_types import JsonObject, JsonValue
     from .server import RequestContext
 
 NO_MESSAGE_REVISIONS = frozenset({"2024-11-05"})  # its ProgressNotification has no "message"
 
 
-def progress_token(params: Any) -> str | int | None:
+def progress_token(params: JsonValue) -> str | int | None:
     """The request's ``_meta.progressToken`` (a string or an integer), or None."""
     meta = params.get("_meta") if isinstance(params, dict) else None
     token = meta.get("progressToken") if isinstance(meta, dict) else None
@@ -42,7 +43,7 @@ async def report_progress(
         return False
     if ctx.progress_sent is not None and progress <= ctx.progress_sent:
         raise ValueError(f"progress must increase: {progress} after {ctx.progress_sent}")
-    params: dict[str, Any] = {"progressToken": token, "progress": progress}
+    params: JsonObject = {"progressToken": token, "progress": progress}
     if total is not None:
         params["total"] = total
     if message is not None and ctx.revision not in NO_MESSAGE_REVISIONS:

@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from ..telemetry import context, trace
 from ..telemetry.metrics import OPERATION_BUCKETS, Histogram, bounded, registry
 
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
+if TYPE_CHECKING:
+    from ..json_types import JsonObject
+
 OUTCOMES = ("ok", "error", "tool_error", "input_required", "cancelled")
 
 
-def trace_scope(params: Any) -> context.Scope | None:
+def trace_scope(params: object) -> context.Scope | None:
     """A scope for the ``traceparent``/``tracestate`` of ``params._meta``, if well formed."""
     meta = params.get("_meta") if isinstance(params, dict) else None
     if not isinstance(meta, dict):
@@ -33,8 +36,8 @@ def trace_scope(params: Any) -> context.Scope | None:
 
 
 async def traced(
-    params: Any, answer: Callable[[], Awaitable[dict[str, Any] | None]]
-) -> dict[str, Any] | None:
+    params: object, answer: Callable[[], Awaitable[JsonObject | None]]
+) -> JsonObject | None:
     """``answer()`` inside the trace scope of ``params._meta`` (nothing measured)."""
     scope = trace_scope(params)
     if scope is None:
@@ -46,7 +49,7 @@ async def traced(
         context.leave(token)
 
 
-def outcome_of(response: dict[str, Any] | None) -> str:
+def outcome_of(response: JsonObject | None) -> str:
     if response is None:
         return "cancelled"
     if "error" in response:
@@ -109,11 +112,11 @@ class Observer:
     async def around(
         self,
         method: str,
-        params: Any,
+        params: object,
         tenant: str | None,
         session_label: str | None,
-        answer: Callable[[], Awaitable[dict[str, Any] | None]],
-    ) -> dict[str, Any] | None:
+        answer: Callable[[], Awaitable[JsonObject | None]],
+    ) -> JsonObject | None:
         scope = trace_scope(params)
         if scope is None and self.log_requests:
             inherited = context.current()  # the transport's, from its headers

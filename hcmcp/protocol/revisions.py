@@ -7,9 +7,13 @@ rest of the protocol layer is one code path.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import cast
 
 from .jsonrpc import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, RpcError
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
+if TYPE_CHECKING:
+    from ..json_types import JsonObject, JsonValue
 
 LEGACY_REVISIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")  # newest first
 MODERN_REVISIONS = ("2026-07-28",)
@@ -39,14 +43,14 @@ def is_modern(revision: str) -> bool:
     return revision in MODERN_REVISIONS or revision > LATEST_LEGACY
 
 
-def negotiate(requested: Any) -> str:
+def negotiate(requested: JsonValue) -> str:
     """initialize: the requested legacy revision if we speak it, else our latest (a counter-offer)."""
     if isinstance(requested, str) and requested in LEGACY_REVISIONS:
         return requested
     return LATEST_LEGACY
 
 
-def modern_envelope(params: Any) -> tuple[str, dict[str, Any]] | None:
+def modern_envelope(params: JsonValue) -> tuple[str, JsonObject] | None:
     """(revision, clientCapabilities) when ``params._meta`` selects the 2026 era, else None.
 
     Raises RpcError for a modern request that is malformed: an unsupported version
@@ -85,7 +89,7 @@ def modern_envelope(params: Any) -> tuple[str, dict[str, Any]] | None:
     return version, capabilities
 
 
-def declares_form_elicitation(capabilities: dict[str, Any] | None) -> bool:
+def declares_form_elicitation(capabilities: JsonObject | None) -> bool:
     """``elicitation: {}`` means form mode (backward compatibility); ``{url: {}}`` alone does not."""
     if not isinstance(capabilities, dict):
         return False
@@ -95,7 +99,7 @@ def declares_form_elicitation(capabilities: dict[str, Any] | None) -> bool:
     return not elicitation or "form" in elicitation
 
 
-def shape_tool(tool: dict[str, Any], revision: str) -> dict[str, Any]:
+def shape_tool(tool: JsonObject, revision: str) -> JsonObject:
     """A Tool object as this revision defines it."""
     if revision == "2024-11-05":
         return {k: tool[k] for k in ("name", "description", "inputSchema")}
@@ -105,30 +109,30 @@ def shape_tool(tool: dict[str, Any], revision: str) -> dict[str, Any]:
 
 
 def shape_result(
-    result: dict[str, Any],
+    result: JsonObject,
     revision: str,
-    server_info: dict[str, Any],
+    server_info: JsonObject,
     result_type: str = "complete",
-) -> dict[str, Any]:
+) -> JsonObject:
     """Add what a revision requires of every result (2026: resultType and serverInfo in _meta)."""
     if not is_modern(revision):
         return result
     shaped = dict(result)
     shaped["resultType"] = result_type
-    meta = dict(shaped.get("_meta") or {})
+    meta = dict(cast("JsonObject", shaped.get("_meta") or {}))
     meta[META_SERVER_INFO] = server_info
     shaped["_meta"] = meta
     return shaped
 
 
-def shape_call_result(result: dict[str, Any], revision: str) -> dict[str, Any]:
+def shape_call_result(result: JsonObject, revision: str) -> JsonObject:
     """CallToolResult per revision: 2024-11-05 has no structuredContent."""
     if revision == "2024-11-05":
         result = {k: v for k, v in result.items() if k != "structuredContent"}
     return result
 
 
-def cacheable(result: dict[str, Any], revision: str, *, private: bool = False) -> dict[str, Any]:
+def cacheable(result: JsonObject, revision: str, *, private: bool = False) -> JsonObject:
     """2026 lists and discover carry ttlMs/cacheScope (the list may depend on the API key: private)."""
     if is_modern(revision):
         result = {**result, "ttlMs": LIST_TTL_MS, "cacheScope": "private" if private else "public"}

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 import orjson
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
+if TYPE_CHECKING:
+    from ..json_types import JsonObject, JsonValue
+
 
 # hashlib, hmac, secrets and base64 are imported where used: a seal is made on a 2026 delete,
 # not at start-up, and together they cost milliseconds to import.
@@ -87,7 +91,7 @@ class Seal:
         self,
         tool: str,
         fingerprint: str,
-        state: dict[str, Any] | None = None,
+        state: JsonObject | None = None,
         lifetime: float | None = None,
     ) -> str:
         import secrets
@@ -106,8 +110,8 @@ class Seal:
         return f"{VERSION}.{body}.{_b64(self._tag(signed))}"
 
     def open(
-        self, token: Any, tool: str, fingerprint: str, *, spend: bool = False
-    ) -> dict[str, Any]:
+        self, token: JsonValue, tool: str, fingerprint: str, *, spend: bool = False
+    ) -> JsonObject:
         """The payload, or SealBroken. ``spend`` marks the nonce used (call it once the action ran)."""
         if not isinstance(token, str) or token.count(".") != 2:
             raise SealBroken("malformed")

@@ -9,22 +9,21 @@ A 2025-era ``Session`` is the state of one stdio process or one HTTP session; a
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Protocol, cast
 
 import msgspec
 import orjson
 
 from .. import get_logger
-from . import revisions
+from . import asking, revisions
 from .asking import (
     CLIENT_CANNOT,
     CLIENT_REFUSED,
     NOT_INITIALIZED,
     OPERATOR_DISABLED,
     TRANSPORT_CANNOT,
-    Answer,
     ClientGone,
     InputRequired,
 )
@@ -41,17 +40,20 @@ from .jsonrpc import (
     result_message,
 )
 from .seal import Seal
-from .tool import ERROR_META, Tool, ToolError
+from .tool import ERROR_META, AnyTool, ToolError
 
 if TYPE_CHECKING:
     import anyio  # at run time anyio is imported where first needed (start-up)
 
+    from ..json_types import JsonObject, JsonValue
     from .request_observer import Observer
 
 log = get_logger("hcmcp.protocol")
 
 # Sends one message to the client before the response (2025 era); None where impossible.
-Push = Callable[[dict[str, Any]], Awaitable[None]]
+Push = Callable[["JsonObject"], Awaitable[None]]
+# A method's handler: the request -> its result (an encoded one, orjson.Fragment, is cached).
+Method = Callable[["RequestContext"], Awaitable["JsonObject | orjson.Fragment"]]
 
 # Methods whose handlers never suspend: a transport may answer them before an event loop
 # exists (stdio does, so that start-up does not wait for asyncio). See McpServer.answer_now.
@@ -86,7 +88,7 @@ class _Waiter:
         import anyio
 
         self.event = anyio.Event()
-        self.reply: dict[str, Any] | None = None
+        self.reply: JsonObject | None = None
 
 
 @dataclass
@@ -95,8 +97,8 @@ class Session:
     the requests in flight (to cancel them) and our own requests awaiting the client's answer."""
 
     revision: str | None = None
-    client_capabilities: dict[str, Any] = field(default_factory=dict)
-    client_info: dict[str, Any] = field(default_factory=dict)
+    client_capabilities: JsonObject = field(default_factory=dict)
+    client_info: JsonObject = field(default_factory=dict)
     initialized: bool = False
     stateless: bool = False  # an HTTP mode with no way to reach the client mid-call
     # Consent given before the call by whoever made this Session in-process: "terminal" for the
@@ -106,7 +108,7 @@ class Session:
     waiting: dict[Id, _Waiter] = field(default_factory=dict)
     gone: str | None = None  # why the client can no longer answer our requests
     # per-feature state (log level, subscriptions)
-    features: dict[str, Any] = field(default_factory=dict)
+    features: dict[str, object] = field(default_factory=dict)
     # The fingerprint (protocol/tenants.py) of the credential this session's requests are served
     # with; None where no credential is known. Never the credential itself. ``label`` is a
     # fingerprint of the transport's session id for log lines; ``approval_source`` says who gives
@@ -117,7 +119,7 @@ class Session:
     # The client answered elicitation/create with -32601: no dialog is asked of it again.
     dialog_refused: bool = False
     _next_id: int = 0
-    _initialized_event: Any = None
+    _initialized_event: anyio.Event | None = None
 
     def client_gone(self, why: str) -> None:
         """Nothing more can arrive from the client: every question waiting for its answer ends now
@@ -149,10 +151,10 @@ class RequestContext:
     session: Session
     id: Id
     method: str
-    params: dict[str, Any]
+    params: JsonObject
     revision: str
     modern: bool
-    client_capabilities: dict[str, Any]
+    client_capabilities: JsonObject
     push: Push | None
     tool_name: str | None = None
     # Sends a notification related to this request (progress); the push in the 2025 era, the
@@ -181,7 +183,7 @@ class RequestContext:
         return self.server.tenant if self.server.tenant is not None else self.session.tenant
 
     @property
-    def input_responses(self) -> dict[str, Any] | None:
+    def input_responses(self) -> JsonObject | None:
         value = self.params.get("inputResponses")
         return value if isinstance(value, dict) else None
 
@@ -221,12 +223,10 @@ class RequestContext:
 
         return await report_progress(self, progress, total, message)
 
-    async def elicit(self, **kwargs: Any) -> Answer:
-        from .asking import elicit
+    # ctx.elicit(key=..., message=..., ...): ask the person once (protocol/asking.py says how).
+    elicit = asking.elicit
 
-        return await elicit(self, **kwargs)
-
-    async def request_client(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    async def request_client(self, method: str, params: JsonObject) -> JsonObject:
         """2025 era: send a request to the client and wait for its response message."""
         if self.push is None or self.modern:
             raise RuntimeError("this transport cannot send requests to the client")
@@ -254,8 +254,8 @@ class ServerIdentity:
     description: str | None = None
     instructions: str | None = None
 
-    def implementation(self) -> dict[str, Any]:
-        info: dict[str, Any] = {"name": self.name, "version": self.version}
+    def implementation(self) -> JsonObject:
+        info: JsonObject = {"name": self.name, "version": self.version}
         if self.title:
             info["title"] = self.title
         if self.description:
@@ -263,17 +263,32 @@ class ServerIdentity:
         return info
 
 
+class Extension(Protocol):
+    """What the server needs of an optional feature (protocol/features/feature.py): its methods, its
+    capabilities, and whether it sends messages during requests."""
+
+    pushes: bool
+
+    def attach(self, server: McpServer) -> Mapping[str, Method]:
+        """Bind to ``server``; the methods it answers."""
+        ...
+
+    def capabilities(self, revision: str) -> JsonObject:
+        """What it declares in initialize and server/discover."""
+        ...
+
+
 class McpServer:
     def __init__(
         self,
         identity: ServerIdentity,
-        tools: list[Tool],
+        tools: list[AnyTool],
         *,
         elicitation_enabled: bool = True,
         elicitation_timeout: float = 120.0,
         seal: Seal | None = None,
         tools_private: bool = True,
-        features: tuple[Any, ...] = (),
+        features: tuple[Extension, ...] = (),
         tenant: str | None = None,
     ) -> None:
         self.identity = identity
@@ -287,7 +302,7 @@ class McpServer:
         self._server_info = identity.implementation()
         # revision -> the encoded result, built once
         self._tools_list: dict[str, orjson.Fragment] = {}
-        self.methods: dict[str, Callable[[RequestContext], Awaitable[dict[str, Any]]]] = {
+        self.methods: dict[str, Method] = {
             "ping": self._ping,
             "tools/list": self._tools_list_method,
             "tools/call": self._tools_call,
@@ -318,7 +333,7 @@ class McpServer:
 
     async def handle(
         self, message: Message, session: Session, push: Push | None = None
-    ) -> dict[str, Any] | None:
+    ) -> JsonObject | None:
         """One decoded message -> the response message to write, or None (notification, response,
         cancelled)."""
         if message.is_response:
@@ -332,18 +347,18 @@ class McpServer:
         try:
             return await self._request(message, session, push)
         except RpcError as error:
-            return error_message(message.id, error)
+            return error_message(cast(Id, message.id), error)
 
     async def _observed(
         self, message: Message, session: Session, push: Push | None
-    ) -> dict[str, Any] | None:
+    ) -> JsonObject | None:
         """``handle`` for a request, measured, logged and with its trace context (request_observer.py)."""
 
-        async def answer() -> dict[str, Any] | None:
+        async def answer() -> JsonObject | None:
             try:
                 return await self._request(message, session, push)
             except RpcError as error:
-                return error_message(message.id, error)
+                return error_message(cast(Id, message.id), error)
 
         observer = self.observer
         if observer is None:
@@ -351,10 +366,14 @@ class McpServer:
 
             return await traced(message.params, answer)
         return await observer.around(
-            message.method, message.params, session.tenant or self.tenant, session.label, answer
+            cast(str, message.method),
+            message.params,
+            session.tenant or self.tenant,
+            session.label,
+            answer,
         )
 
-    def answer_now(self, message: Message, session: Session) -> tuple[bool, dict[str, Any] | None]:
+    def answer_now(self, message: Message, session: Session) -> tuple[bool, JsonObject | None]:
         """(True, response) when ``message`` could be answered without an event loop, else (False,
         None).
 
@@ -372,8 +391,8 @@ class McpServer:
         coroutine.close()
         raise RuntimeError(f"{message.method} suspended; it must not be in INSTANT_METHODS")
 
-    def capabilities(self, revision: str) -> dict[str, Any]:
-        capabilities = {
+    def capabilities(self, revision: str) -> JsonObject:
+        capabilities: JsonObject = {
             "tools": {"listChanged": False},
             "prompts": {"listChanged": False},
             "resources": {"subscribe": False, "listChanged": False},
@@ -386,8 +405,9 @@ class McpServer:
 
     async def _request(
         self, message: Message, session: Session, push: Push | None
-    ) -> dict[str, Any] | None:
-        method = message.method
+    ) -> JsonObject | None:
+        rid = cast(Id, message.id)  # a request's: decode() let only an int or a str through
+        method = cast(str, message.method)
         params = message.params
         if params is msgspec.UNSET or params is None:
             params = {}
@@ -396,7 +416,7 @@ class McpServer:
                 INVALID_PARAMS,
                 f"Invalid params: params of {method} must be an object, "
                 f"not {type(params).__name__}",
-                id=message.id,
+                id=rid,
             )
         envelope = revisions.modern_envelope(params)
         connection = session  # where notifications/cancelled will look, in either era
@@ -415,7 +435,7 @@ class McpServer:
             ctx = RequestContext(
                 self,
                 session,
-                message.id,
+                rid,
                 method,
                 params,
                 revision,
@@ -425,11 +445,11 @@ class McpServer:
                 notify=push,
             )
             if method == "server/discover":
-                return result_message(message.id, self._discover(revision))
+                return result_message(rid, self._discover(revision))
             handler = self.methods.get(method)
         else:
             if method == "initialize":
-                return result_message(message.id, self.initialize(params, session))
+                return result_message(rid, self.initialize(params, session))
             if method == "server/discover":
                 raise RpcError(
                     INVALID_PARAMS,
@@ -447,7 +467,7 @@ class McpServer:
             ctx = RequestContext(
                 self,
                 session,
-                message.id,
+                rid,
                 method,
                 params,
                 revision,
@@ -460,21 +480,21 @@ class McpServer:
         if handler is None:
             raise RpcError(METHOD_NOT_FOUND, f"Method not found: {method}")
         if method in INSTANT_METHODS:
-            return result_message(message.id, await handler(ctx))
+            return result_message(rid, await handler(ctx))
         import anyio
 
         scope = anyio.CancelScope()
-        connection.inflight[message.id] = scope
+        connection.inflight[rid] = scope
         try:
             with scope:
                 result = await handler(ctx)
         finally:
-            connection.inflight.pop(message.id, None)
+            connection.inflight.pop(rid, None)
         if scope.cancelled_caught:
             return None  # cancelled by notifications/cancelled: nothing more is sent for it
-        return result_message(message.id, result)
+        return result_message(rid, result)
 
-    def initialize(self, params: dict[str, Any], session: Session) -> dict[str, Any]:
+    def initialize(self, params: JsonObject, session: Session) -> JsonObject:
         if session.revision is not None:
             raise RpcError(
                 INVALID_REQUEST,
@@ -489,7 +509,7 @@ class McpServer:
         session.client_capabilities = capabilities
         info = params.get("clientInfo")
         session.client_info = info if isinstance(info, dict) else {}
-        result: dict[str, Any] = {
+        result: JsonObject = {
             "protocolVersion": session.revision,
             "capabilities": self.capabilities(session.revision),
             "serverInfo": self._server_info,
@@ -498,8 +518,8 @@ class McpServer:
             result["instructions"] = self.identity.instructions
         return result
 
-    def _discover(self, revision: str) -> dict[str, Any]:
-        result: dict[str, Any] = {
+    def _discover(self, revision: str) -> JsonObject:
+        result: JsonObject = {
             "supportedVersions": list(revisions.SUPPORTED),
             "capabilities": self.capabilities(revision),
         }
@@ -508,10 +528,10 @@ class McpServer:
         result = revisions.cacheable(result, revision, private=False)
         return revisions.shape_result(result, revision, self._server_info)
 
-    async def _ping(self, ctx: RequestContext) -> dict[str, Any]:
+    async def _ping(self, ctx: RequestContext) -> JsonObject:
         return {}
 
-    async def _tools_list_method(self, ctx: RequestContext) -> Any:
+    async def _tools_list_method(self, ctx: RequestContext) -> orjson.Fragment:
         cursor = ctx.params.get("cursor")
         if cursor is not None:
             raise RpcError(
@@ -530,11 +550,11 @@ class McpServer:
             cached = self._tools_list[ctx.revision] = orjson.Fragment(orjson.dumps(result))
         return cached
 
-    async def _empty_list(self, ctx: RequestContext) -> dict[str, Any]:
+    async def _empty_list(self, ctx: RequestContext) -> JsonObject:
         result = revisions.cacheable({_EMPTY_LISTS[ctx.method]: []}, ctx.revision)
         return revisions.shape_result(result, ctx.revision, self._server_info)
 
-    async def _resources_read(self, ctx: RequestContext) -> dict[str, Any]:
+    async def _resources_read(self, ctx: RequestContext) -> JsonObject:
         uri = ctx.params.get("uri")
         if not isinstance(
             uri, str
@@ -546,7 +566,7 @@ class McpServer:
             code, f"Resource not found: {uri!r}; this server offers no resources", {"uri": uri}
         )
 
-    async def _tools_call(self, ctx: RequestContext) -> dict[str, Any]:
+    async def _tools_call(self, ctx: RequestContext) -> JsonObject:
         name = ctx.params.get("name")
         if not isinstance(name, str):
             raise RpcError(
@@ -651,19 +671,21 @@ class McpServer:
             log.debug("ignored notification %s", message.method)
 
     def _route_response(self, message: Message, session: Session) -> None:
-        waiter = session.waiting.get(message.id)  # an id we never asked for changes nothing
+        waiter = session.waiting.get(
+            cast(Id, message.id)
+        )  # an id we never asked for changes nothing
         if waiter is None:
             log.info("ignored a response to unknown request id %r", message.id)
             return
         waiter.reply = (
             {"result": message.result}
             if message.result is not msgspec.UNSET
-            else {"error": message.error}
+            else {"error": cast("JsonValue", message.error)}  # a response has one or the other
         )
         waiter.event.set()
 
 
-def _traced(params: Any) -> bool:
+def _traced(params: object) -> bool:
     """Whether a request carries a trace context to pass on (``params._meta.traceparent``)."""
     if not isinstance(params, dict):
         return False
@@ -671,19 +693,19 @@ def _traced(params: Any) -> bool:
     return isinstance(meta, dict) and "traceparent" in meta
 
 
-def tool_result(structured: dict[str, Any], text: str | None = None) -> dict[str, Any]:
+def tool_result(structured: JsonObject, text: str | None = None) -> JsonObject:
     """A CallToolResult: ``text`` is the text block (default: the JSON of ``structured``)."""
     if text is None:
         text = orjson.dumps(structured).decode()
     return {"content": [{"type": "text", "text": text}], "structuredContent": structured}
 
 
-def error_result(error: ToolError) -> dict[str, Any]:
+def error_result(error: ToolError) -> JsonObject:
     """An isError CallToolResult: the message as text, and no structuredContent, which would have to
     match the tool's outputSchema (the TypeScript SDK's client throws -32602 otherwise, and the model
     never sees the text). What a program may act on (kind, status, retryable, field...) travels in
     ``_meta["io.hcmcp/error"]``, where no schema constrains it."""
-    result: dict[str, Any] = {"content": [{"type": "text", "text": error.message}], "isError": True}
+    result: JsonObject = {"content": [{"type": "text", "text": error.message}], "isError": True}
     if error.details:
         result["_meta"] = {ERROR_META: error.details}
     return result

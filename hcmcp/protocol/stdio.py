@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from typing import Any, cast
+from typing import cast
 
 from .. import get_logger
 from ..http.idle_wait import suspends_once, wait_readable_here
@@ -20,6 +20,7 @@ from ..http.idle_wait import unattended as _unattended
 from .jsonrpc import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
+    Id,
     Message,
     RpcError,
     decode,
@@ -27,6 +28,12 @@ from .jsonrpc import (
     error_message,
 )
 from .server import SHUTDOWN_GRACE, McpServer, Session
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
+if TYPE_CHECKING:
+    import anyio.abc
+
+    from ..json_types import JsonObject
 
 log = get_logger("hcmcp.stdio")
 
@@ -39,7 +46,7 @@ class LineWriter:
     def __init__(self, fd: int) -> None:
         self.fd = fd
 
-    def write(self, message: dict[str, Any]) -> None:
+    def write(self, message: JsonObject) -> None:
         try:
             encoded = encode_line(message)
         except TypeError:  # orjson.JSONEncodeError: never let one bad answer end the server
@@ -48,7 +55,7 @@ class LineWriter:
                 return
             encoded = encode_line(
                 error_message(
-                    message.get("id"),
+                    cast(Id, message.get("id")),  # an answer's: the request's id
                     RpcError(
                         -32603,
                         "Internal error: the answer could not be encoded; the server log has the details",
@@ -259,16 +266,19 @@ class _Serving:
         self.writer = writer
         self.session = session
         self.grace = grace
-        self.requests: Any = None  # the task group of the readers and their requests
+        # The task group of the readers and their requests: set by serve before the first read.
+        self.requests = cast("anyio.abc.TaskGroup", None)
         self.reading_ended = anyio.Event()
         self.holder: object | None = None  # the reading task's token: one task reads at a time
-        self.waiting: Any = None  # the cancel scope of the read that waits for stdin
+        self.waiting: anyio.CancelScope | None = (
+            None  # the cancel scope of the read that waits for stdin
+        )
         self.stopping = False  # SIGTERM: read nothing more
         self.draining = False
         # ids of requests that only push to the client until it leaves
-        self.streams: set[Any] = set()
+        self.streams: set[Id] = set()
 
-    async def push(self, message: dict[str, Any]) -> None:
+    async def push(self, message: JsonObject) -> None:
         self.writer.write(message)
 
     async def read(self, first: Message | None = None) -> None:
@@ -291,7 +301,7 @@ class _Serving:
                 await self.server.handle(message, self.session, self.push)
                 continue
             if message.method in STREAM_METHODS:
-                self.streams.add(message.id)
+                self.streams.add(cast(Id, message.id))  # a request's
             await self._run_here(message)
             if self.holder is not token:
                 return
@@ -331,7 +341,7 @@ class _Serving:
             if self.draining:  # cut by the shutdown deadline: it still gets its one answer
                 self.writer.write(
                     error_message(
-                        message.id,
+                        cast(Id, message.id),  # a request's
                         RpcError(
                             INTERNAL_ERROR,
                             "Internal error: the server stopped (stdin closed or SIGTERM) and "

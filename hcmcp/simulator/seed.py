@@ -7,13 +7,12 @@ durations and ``n_pings`` come out exactly as the real server would have made th
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:
-    from typing import Any
-
-    from hcmcp.simulator.model import Channel, Check
+    from hcmcp.simulator.model import Check
     from hcmcp.simulator.simulator import Simulator
 
 EMAIL = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
@@ -70,7 +69,99 @@ RECORDED_PINGS: list[tuple[str, str, str, str, bytes, str | None, int | None]] =
 ]
 
 
+# Project A's integrations: (name, kind, uuid).
+RECORDED_CHANNELS = (
+    ("Email to team", "email", EMAIL),
+    ("Ops webhook", "webhook", WEBHOOK),
+    ("", "ntfy", NTFY),
+)
+
+
+class RecordedCheck(NamedTuple):
+    """One check of the recordings' projects, as the recorder made it."""
+
+    project: str  # "a" or "b"
+    code: str
+    badge: int  # its badge key is badge_key(badge)
+    fields: dict[str, object]  # add_check's fields
+    channels: tuple[str, ...] = ()
+    paused: str | None = None  # the recorded time it was paused at
+
+
+RECORDED_CHECKS = (
+    RecordedCheck(
+        "a",
+        BACKUPS,
+        1,
+        {
+            "name": "Backups",
+            "slug": "backups",
+            "tags": "prod backup",
+            "desc": "Nightly filesystem backup",
+            "timeout": 3600,
+            "grace": 300,
+        },
+        (EMAIL, WEBHOOK, NTFY),
+    ),
+    RecordedCheck(
+        "a",
+        DB_DUMP,
+        2,
+        {
+            "name": "DB dump",
+            "slug": "db-dump",
+            "tags": "prod db",
+            "kind": "cron",
+            "schedule": "15 5 * * *",
+            "tz": "Europe/Riga",
+            "grace": 600,
+        },
+        (EMAIL,),
+    ),
+    RecordedCheck(
+        "a",
+        WEEKLY_REPORT,
+        3,
+        {
+            "name": "Weekly report",
+            "slug": "weekly-report",
+            "tags": "staging reports",
+            "kind": "oncalendar",
+            "schedule": "Mon *-*-* 09:00",
+            "methods": "POST",
+        },
+    ),
+    RecordedCheck(
+        "a",
+        LEGACY_CRON,
+        4,
+        {"name": "Legacy cron", "slug": "legacy-cron", "tags": "legacy", "manual_resume": True},
+        paused="06:33:46.670000",
+    ),
+    RecordedCheck(
+        "a",
+        KEYWORD_JOB,
+        5,
+        {
+            "name": "Keyword job",
+            "slug": "keyword-job",
+            "tags": "prod",
+            "filter_http_body": True,
+            "start_kw": "START",
+            "success_kw": "SUCCESS",
+            "failure_kw": "ERROR,FAILED",
+        },
+    ),
+    RecordedCheck("b", OTHER_PROJECT, 9, {"name": "Project B's check", "slug": "bobs-check"}),
+)
+
+
+def badge_key(n: int) -> str:
+    return f"{n}" * 8 + f"-0000-4000-8000-00000000b00{n}"
+
+
 def seed_recordings(sim: Simulator) -> None:
+    """The recordings' two projects: RECORDED_CHANNELS, RECORDED_CHECKS, then RECORDED_PINGS."""
     if any(c.code == BACKUPS for c in sim.project_a.checks.values()):
         raise ValueError("this simulator already has the recordings' data: seed it once")
     now = sim.clock()
@@ -79,74 +170,20 @@ def seed_recordings(sim: Simulator) -> None:
         recorded = datetime.fromisoformat(f"2026-12-01T{clock_time}+00:00").timestamp()
         return now - (RECORDED_NOW - recorded)
 
-    a, b = sim.project_a, sim.project_b
-    b.check_limit, b.ping_log_limit = 1, 2
-    sim.add_channel(a, "Email to team", "email", EMAIL)
-    sim.add_channel(a, "Ops webhook", "webhook", WEBHOOK)
-    sim.add_channel(a, "", "ntfy", NTFY)
-
-    def badge(n: int) -> str:
-        return f"{n}" * 8 + f"-0000-4000-8000-00000000b00{n}"
-
-    sim.add_check(
-        a,
-        BACKUPS,
-        badge_key=badge(1),
-        name="Backups",
-        slug="backups",
-        tags="prod backup",
-        desc="Nightly filesystem backup",
-        timeout=3600,
-        grace=300,
-        channels={EMAIL, WEBHOOK, NTFY},
-    )
-    sim.add_check(
-        a,
-        DB_DUMP,
-        badge_key=badge(2),
-        name="DB dump",
-        slug="db-dump",
-        tags="prod db",
-        kind="cron",
-        schedule="15 5 * * *",
-        tz="Europe/Riga",
-        grace=600,
-        channels={EMAIL},
-    )
-    sim.add_check(
-        a,
-        WEEKLY_REPORT,
-        badge_key=badge(3),
-        name="Weekly report",
-        slug="weekly-report",
-        tags="staging reports",
-        kind="oncalendar",
-        schedule="Mon *-*-* 09:00",
-        methods="POST",
-    )
-    legacy = sim.add_check(
-        a,
-        LEGACY_CRON,
-        badge_key=badge(4),
-        name="Legacy cron",
-        slug="legacy-cron",
-        tags="legacy",
-        manual_resume=True,
-    )
-    sim.pause(legacy, at("06:33:46.670000"))
-    sim.add_check(
-        a,
-        KEYWORD_JOB,
-        badge_key=badge(5),
-        name="Keyword job",
-        slug="keyword-job",
-        tags="prod",
-        filter_http_body=True,
-        start_kw="START",
-        success_kw="SUCCESS",
-        failure_kw="ERROR,FAILED",
-    )
-    sim.add_check(b, OTHER_PROJECT, badge_key=badge(9), name="Project B's check", slug="bobs-check")
+    projects = {"a": sim.project_a, "b": sim.project_b}
+    projects["b"].check_limit, projects["b"].ping_log_limit = 1, 2
+    for name, kind, code in RECORDED_CHANNELS:
+        sim.add_channel(sim.project_a, name, kind, code)
+    for seed in RECORDED_CHECKS:
+        check = sim.add_check(
+            projects[seed.project],
+            seed.code,
+            badge_key=badge_key(seed.badge),
+            channels=set(seed.channels),
+            **seed.fields,
+        )
+        if seed.paused is not None:
+            sim.pause(check, at(seed.paused))
     for code, clock_time, kind, method, body, rid, exitstatus in RECORDED_PINGS:
         sim.add_ping(
             code,
@@ -191,138 +228,218 @@ INJECTION_BODY = (
 _DEMO_NAMESPACE = uuid.UUID("8c3f0d2e-5b7a-4e61-9f1d-2a6b4c8e0f13")
 
 
-def seed_demo(sim: Simulator) -> None:
-    """About nine checks in project A: every status, every kind, telling ping bodies."""
-    from hcmcp.simulator.schedules import next_run
+_HOUR, _MINUTE = 3600.0, 60.0
+_DEMO_UA = "curl/8.5.0"
 
+
+class Every(NamedTuple):
+    """``times`` successes ``period`` seconds apart, the newest ``last`` seconds ago (GET without
+    a body, POST with one)."""
+
+    period: float
+    last: float
+    times: int
+    body: bytes = b""
+
+
+class Once(NamedTuple):
+    """One ping ``ago`` seconds ago."""
+
+    kind: str
+    ago: float
+    body: bytes = b""
+    method: str = "POST"
+
+
+class Runs(NamedTuple):
+    """A run (a start, then a success ``took`` seconds later) on each of the last ``days`` days,
+    ``ago`` seconds before the present time of day."""
+
+    days: int
+    ago: float
+    took: float
+    body: bytes
+
+
+class AfterFires(NamedTuple):
+    """A success ``delay`` seconds after every time the check's schedule fired in the last
+    ``days`` days."""
+
+    days: int
+    delay: float
+    body: bytes
+
+
+Step = Every | Once | Runs | AfterFires
+
+
+class DemoCheck(NamedTuple):
+    fields: dict[str, object]  # add_check's fields; its uuid follows from its slug
+    channels: tuple[str, ...] = ()  # DEMO_CHANNELS names
+    pings: tuple[Step, ...] = ()
+    paused_ago: float | None = None
+
+
+# Project A's integrations: (name, kind); their uuids follow from their names.
+DEMO_CHANNELS = (("Ops email", "email"), ("#alerts", "slack"), ("Pager bridge", "webhook"))
+
+DEMO_CHECKS = (
+    DemoCheck(
+        {
+            "name": "Nightly backup",
+            "slug": "nightly-backup",
+            "tags": "prod backup",
+            "desc": "restic snapshot of /srv to the offsite bucket",
+            "timeout": 86400,
+            "grace": 3600,
+        },
+        ("Ops email", "#alerts"),
+        (Runs(days=3, ago=5 * _HOUR, took=754.2, body=ANSI_BACKUP_LOG),),
+    ),
+    DemoCheck(
+        {
+            "name": "Postgres dump",
+            "slug": "postgres-dump",
+            "tags": "prod db backup",
+            "kind": "cron",
+            "schedule": "15 3 * * *",
+            "tz": "Europe/Riga",
+            "grace": 1800,
+        },
+        ("Ops email",),
+        (AfterFires(days=3, delay=90, body=b"pg_dump: wrote 2.1 GB in 88 s\n"),),
+    ),
+    DemoCheck(
+        {
+            "name": "Web frontend health",
+            "slug": "web-health",
+            "tags": "prod web",
+            "desc": "checked by the load balancer probe",
+            "timeout": 300,
+            "grace": 1800,
+        },
+        ("#alerts",),
+        (Every(300, 8 * _MINUTE, 6),),  # late: in its grace period
+    ),
+    DemoCheck(
+        {
+            "name": "Payments worker",
+            "slug": "payments-worker",
+            "tags": "prod",
+            "timeout": 3600,
+            "grace": 600,
+        },
+        ("Ops email", "#alerts", "Pager bridge"),
+        (
+            Every(_HOUR, 80 * _MINUTE, 3, b"settled 214 payments\n"),
+            Once("start", 21 * _MINUTE, method="GET"),
+            Once("fail", 20 * _MINUTE, PAYMENTS_TRACEBACK),
+        ),
+    ),
+    DemoCheck(
+        {
+            "name": "Disk usage report",
+            "slug": "disk-usage",
+            "tags": "db",
+            "timeout": 86400,
+            "grace": 3600,
+        },
+        pings=(Every(86400, 2 * 86400, 3, b"/dev/sda1  91% used\n"),),  # silent too long: down
+    ),
+    DemoCheck(
+        {
+            "name": "Log rotation",
+            "slug": "log-rotation",
+            "tags": "cron",
+            "kind": "cron",
+            "schedule": "0 * * * *",
+            "grace": 600,
+        },
+        pings=(Every(_HOUR, 30 * _HOUR, 4),),
+        paused_ago=26 * _HOUR,
+    ),
+    DemoCheck(
+        {
+            "name": "Weekly report",
+            "slug": "weekly-report",
+            "tags": "cron web",
+            "kind": "oncalendar",
+            "schedule": "Mon *-*-* 09:00",
+            "tz": "UTC",
+            "desc": "not set up yet: no pings so far",
+        }
+    ),
+    DemoCheck(
+        {
+            "name": "Cache warmer",
+            "slug": "cache-warmer",
+            "tags": "web cron",
+            "timeout": 900,
+            "grace": 300,
+        },
+        ("#alerts",),
+        (Every(900, 4 * _MINUTE, 4), Once("log", 3 * _MINUTE, b"warmed 1832 keys, 12 misses\n")),
+    ),
+    DemoCheck(
+        {
+            "name": INJECTION_NAME,
+            "slug": "sync-job",
+            "tags": "cron",
+            "desc": INJECTION_DESC,
+            "timeout": 86400,
+            "grace": 3600,
+        },
+        pings=(Once("success", 2 * _HOUR, INJECTION_BODY),),
+    ),
+)
+
+
+def seed_demo(sim: Simulator) -> None:
+    """About nine checks in project A (DEMO_CHECKS): every status, every kind, telling ping bodies.
+    Fixed identifiers, so that `hcmcp call ... --demo` and the docs can name a check that exists."""
     now = sim.clock()
     a = sim.project_a
-
-    # Fixed identifiers, so that `hcmcp call ... --demo` and the docs can name a check that exists.
-    def channel(name: str, kind: str) -> Channel:
-        return sim.add_channel(a, name, kind, str(uuid.uuid5(_DEMO_NAMESPACE, "channel:" + name)))
-
-    def check(**fields: Any) -> Check:
-        return sim.add_check(
-            a, str(uuid.uuid5(_DEMO_NAMESPACE, "check:" + fields["slug"])), **fields
+    channels = {
+        name: sim.add_channel(a, name, kind, str(uuid.uuid5(_DEMO_NAMESPACE, "channel:" + name)))
+        for name, kind in DEMO_CHANNELS
+    }
+    for seed in DEMO_CHECKS:
+        code = str(uuid.uuid5(_DEMO_NAMESPACE, f"check:{seed.fields['slug']}"))
+        check = sim.add_check(
+            a, code, channels={channels[name].code for name in seed.channels}, **seed.fields
         )
+        for step in seed.pings:
+            for at, kind, body, method, rid in _pings(step, check, now):
+                sim.add_ping(code, kind, body, rid=rid, method=method, ua=_DEMO_UA, at=at)
+        if seed.paused_ago is not None:
+            sim.pause(check, now - seed.paused_ago)
 
-    email = channel("Ops email", "email").code
-    slack = channel("#alerts", "slack").code
-    webhook = channel("Pager bridge", "webhook").code
-    ua = "curl/8.5.0"
-    hour, minute = 3600.0, 60.0
 
-    def every(code: str, period: float, last: float, count: int, body: bytes = b"") -> None:
-        for i in range(count - 1, -1, -1):
-            sim.add_ping(
-                code,
-                "success",
-                body,
-                method="GET" if not body else "POST",
-                ua=ua,
-                at=now - last - i * period,
-            )
+def _pings(
+    step: Step, check: Check, now: float
+) -> Iterator[tuple[float, str, bytes, str, str | None]]:
+    """(time, kind, body, method, rid) of each ping ``step`` sends, oldest first."""
+    if isinstance(step, Every):
+        for i in range(step.times - 1, -1, -1):
+            method = "GET" if not step.body else "POST"
+            yield now - step.last - i * step.period, "success", step.body, method, None
+    elif isinstance(step, Once):
+        yield now - step.ago, step.kind, step.body, step.method, None
+    elif isinstance(step, Runs):
+        for days_ago in range(step.days - 1, -1, -1):
+            started = now - days_ago * 86400 - step.ago
+            rid = f"00000000-0000-4000-8000-0000000000{days_ago:02d}"
+            yield started, "start", b"", "GET", rid
+            yield started + step.took, "success", step.body, "POST", rid
+    else:
+        from hcmcp.simulator.schedules import next_run
 
-    backup = check(
-        name="Nightly backup",
-        slug="nightly-backup",
-        tags="prod backup",
-        desc="restic snapshot of /srv to the offsite bucket",
-        timeout=86400,
-        grace=3600,
-        channels={email, slack},
-    ).code
-    for days_ago in (2, 1, 0):
-        started = now - days_ago * 86400 - 5 * hour
-        rid = f"00000000-0000-4000-8000-0000000000{days_ago:02d}"
-        sim.add_ping(backup, "start", rid=rid, ua=ua, method="GET", at=started)
-        sim.add_ping(backup, "success", ANSI_BACKUP_LOG, rid=rid, ua=ua, at=started + 754.2)
-
-    dump = check(
-        name="Postgres dump",
-        slug="postgres-dump",
-        tags="prod db backup",
-        kind="cron",
-        schedule="15 3 * * *",
-        tz="Europe/Riga",
-        grace=1800,
-        channels={email},
-    ).code
-    t = now - 3 * 86400
-    while (fire := next_run("15 3 * * *", "Europe/Riga", t)) is not None and fire + 90 < now:
-        sim.add_ping(dump, "success", b"pg_dump: wrote 2.1 GB in 88 s\n", ua=ua, at=fire + 90)
-        t = fire
-
-    web = check(
-        name="Web frontend health",
-        slug="web-health",
-        tags="prod web",
-        desc="checked by the load balancer probe",
-        timeout=300,
-        grace=1800,
-        channels={slack},
-    ).code
-    every(web, 300, 8 * minute, 6)  # late: in its grace period
-
-    payments = check(
-        name="Payments worker",
-        slug="payments-worker",
-        tags="prod",
-        timeout=3600,
-        grace=600,
-        channels={email, slack, webhook},
-    ).code
-    every(payments, hour, 80 * minute, 3, b"settled 214 payments\n")
-    sim.add_ping(payments, "start", ua=ua, method="GET", at=now - 21 * minute)
-    sim.add_ping(payments, "fail", PAYMENTS_TRACEBACK, ua=ua, at=now - 20 * minute)
-
-    disk = check(
-        name="Disk usage report", slug="disk-usage", tags="db", timeout=86400, grace=3600
-    ).code
-    every(disk, 86400, 2 * 86400, 3, b"/dev/sda1  91% used\n")  # silent for too long: down
-
-    rotation = check(
-        name="Log rotation",
-        slug="log-rotation",
-        tags="cron",
-        kind="cron",
-        schedule="0 * * * *",
-        grace=600,
-    )
-    every(rotation.code, hour, 30 * hour, 4)
-    sim.pause(rotation, now - 26 * hour)
-
-    check(
-        name="Weekly report",
-        slug="weekly-report",
-        tags="cron web",
-        kind="oncalendar",
-        schedule="Mon *-*-* 09:00",
-        tz="UTC",
-        desc="not set up yet: no pings so far",
-    )
-
-    warmer = check(
-        name="Cache warmer",
-        slug="cache-warmer",
-        tags="web cron",
-        timeout=900,
-        grace=300,
-        channels={slack},
-    ).code
-    every(warmer, 900, 4 * minute, 4)
-    sim.add_ping(warmer, "log", b"warmed 1832 keys, 12 misses\n", ua=ua, at=now - 3 * minute)
-
-    injection = check(
-        name=INJECTION_NAME,
-        slug="sync-job",
-        tags="cron",
-        desc=INJECTION_DESC,
-        timeout=86400,
-        grace=3600,
-    ).code
-    sim.add_ping(injection, "success", INJECTION_BODY, ua=ua, at=now - 2 * hour)
+        t = now - step.days * 86400
+        while (
+            fire := next_run(check.schedule, check.tz, t)
+        ) is not None and fire + step.delay < now:
+            yield fire + step.delay, "success", step.body, "POST", None
+            t = fire
 
 
 _BULK_TAGS = ["prod", "staging", "db", "web", "cron", "backup", "batch"]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
 
 from hcmcp.simulator.schedules import LEGACY_TIMEZONES, _timezones, schedule_is_valid
 
@@ -17,8 +16,8 @@ class _Invalid(Exception):
         self.template = template  # "%s is too long", filled with the field name
 
 
-def _string(limit: int | None = None) -> Callable[[Any], str]:
-    def check(v: Any) -> str:
+def _string(limit: int | None = None) -> Callable[[object], str]:
+    def check(v: object) -> str:
         if type(v) is not str:
             raise _Invalid("%s is not a string")
         if limit is not None and len(v) > limit:
@@ -28,13 +27,13 @@ def _string(limit: int | None = None) -> Callable[[Any], str]:
     return check
 
 
-def _boolean(v: Any) -> bool:
+def _boolean(v: object) -> bool:
     if type(v) is not bool:
         raise _Invalid("%s is not a boolean")
     return v
 
 
-def _seconds(v: Any) -> int:
+def _seconds(v: object) -> int:
     if not isinstance(v, int):  # bool is an int here, as in Python: true is 1 second
         raise _Invalid("%s is not a number")
     if v < 60:
@@ -44,27 +43,27 @@ def _seconds(v: Any) -> int:
     return int(v)
 
 
-def _methods(v: Any) -> str:
+def _methods(v: object) -> str:
     if type(v) is not str or v not in ("", "POST"):
         raise _Invalid("%s has unexpected value")
     return v
 
 
-def _slug(v: Any) -> str:
+def _slug(v: object) -> str:
     text = _string(100)(v)
     if not re.fullmatch(r"[a-z0-9\-_]*", text):
         raise _Invalid("%s does not match pattern")
     return text
 
 
-def _schedule(v: Any) -> str:
+def _schedule(v: object) -> str:
     text = _string(100)(v)
     if not schedule_is_valid(text):
         raise _Invalid("%s is not a valid cron or OnCalendar expression")
     return text
 
 
-def _tz(v: Any) -> str:
+def _tz(v: object) -> str:
     name = _string()(v)
     name = LEGACY_TIMEZONES.get(name, name)
     if name not in _timezones():
@@ -72,7 +71,7 @@ def _tz(v: Any) -> str:
     return name
 
 
-def _unique(v: Any) -> list[str]:
+def _unique(v: object) -> list[str]:
     if type(v) is not list:
         raise _Invalid("%s is not an array")
     for item in v:
@@ -82,7 +81,7 @@ def _unique(v: Any) -> list[str]:
 
 
 # In the server's field order: only the first failing field is reported.
-_SPEC_FIELDS: list[tuple[str, Callable[[Any], Any]]] = [
+_SPEC_FIELDS: list[tuple[str, Callable[[object], object]]] = [
     ("channels", _string()),
     ("desc", _string()),
     ("failure_kw", _string(200)),
@@ -107,9 +106,9 @@ _SPEC_FIELDS: list[tuple[str, Callable[[Any], Any]]] = [
 ]
 
 
-def validate_spec(body: dict[str, Any]) -> dict[str, Any]:
+def validate_spec(body: dict[str, object]) -> dict[str, object]:
     """The submitted fields, validated; ``ValueError`` carries the server's error text."""
-    spec: dict[str, Any] = {}
+    spec: dict[str, object] = {}
     for name, check in _SPEC_FIELDS:
         if name in body:
             # null is rejected for every field, with that field's type error

@@ -89,12 +89,12 @@ def format_line(level: str, event: str, message: str | None, fields: dict[str, A
 
 
 def json_line(
-    level: str, event: str, message: str | None, fields: dict[str, Any] | None = None
+    level: str, event: str, message: str | None, fields: dict[str, object] | None = None
 ) -> str:
     """One JSON object (without its newline), whatever the configured format."""
     import orjson
 
-    record: dict[str, Any] = {"time": _timestamp(time.time()), "level": level, "event": event}
+    record: dict[str, object] = {"time": _timestamp(time.time()), "level": level, "event": event}
     if message is not None:
         record["message"] = message
     for key, value in (fields or {}).items():

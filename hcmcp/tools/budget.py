@@ -11,9 +11,12 @@ at the usual ~4 bytes of JSON a token.
 
 from __future__ import annotations
 
-from typing import Any
-
 import orjson
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
+if TYPE_CHECKING:
+    from ..json_types import JsonObject
+
 
 DEFAULT_BYTES = 64 * 1024
 ENVELOPE_ROOM = 1024  # isError, resultType, _meta.serverInfo: what the protocol adds
@@ -38,7 +41,7 @@ def described(budget: int | None = None) -> str:
     return f"{size // 1024} KiB" if size % 1024 == 0 else f"{size} bytes"
 
 
-def encoded(value: Any) -> int:
+def encoded(value: object) -> int:
     return len(orjson.dumps(value))
 
 
@@ -49,7 +52,7 @@ def in_text(json_bytes: bytes) -> int:
     return len(json_bytes) + json_bytes.count(b'"') + json_bytes.count(b"\\")
 
 
-def twice(value: Any) -> int:
+def twice(value: object) -> int:
     """A value's cost in the whole result: in structuredContent and again in the text block."""
     data = orjson.dumps(value)
     return len(data) + in_text(data)
@@ -59,7 +62,7 @@ def twice(value: Any) -> int:
 _SHELL = len(orjson.dumps({"content": [{"type": "text", "text": ""}], "structuredContent": 0})) - 3
 
 
-def whole_size(structured: dict[str, Any], text: str) -> int:
+def whole_size(structured: JsonObject, text: str) -> int:
     """The serialized result with one text block, plus the protocol's room."""
     return sized(orjson.dumps(structured), len(orjson.dumps(text)))
 

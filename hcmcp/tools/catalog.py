@@ -7,11 +7,11 @@ import sys
 
 from .. import sources
 from ..healthchecks.api import HealthchecksApi
-from ..protocol.tool import Tool, flat_schema, preload_schemas, schema_key
+from ..protocol.tool import AnyTool, flat_schema, preload_schemas, schema_key
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
 if TYPE_CHECKING:
-    from typing import Any
+    from ..json_types import JsonObject
 
 # The generated input/output schemas of every tool, so that a cold start need not generate
 # them (that was most of the time to the first tools/list). Valid only for the exact source
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 SCHEMA_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "schemas.json")
 
 
-def _fresh_schemas() -> dict[str, Any] | None:
+def _fresh_schemas() -> dict[str, JsonObject] | None:
     """The stored schemas, or None when the file is missing, unreadable or stale."""
     import orjson
 
@@ -33,7 +33,7 @@ def _fresh_schemas() -> dict[str, Any] | None:
             return None
     except (OSError, KeyError, TypeError, orjson.JSONDecodeError):
         return None
-    schemas: dict[str, Any] = stored["schemas"]
+    schemas: dict[str, JsonObject] = stored["schemas"]
     return schemas
 
 
@@ -43,7 +43,7 @@ def _preload_schema_file() -> None:
         preload_schemas(schemas)
 
 
-def generated_schemas(tools: list[Tool]) -> dict[str, object]:
+def generated_schemas(tools: list[AnyTool]) -> dict[str, object]:
     """What SCHEMA_FILE must hold for this source: every params and result Struct, freshly
     generated; in a fresh interpreter (python -m hcmcp.tools.catalog), so that the files listed
     are those of the modules the generation loaded."""
@@ -59,7 +59,7 @@ def generated_schemas(tools: list[Tool]) -> dict[str, object]:
     }
 
 
-def all_tools(api: HealthchecksApi) -> tuple[list[Tool], list[Tool]]:
+def all_tools(api: HealthchecksApi) -> tuple[list[AnyTool], list[AnyTool]]:
     """(read tools, write tools), in the order tools/list shows them."""
     from .read_project import read_tools
     from .write import write_tools

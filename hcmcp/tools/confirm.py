@@ -13,7 +13,7 @@ import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..protocol.asking import (
     CLIENT_CANNOT,
@@ -23,6 +23,10 @@ from ..protocol.asking import (
     TRANSPORT_CANNOT,
 )
 from ..protocol.jsonrpc import METHOD_NOT_FOUND
+
+if TYPE_CHECKING:
+    from ..json_types import JsonObject
+    from ..protocol.server import RequestContext
 
 OPERATION = "delete_check"
 TOKEN_LIFETIME = 300  # seconds
@@ -136,7 +140,7 @@ def dialog_message(targets: list[str]) -> str:
     return f"{_targets_text(targets)}\n\n{COST}"
 
 
-def _dialog_schema(targets: list[str]) -> dict[str, Any]:
+def _dialog_schema(targets: list[str]) -> JsonObject:
     what = "this check" if len(targets) == 1 else f"these {len(targets)} checks"
     return {
         "type": "object",
@@ -175,7 +179,7 @@ _PROVES = (
 )
 
 
-def _sealing(ctx: Any) -> tuple[bytes | None, str | None]:
+def _sealing(ctx: RequestContext) -> tuple[bytes | None, str | None]:
     """(the seal key, the tenant) of this request: what a token is bound to besides its targets."""
     seal = getattr(getattr(ctx, "server", None), "seal", None)
     key = seal.key if seal is not None else None
@@ -183,7 +187,7 @@ def _sealing(ctx: Any) -> tuple[bytes | None, str | None]:
 
 
 def _token_verdict(
-    ctx: Any,
+    ctx: RequestContext,
     outcome: str,
     why_no_dialog: str,
     targets: list[str],
@@ -240,7 +244,7 @@ def _count(outcome: str) -> None:
         ).inc((outcome,))
 
 
-def approval(ctx: Any, verdict: Verdict) -> str | None:
+def approval(ctx: RequestContext, verdict: Verdict) -> str | None:
     """How an approved verdict was approved, for the audit line (None when it was not)."""
     if verdict.outcome == "approved_by_token":
         return "token"
@@ -255,7 +259,9 @@ def approval(ctx: Any, verdict: Verdict) -> str | None:
     return "input_required" if getattr(ctx, "modern", False) else "dialog"
 
 
-async def ask_before_delete(ctx: Any, targets: list[str], confirm_token: str | None) -> Verdict:
+async def ask_before_delete(
+    ctx: RequestContext, targets: list[str], confirm_token: str | None
+) -> Verdict:
     """Approved only after an explicit yes in a dialog, a good token on the fallback path, or the
     command line's --yes (ctx.consent == "terminal": a Session made in-process, never over MCP).
     Every outcome is audited by the tool (write.py's audit line) and counted here."""
@@ -269,7 +275,7 @@ async def ask_before_delete(ctx: Any, targets: list[str], confirm_token: str | N
     return verdict
 
 
-async def _decide(ctx: Any, targets: list[str], confirm_token: str | None) -> Verdict:
+async def _decide(ctx: RequestContext, targets: list[str], confirm_token: str | None) -> Verdict:
     bound_to = fingerprint(targets)
     why_no_dialog = ctx.why_no_dialog
     if why_no_dialog is None:
@@ -318,7 +324,11 @@ async def _decide(ctx: Any, targets: list[str], confirm_token: str | None) -> Ve
 
 
 def _by_token(
-    ctx: Any, why_no_dialog: str, targets: list[str], bound_to: str, confirm_token: str | None
+    ctx: RequestContext,
+    why_no_dialog: str,
+    targets: list[str],
+    bound_to: str,
+    confirm_token: str | None,
 ) -> Verdict:
     """The fallback: a token issued, or the one this call brought redeemed (or refused)."""
     if confirm_token is None:

@@ -28,21 +28,25 @@ Every tool of this package answers through ``present`` (``get_ping_body`` throug
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import cast
 
 import msgspec
 import orjson
 
-from ..protocol.tool import Tool, ToolError
+from ..protocol.tool import AnyTool, ToolError
 from . import budget
 from .shaping import MARKER, SOURCE
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
+if TYPE_CHECKING:
+    from ..json_types import JsonObject, JsonValue
 
 MIN_KEPT = 64  # characters every shortened string keeps
 _PROTECTED = frozenset({"untrusted", "source"})
 
 # The whole result's size for a structuredContent, and what one string of it costs there
 # (where: its path, e.g. "check.desc"): the two things the text block's shape decides.
-Size = Callable[[dict[str, Any]], int]
+Size = Callable[["JsonObject"], int]
 Cost = Callable[[str, str], int]
 
 
@@ -59,17 +63,17 @@ def _worth_cutting(text: str, keep: int) -> bool:
     return len(text) - keep > len(cut_mark(len(text) - keep))
 
 
-def _encoded(value: Any) -> int:
+def _encoded(value: JsonValue) -> int:
     return len(orjson.dumps(value))
 
 
-def _json_text(structured: dict[str, Any]) -> str:
+def _json_text(structured: JsonObject) -> str:
     """The text block of a JSON result: the JSON, after MARKER when it is untrusted."""
     text = orjson.dumps(structured).decode()
     return f"{MARKER}\n\n{text}" if structured.get("untrusted") is True else text
 
 
-def _json_size(structured: dict[str, Any]) -> int:
+def _json_size(structured: JsonObject) -> int:
     return budget.whole_size(structured, _json_text(structured))
 
 
@@ -77,10 +81,15 @@ def _twice(where: str, text: str) -> int:
     return budget.twice(text)
 
 
-def _long_strings(node: Any, path: str, into: list[tuple[Any, Any, str]]) -> None:
+# Where a long string sits: its container (an object or an array of the result), its key there
+# (a name or an index, indexing the container as a mapping of either), and its path for texts.
+Spot = tuple["dict[str | int, JsonValue]", "str | int", str]
+
+
+def _long_strings(node: JsonValue, path: str, into: list[Spot]) -> None:
     """Every string longer than MIN_KEPT under ``node``: (its container, key or index, path)."""
     if isinstance(node, dict):
-        items: Iterable[tuple[Any, Any]] = node.items()
+        items: Iterable[tuple[str | int, JsonValue]] = node.items()
     elif isinstance(node, list):
         items = enumerate(node)
     else:
@@ -89,13 +98,13 @@ def _long_strings(node: Any, path: str, into: list[tuple[Any, Any, str]]) -> Non
         where = f"{path}[{key}]" if isinstance(key, int) else (f"{path}.{key}" if path else key)
         if isinstance(value, str):
             if len(value) > MIN_KEPT and key not in _PROTECTED:
-                into.append((node, key, where))
+                into.append((cast("dict[str | int, JsonValue]", node), key, where))
         else:
             _long_strings(value, where, into)
 
 
 def fit_result(
-    structured: dict[str, Any],
+    structured: JsonObject,
     limit: int | None = None,
     *,
     size_of: Size = _json_size,
@@ -113,11 +122,12 @@ def fit_result(
     size = size_of(structured)
     if size <= limit:
         return []
-    leaves: list[tuple[Any, Any, str]] = []
+    leaves: list[Spot] = []
     _long_strings(structured, "", leaves)
     originals = [
-        (container, key, where, container[key], cost(where, container[key]))
+        (container, key, where, text, cost(where, text))
         for container, key, where in leaves
+        for text in (cast(str, container[key]),)
     ]
     target = limit - budget.NOTE_ROOM
 
@@ -168,9 +178,9 @@ _MARKED_IN_TEXT = len(orjson.dumps(_MARKED)) - 2
 
 def _fitted(
     value: msgspec.Struct,
-    text_of: Callable[[dict[str, Any]], str] = _json_text,
+    text_of: Callable[[JsonObject], str] = _json_text,
     cost: Cost = _twice,
-) -> tuple[dict[str, Any], str]:
+) -> tuple[JsonObject, str]:
     """structuredContent and the text block, shortened together until the whole result fits
     the budget (measured once when it fits, as it nearly always does)."""
     structured = msgspec.to_builtins(value)
@@ -194,12 +204,12 @@ def _fitted(
     return structured, text
 
 
-def present(value: msgspec.Struct) -> tuple[dict[str, Any], str]:
+def present(value: msgspec.Struct) -> tuple[JsonObject, str]:
     """(structuredContent, text): budgeted; the text is the JSON, after MARKER when untrusted."""
     return _fitted(value)
 
 
-def _body_text(structured: dict[str, Any]) -> str:
+def _body_text(structured: JsonObject) -> str:
     return f"{MARKER}\n\n{structured['body']}"
 
 
@@ -209,25 +219,25 @@ def _body_cost(where: str, text: str) -> int:
     return paid + (paid - 2 if where == "body" else 0)
 
 
-def present_body(value: msgspec.Struct) -> tuple[dict[str, Any], str]:
+def present_body(value: msgspec.Struct) -> tuple[JsonObject, str]:
     """get_ping_body: the text block is MARKER, then the cleaned body itself (not its JSON)."""
     return _fitted(value, _body_text, _body_cost)
 
 
-def _delete_text(structured: dict[str, Any]) -> str:
+def _delete_text(structured: JsonObject) -> str:
     text = orjson.dumps(structured).decode()
     carries_instance_text = bool(structured.get("deleted") or structured.get("failed"))
     return f"{MARKER}\n\n{text}" if carries_instance_text else text
 
 
-def present_delete(value: msgspec.Struct) -> tuple[dict[str, Any], str]:
+def present_delete(value: msgspec.Struct) -> tuple[JsonObject, str]:
     """delete_check: marked only when it reports the instance's words (the deleted checks, a
     failure). A refusal or a token_issued result is this server's own text, and its token
     instruction must not sit under a sentence saying never to follow what follows."""
     return _fitted(value, _delete_text)
 
 
-def presented(tools: list[Tool]) -> list[Tool]:
+def presented(tools: list[AnyTool]) -> list[AnyTool]:
     """``tools`` with ``present`` as the presenter of each that has none of its own."""
     for tool in tools:
         if tool.presenter is None:

@@ -7,20 +7,20 @@ and what all nine share; ``read_project`` the four about the project and the ins
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Literal, TypeVar
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from ..healthchecks.api import (
-    PING_BODY_CEILING,
     HealthchecksApi,
     normalise_check_id,
     normalise_uuid,
 )
+from ..healthchecks.endpoints import PING_BODY_CEILING
 from ..healthchecks.errors import ResponseTooLarge
 from ..healthchecks.models import Check, Listing
-from ..protocol.tool import Annotations, Tool, ToolError
+from ..protocol.tool import Annotations, AnyTool, Tool, ToolError
 from .present import present_body
 from .shaping import (
     CheckDetail,
@@ -38,6 +38,9 @@ from .shaping import (
     remove_control_characters,
     tool_error,
 )
+
+if TYPE_CHECKING:
+    from ..protocol.server import RequestContext
 
 READ = Annotations(read_only=True, destructive=False, idempotent=True, open_world=True)
 _T = TypeVar("_T")
@@ -235,10 +238,10 @@ def summary_of(check: Check) -> CheckSummary:
     )
 
 
-def _list_checks(api: HealthchecksApi) -> Tool:
+def _list_checks(api: HealthchecksApi) -> AnyTool:
     oversized: list[bool] = []  # non-empty once the whole project was refused for its size
 
-    async def handler(ctx: Any, params: ListChecksParams) -> ListChecksResult:
+    async def handler(ctx: RequestContext, params: ListChecksParams) -> ListChecksResult:
         # The whole project in one request, filtered here: that is how the result can say how
         # many checks the project holds (the API has no pagination and no count). A project too
         # large for the byte ceiling is asked again with tag/slug, which the instance filters.
@@ -348,8 +351,8 @@ class GetCheckResult(Untrusted, kw_only=True):
     note: str | None = None
 
 
-def _get_check(api: HealthchecksApi) -> Tool:
-    async def handler(ctx: Any, params: GetCheckParams) -> GetCheckResult:
+def _get_check(api: HealthchecksApi) -> AnyTool:
+    async def handler(ctx: RequestContext, params: GetCheckParams) -> GetCheckResult:
         ident = require_check_id("get_check", params.check)
         # desc has no length limit upstream: the result budget (present.fit_result) cuts it.
         return GetCheckResult(check=check_detail(await calling_api(lambda: api.get_check(ident))))
@@ -410,8 +413,8 @@ class ListPingsResult(Untrusted, kw_only=True):
     note: str | None = None
 
 
-def _list_pings(api: HealthchecksApi) -> Tool:
-    async def handler(ctx: Any, params: ListPingsParams) -> ListPingsResult:
+def _list_pings(api: HealthchecksApi) -> AnyTool:
+    async def handler(ctx: RequestContext, params: ListPingsParams) -> ListPingsResult:
         uuid = require_uuid("list_pings", params.check)
         listing = await calling_api(lambda: api.list_pings(uuid))
         matched = [p for p in listing.items if params.type is UNSET or p.type == params.type]
@@ -505,8 +508,8 @@ class GetPingBodyResult(Untrusted, kw_only=True):
     note: str | None = None
 
 
-def _get_ping_body(api: HealthchecksApi) -> Tool:
-    async def handler(ctx: Any, params: GetPingBodyParams) -> GetPingBodyResult:
+def _get_ping_body(api: HealthchecksApi) -> AnyTool:
+    async def handler(ctx: RequestContext, params: GetPingBodyParams) -> GetPingBodyResult:
         uuid = require_uuid("get_ping_body", params.check)
         body = await calling_api(lambda: api.get_ping_body(uuid, params.n))
         data = body.data
@@ -560,7 +563,7 @@ def _or_none(value: _T | UnsetType) -> _T | None:
     return None if isinstance(value, UnsetType) else value
 
 
-def _without_partial_utf8_tail(data: bytes) -> bytes:
+def _without_partial_utf8_tail(data: bytes | bytearray) -> bytes | bytearray:
     """Drop a multi-byte UTF-8 sequence the ceiling cut in half (else it decodes as U+FFFD)."""
     for back in range(1, min(4, len(data)) + 1):
         byte = data[-back]
@@ -631,8 +634,8 @@ class ListFlipsResult(Untrusted, kw_only=True):
     note: str | None = None
 
 
-def _list_flips(api: HealthchecksApi) -> Tool:
-    async def handler(ctx: Any, params: ListFlipsParams) -> ListFlipsResult:
+def _list_flips(api: HealthchecksApi) -> AnyTool:
+    async def handler(ctx: RequestContext, params: ListFlipsParams) -> ListFlipsResult:
         ident = require_check_id("list_flips", params.check)
         if params.start is not UNSET and params.end is not UNSET and params.start > params.end:
             raise ToolError(
@@ -696,7 +699,7 @@ def _list_flips(api: HealthchecksApi) -> Tool:
     )
 
 
-def check_tools(api: HealthchecksApi) -> list[Tool]:
+def check_tools(api: HealthchecksApi) -> list[AnyTool]:
     """The five read tools about checks, in the order tools/list shows them."""
     return [
         _list_checks(api),

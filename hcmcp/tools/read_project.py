@@ -4,14 +4,14 @@ checks come from ``read``, with the names all nine share)."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
 from ..healthchecks.api import HealthchecksApi
 from ..healthchecks.judging import KEY_SETUP
-from ..protocol.tool import Tool
+from ..protocol.tool import AnyTool, Tool
 from . import budget
 from .present import presented
 from .read import READ, READ_ONLY_REACHABLE, READ_WRITE_ONLY, NoParams, check_tools
@@ -24,6 +24,9 @@ from .shaping import (
     malformed_sentence,
     remove_control_characters,
 )
+
+if TYPE_CHECKING:
+    from ..protocol.server import RequestContext
 
 # -- list_integrations ------------------------------------------------------------------------
 
@@ -40,8 +43,8 @@ class ListIntegrationsResult(Untrusted, kw_only=True):
     note: str | None = None
 
 
-def _list_integrations(api: HealthchecksApi) -> Tool:
-    async def handler(ctx: Any, params: NoParams) -> ListIntegrationsResult:
+def _list_integrations(api: HealthchecksApi) -> AnyTool:
+    async def handler(ctx: RequestContext, params: NoParams) -> ListIntegrationsResult:
         listing = await calling_api(api.list_integrations)
         entries = [IntegrationEntry(id=i.id, name=i.name, kind=i.kind) for i in listing.items]
         fitted = fit_entries(entries, ListIntegrationsResult(integrations=[], returned=0))
@@ -96,8 +99,8 @@ class ListBadgesResult(Untrusted, kw_only=True):
     note: str | None = None
 
 
-def _list_badges(api: HealthchecksApi) -> Tool:
-    async def handler(ctx: Any, params: NoParams) -> ListBadgesResult:
+def _list_badges(api: HealthchecksApi) -> AnyTool:
+    async def handler(ctx: RequestContext, params: NoParams) -> ListBadgesResult:
         listing = await calling_api(api.list_badges)
         # The API's order is random (a Python set): "*" first, then by tag, so results are stable.
         badges = sorted(listing.items, key=lambda b: (b.tag != "*", b.tag))
@@ -169,8 +172,8 @@ class GetStatusResult(msgspec.Struct, kw_only=True):
     source: str | UnsetType = UNSET
 
 
-def _get_status(api: HealthchecksApi) -> Tool:
-    async def handler(ctx: Any, params: NoParams) -> GetStatusResult:
+def _get_status(api: HealthchecksApi) -> AnyTool:
+    async def handler(ctx: RequestContext, params: NoParams) -> GetStatusResult:
         status = await calling_api(api.get_status)
         if status.http_status == 200 and status.text == "OK" and not status.truncated:
             return GetStatusResult(
@@ -258,8 +261,8 @@ def _version_sentence(version: int | None) -> str:
     )
 
 
-def _get_api_key_info(api: HealthchecksApi) -> Tool:
-    async def handler(ctx: Any, params: NoParams) -> GetApiKeyInfoResult:
+def _get_api_key_info(api: HealthchecksApi) -> AnyTool:
+    async def handler(ctx: RequestContext, params: NoParams) -> GetApiKeyInfoResult:
         result = await _key_info(ctx, params)
         if not api.has_key:
             return result  # nothing is sent without a key, not even the version probe
@@ -268,7 +271,7 @@ def _get_api_key_info(api: HealthchecksApi) -> Tool:
         result.detail += _version_sentence(version)
         return result
 
-    async def _key_info(ctx: Any, params: NoParams) -> GetApiKeyInfoResult:
+    async def _key_info(ctx: RequestContext, params: NoParams) -> GetApiKeyInfoResult:
         everything = READ_ONLY_REACHABLE + READ_WRITE_ONLY
         if not api.has_key:
             return GetApiKeyInfoResult(
@@ -352,10 +355,10 @@ def _get_api_key_info(api: HealthchecksApi) -> Tool:
     )
 
 
-def project_tools(api: HealthchecksApi) -> list[Tool]:
+def project_tools(api: HealthchecksApi) -> list[AnyTool]:
     return [_list_integrations(api), _list_badges(api), _get_status(api), _get_api_key_info(api)]
 
 
-def read_tools(api: HealthchecksApi) -> list[Tool]:
+def read_tools(api: HealthchecksApi) -> list[AnyTool]:
     """All nine read tools, in the order tools/list shows them: the five about checks first."""
     return presented([*check_tools(api), *project_tools(api)])

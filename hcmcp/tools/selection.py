@@ -11,13 +11,24 @@ from ..config.parse import ConfigError
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
 if TYPE_CHECKING:
+    from typing import Protocol, TypeVar
+
     from ..config.settings import Config
-    from ..protocol.tool import Tool
+
+    class Selectable(Protocol):
+        """What the selection reads of a tool: a Tool, or fast_start's precomputed entry."""
+
+        @property
+        def name(self) -> str: ...
+        @property
+        def tags(self) -> frozenset[str]: ...
+
+    T = TypeVar("T", bound=Selectable)
 
 ESSENTIAL = "essential"
 
 
-def _matches(entry: str, tool: Tool) -> bool:
+def _matches(entry: str, tool: Selectable) -> bool:
     if entry == ESSENTIAL:
         return ESSENTIAL in tool.tags
     if entry.endswith("*"):
@@ -25,7 +36,7 @@ def _matches(entry: str, tool: Tool) -> bool:
     return tool.name == entry
 
 
-def select(read: list[Tool], write: list[Tool], config: Config) -> list[Tool]:
+def select(read: list[T], write: list[T], config: Config) -> list[T]:
     everything = read + write
     names = ", ".join(tool.name for tool in everything)
     for variable, entries in (

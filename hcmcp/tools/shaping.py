@@ -13,18 +13,22 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Literal, TypeVar
 
 import msgspec
 from msgspec import UNSET, UnsetType
 
 from ..healthchecks.errors import ApiError, Redirected, Unauthorized
 from ..healthchecks.models import Check
-from ..protocol.tool import Tool, ToolError
+from ..protocol.tool import P, R, Tool, ToolError
 from . import budget
 from .budget import DEFAULT_BYTES
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
+if TYPE_CHECKING:
+    from ..json_types import JsonObject
 
 # The default budget for the whole result; budget.budget_bytes() is the one in force.
 RESULT_BUDGET_BYTES = DEFAULT_BYTES
@@ -90,7 +94,7 @@ class Fitted:
 
 
 def fit_entries(
-    entries: Sequence[Any], envelope: msgspec.Struct, limit: int | None = None
+    entries: Sequence[msgspec.Struct], envelope: msgspec.Struct, limit: int | None = None
 ) -> Fitted:
     """How many leading ``entries`` fit in the whole result (``limit`` bytes, default the budget
     in force) beside ``envelope``, the result without its entries: each entry is paid for in
@@ -192,7 +196,7 @@ def tool_error(error: BaseException) -> ToolError:
     ours follows them. Never the key: the API layer keeps it out."""
     if isinstance(error, ApiError):
         text = " ".join(part for part in (error.message, error.advice) if part)
-        details: dict[str, Any] = {"kind": error.kind, "retryable": error.retryable}
+        details: JsonObject = {"kind": error.kind, "retryable": error.retryable}
         if error.upstream:
             said, _ = remove_control_characters(error.upstream)
             text += f"\n\n{MARKER}\n\n{said}"
@@ -221,7 +225,7 @@ def is_api_failure(error: BaseException) -> bool:
     return http is not None and isinstance(error, http.HttpError)
 
 
-async def calling_api(call: Callable[[], Any]) -> Any:
+async def calling_api(call: Callable[[], Awaitable[E]]) -> E:
     """Await ``call()``; an API or HTTP failure becomes a ToolError."""
     try:
         return await call()
@@ -233,25 +237,25 @@ async def calling_api(call: Callable[[], Any]) -> Any:
 
 # -- argument texts the generic schema error cannot give ---------------------------------------
 
-Precheck = Callable[[dict[str, Any]], None]
+Precheck = Callable[["JsonObject"], None]
 
 
 @dataclass
-class CheckedTool(Tool):
+class CheckedTool(Tool[P, R]):
     """A Tool whose ``precheck`` sees the raw arguments before the schema decode, so a rule
     with a reason behind it (no space in a tag, a retired parameter) is refused with the
     reason instead of a regex. The schema keeps the same constraint for clients."""
 
     precheck: Precheck | None = None
 
-    def decode_arguments(self, arguments: dict[str, Any]) -> msgspec.Struct:
+    def decode_arguments(self, arguments: JsonObject) -> P:
         if self.precheck is not None:
             self.precheck(arguments)
         return super().decode_arguments(arguments)
 
 
 def refuse_separator_items(
-    tool: str, arguments: dict[str, Any], field: str, separator: str, stored_as: str
+    tool: str, arguments: JsonObject, field: str, separator: str, stored_as: str
 ) -> None:
     """A list item containing the separator its field is stored with would silently split.
     ``stored_as`` completes "Healthchecks stores …", e.g. "tags space-separated"."""

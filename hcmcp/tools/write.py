@@ -8,19 +8,20 @@ upsert lookup).
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
 from ..healthchecks.api import HealthchecksApi, normalise_uuid
 from ..healthchecks.errors import NotFound
-from ..protocol.tool import Annotations, Tool, ToolError
+from ..protocol.tool import Annotations, AnyTool, Tool, ToolError
 from .present import present_delete, presented
 from .read import UUID_TEXT, require_uuid
 from .shaping import (
     CheckDetail,
     CheckedTool,
+    Precheck,
     Untrusted,
     calling_api,
     check_detail,
@@ -29,6 +30,11 @@ from .shaping import (
     refuse_separator_items,
     tool_error,
 )
+
+if TYPE_CHECKING:
+    from ..json_types import JsonObject
+    from ..protocol.server import RequestContext
+    from .confirm import Verdict
 
 ESSENTIAL = frozenset({"essential"})
 MAX_DELETE_TARGETS = 50
@@ -217,7 +223,7 @@ class UpdateCheckParams(CheckFields, kw_only=True):
     check: Annotated[str, Meta(min_length=1, max_length=100, description=UUID_TEXT)]
 
 
-async def refuse_slug_before_v3(api: HealthchecksApi, tool: str, body: dict[str, Any]) -> None:
+async def refuse_slug_before_v3(api: HealthchecksApi, tool: str, body: JsonObject) -> None:
     """slug needs API v3 (tools.md): refused on an older instance, before the change is sent
     (finding the version may cost one GET status/, once per process)."""
     if "slug" not in body:
@@ -234,7 +240,7 @@ async def refuse_slug_before_v3(api: HealthchecksApi, tool: str, body: dict[str,
         )
 
 
-def derived_slug_note(api: HealthchecksApi, body: dict[str, Any]) -> list[str]:
+def derived_slug_note(api: HealthchecksApi, body: JsonObject) -> list[str]:
     if "name" in body and api.api_version is not None and api.api_version < 3:
         return [
             f"On this instance (API v{api.api_version}) setting name also set slug to the "
@@ -243,8 +249,8 @@ def derived_slug_note(api: HealthchecksApi, body: dict[str, Any]) -> list[str]:
     return []
 
 
-def _precheck_fields(tool: str) -> Any:
-    def precheck(arguments: dict[str, Any]) -> None:
+def _precheck_fields(tool: str) -> Precheck:
+    def precheck(arguments: JsonObject) -> None:
         refuse_separator_items(tool, arguments, "tags", " ", "tags space-delimited")
         for field in ("start_kw", "success_kw", "failure_kw"):
             refuse_separator_items(tool, arguments, field, ",", "keywords comma-delimited")
@@ -255,7 +261,7 @@ def _precheck_fields(tool: str) -> Any:
     return precheck
 
 
-def request_body(tool: str, params: CheckFields) -> dict[str, Any]:
+def request_body(tool: str, params: CheckFields) -> JsonObject:
     """The passed fields as the API takes them; the cross-field rules refused with reasons."""
     if params.timeout is not UNSET and params.schedule is not UNSET:
         raise ToolError(
@@ -272,7 +278,7 @@ def request_body(tool: str, params: CheckFields) -> dict[str, Any]:
             'it means. Pass "*" or the integrations to notify.',
             field="channels",
         )
-    body: dict[str, Any] = {}
+    body: JsonObject = {}
     for name in FIELD_NAMES:
         value = getattr(params, name)
         if value is UNSET:
@@ -311,8 +317,8 @@ class CreateCheckResult(Untrusted, kw_only=True):
     note: str | None = None
 
 
-def _create_check(api: HealthchecksApi) -> Tool:
-    async def handler(ctx: Any, params: CreateCheckParams) -> CreateCheckResult:
+def _create_check(api: HealthchecksApi) -> AnyTool:
+    async def handler(ctx: RequestContext, params: CreateCheckParams) -> CreateCheckResult:
         body = request_body("create_check", params)
         default_applied = "channels" not in body
         if default_applied:
@@ -387,8 +393,8 @@ def _create_check(api: HealthchecksApi) -> Tool:
 # -- update_check -----------------------------------------------------------------------------
 
 
-def _update_check(api: HealthchecksApi) -> Tool:
-    async def handler(ctx: Any, params: UpdateCheckParams) -> CheckWriteResult:
+def _update_check(api: HealthchecksApi) -> AnyTool:
+    async def handler(ctx: RequestContext, params: UpdateCheckParams) -> CheckWriteResult:
         uuid = require_uuid("update_check", params.check)
         _audit(ctx, [uuid])
         body = request_body("update_check", params)
@@ -445,7 +451,7 @@ class OneCheckParams(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     check: Annotated[str, Meta(min_length=1, max_length=100, description=UUID_TEXT)]
 
 
-def _refuse_retired_confirm_token(arguments: dict[str, Any]) -> None:
+def _refuse_retired_confirm_token(arguments: JsonObject) -> None:
     if "confirm_token" in arguments:
         raise ToolError(
             "pause_check is no longer gated, so it takes no confirm_token and does not need one: call "
@@ -455,8 +461,8 @@ def _refuse_retired_confirm_token(arguments: dict[str, Any]) -> None:
         )
 
 
-def _pause_check(api: HealthchecksApi) -> Tool:
-    async def handler(ctx: Any, params: OneCheckParams) -> CheckWriteResult:
+def _pause_check(api: HealthchecksApi) -> AnyTool:
+    async def handler(ctx: RequestContext, params: OneCheckParams) -> CheckWriteResult:
         uuid = require_uuid("pause_check", params.check)
         _audit(ctx, [uuid])
         _audit_started(ctx)
@@ -495,8 +501,8 @@ def _pause_check(api: HealthchecksApi) -> Tool:
     )
 
 
-def _resume_check(api: HealthchecksApi) -> Tool:
-    async def handler(ctx: Any, params: OneCheckParams) -> CheckWriteResult:
+def _resume_check(api: HealthchecksApi) -> AnyTool:
+    async def handler(ctx: RequestContext, params: OneCheckParams) -> CheckWriteResult:
         uuid = require_uuid("resume_check", params.check)
         _audit(ctx, [uuid])
         _audit_started(ctx)
@@ -577,8 +583,8 @@ class DeleteCheckResult(Untrusted, kw_only=True):
     note: str | None = None
 
 
-def _delete_check(api: HealthchecksApi) -> Tool:
-    async def handler(ctx: Any, params: DeleteCheckParams) -> DeleteCheckResult:
+def _delete_check(api: HealthchecksApi) -> AnyTool:
+    async def handler(ctx: RequestContext, params: DeleteCheckParams) -> DeleteCheckResult:
         given = [params.check] if isinstance(params.check, str) else params.check
         targets = sorted({require_uuid("delete_check", value) for value in given})
         from . import confirm  # the guard: a person (or, failing that, the two-call token) decides
@@ -687,7 +693,10 @@ def _delete_check(api: HealthchecksApi) -> Tool:
 
 
 def _audit(
-    ctx: Any, checks: list[str], outcome: str | None = None, approved_by: str | None = None
+    ctx: RequestContext,
+    checks: list[str],
+    outcome: str | None = None,
+    approved_by: str | None = None,
 ) -> None:
     """What the audit line of this call says (protocol/audit.py writes it when the call ends)."""
     if not hasattr(ctx, "audit_checks"):
@@ -699,7 +708,7 @@ def _audit(
         ctx.approved_by = approved_by
 
 
-def _audit_started(ctx: Any) -> None:
+def _audit_started(ctx: RequestContext) -> None:
     """The audit line written before the tool writes upstream: what it is about to act on and
     how that was approved (outcome ``started``); its final line follows when the call ends."""
     started = getattr(ctx, "audit_started", None)
@@ -707,13 +716,13 @@ def _audit_started(ctx: Any) -> None:
         started()
 
 
-def _audit_results(ctx: Any, targets: list[str], results: dict[str, str]) -> None:
+def _audit_results(ctx: RequestContext, targets: list[str], results: dict[str, str]) -> None:
     """The audit line's per-check word, in the order of its checks."""
     if hasattr(ctx, "audit_results"):
         ctx.audit_results = [results[uuid] for uuid in targets]
 
 
-async def _progress(ctx: Any, progress: int, total: int, message: str) -> None:
+async def _progress(ctx: RequestContext, progress: int, total: int, message: str) -> None:
     # A request context without report_progress (a test's stand-in, the CLI's) reports nothing.
     report = getattr(ctx, "report_progress", None)
     if report is not None:
@@ -721,7 +730,7 @@ async def _progress(ctx: Any, progress: int, total: int, message: str) -> None:
 
 
 def _stopped(
-    verdict: Any,
+    verdict: Verdict,
     targets: list[str],
     deleted: list[CheckDetail],
     failure: DeleteFailure,
@@ -758,7 +767,7 @@ def _stopped(
     )
 
 
-def write_tools(api: HealthchecksApi) -> list[Tool]:
+def write_tools(api: HealthchecksApi) -> list[AnyTool]:
     return presented(
         [
             _create_check(api),

@@ -7,17 +7,18 @@ list[str]``; at most 100 values travel, with ``total`` and ``hasMore`` when ther
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..jsonrpc import INVALID_PARAMS, RpcError
 from .feature import Feature, Handler, shaped
 
 if TYPE_CHECKING:
+    from ...json_types import JsonObject
     from ..server import RequestContext
 
 MAX_VALUES = 100
 Completer = Callable[
-    ["RequestContext", dict[str, Any], str, str, dict[str, str]], Awaitable[list[str]]
+    ["RequestContext", "JsonObject", str, str, dict[str, str]], Awaitable[list[str]]
 ]
 
 
@@ -29,10 +30,10 @@ class Completions(Feature):
     def methods(self) -> dict[str, Handler]:
         return {"completion/complete": self._complete}
 
-    def capabilities(self, revision: str) -> dict[str, Any]:
+    def capabilities(self, revision: str) -> JsonObject:
         return {"completions": {}}
 
-    async def _complete(self, ctx: RequestContext) -> dict[str, Any]:
+    async def _complete(self, ctx: RequestContext) -> JsonObject:
         ref = ctx.params.get("ref")
         if not isinstance(ref, dict) or not (
             (ref.get("type") == "ref/prompt" and isinstance(ref.get("name"), str))
@@ -58,7 +59,7 @@ class Completions(Feature):
         values = await self.completer(
             ctx, ref, argument["name"], argument["value"], known if isinstance(known, dict) else {}
         )
-        completion: dict[str, Any] = {"values": values[:MAX_VALUES]}
+        completion: JsonObject = {"values": values[:MAX_VALUES]}
         if len(values) > MAX_VALUES:
             completion.update(total=len(values), hasMore=True)
         return shaped(ctx, {"completion": completion})

@@ -8,11 +8,14 @@ themselves (an image, a resource...), optionally with structured content.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import msgspec
 
-from ..tool import ERROR_META, Tool, flat_schema
+from ..tool import ERROR_META, P, R, Tool, flat_schema
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
+if TYPE_CHECKING:
+    from ...json_types import JsonObject
 
 
 class ResourceContents(msgspec.Struct, omit_defaults=True, rename="camel"):
@@ -47,12 +50,12 @@ Content = TextContent | ImageContent | AudioContent | EmbeddedResource
 
 class ToolOutput(msgspec.Struct):
     content: list[Content]
-    structured: Any = msgspec.UNSET
+    structured: object = msgspec.UNSET  # anything msgspec encodes (a Struct, a dict)
     is_error: bool = False
 
 
 @dataclass
-class ContentTool(Tool):
+class ContentTool(Tool[P, R]):
     """A tool whose handler returns ToolOutput; ``result`` may be None (then no outputSchema).
 
     ``input_schema``, when given, is published verbatim instead of the one generated from
@@ -60,10 +63,10 @@ class ContentTool(Tool):
     decodes the arguments, so keep the two in agreement.
     """
 
-    input_schema: dict[str, Any] | None = None
+    input_schema: JsonObject | None = None
 
-    def descriptor(self) -> dict[str, Any]:
-        descriptor = {
+    def descriptor(self) -> JsonObject:
+        descriptor: JsonObject = {
             "name": self.name,
             "title": self.title,
             "description": self.description,
@@ -76,10 +79,10 @@ class ContentTool(Tool):
             descriptor["outputSchema"] = flat_schema(self.result)
         return descriptor
 
-    def call_result(self, output: ToolOutput) -> dict[str, Any]:
+    def call_result(self, output: ToolOutput) -> JsonObject:
         """An error's structured part goes in ``_meta["io.hcmcp/error"]``, as a ToolError's does:
         as structuredContent it would have to match the outputSchema, which describes success."""
-        result: dict[str, Any] = {"content": msgspec.to_builtins(output.content)}
+        result: JsonObject = {"content": msgspec.to_builtins(output.content)}
         if output.structured is not msgspec.UNSET:
             structured = msgspec.to_builtins(output.structured)
             if output.is_error:

@@ -11,15 +11,17 @@ subscriptions/listen stream), so the HTTP transport must be ready to answer with
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .. import revisions
 from ..jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, RpcError
 
 if TYPE_CHECKING:
+    from ...json_types import JsonObject
+    from ..asking import InputRequired
     from ..server import McpServer, RequestContext
 
-Handler = Callable[["RequestContext"], Awaitable[Any]]
+Handler = Callable[["RequestContext"], Awaitable["JsonObject"]]
 
 
 class Feature:
@@ -36,22 +38,20 @@ class Feature:
     def methods(self) -> dict[str, Handler]:
         return {}
 
-    def capabilities(self, revision: str) -> dict[str, Any]:
+    def capabilities(self, revision: str) -> JsonObject:
         return {}
 
 
-def shaped(
-    ctx: RequestContext, result: dict[str, Any], result_type: str = "complete"
-) -> dict[str, Any]:
+def shaped(ctx: RequestContext, result: JsonObject, result_type: str = "complete") -> JsonObject:
     """A result as this request's revision wants it (2026: resultType, serverInfo in _meta)."""
     return revisions.shape_result(
         result, ctx.revision, ctx.server.identity.implementation(), result_type
     )
 
 
-def input_required(ctx: RequestContext, needed: Any) -> dict[str, Any]:
+def input_required(ctx: RequestContext, needed: InputRequired) -> JsonObject:
     """An asking.InputRequired raised by a prompt or resource reader -> its InputRequiredResult."""
-    result = {"inputRequests": needed.input_requests}
+    result: JsonObject = {"inputRequests": needed.input_requests}
     if needed.request_state is not None:
         result["requestState"] = needed.request_state
     return shaped(ctx, result, "input_required")
@@ -90,10 +90,10 @@ def no_cursor(ctx: RequestContext) -> None:
         )
 
 
-def request_meta(ctx: RequestContext) -> dict[str, Any]:
+def request_meta(ctx: RequestContext) -> JsonObject:
     meta = ctx.params.get("_meta")
     return meta if isinstance(meta, dict) else {}
 
 
-def notification(method: str, params: dict[str, Any]) -> dict[str, Any]:
+def notification(method: str, params: JsonObject) -> JsonObject:
     return {"jsonrpc": "2.0", "method": method, "params": params}

@@ -8,13 +8,14 @@ messages only on its own response stream; without it, nothing (a MUST NOT).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from .. import revisions
 from ..jsonrpc import INVALID_PARAMS, RpcError
 from .feature import Feature, Handler, legacy_only, notification, request_meta
 
 if TYPE_CHECKING:
+    from ...json_types import JsonObject, JsonValue
     from ..server import RequestContext
 
 LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
@@ -22,7 +23,7 @@ _RANK = {level: rank for rank, level in enumerate(LEVELS)}
 _LEVEL = "logs.level"  # Session.features key
 
 
-def _check(level: Any, where: str) -> str:
+def _check(level: JsonValue, where: str) -> str:
     if not isinstance(level, str) or level not in _RANK:
         raise RpcError(
             INVALID_PARAMS,
@@ -37,10 +38,10 @@ class Logging(Feature):
     def methods(self) -> dict[str, Handler]:
         return {"logging/setLevel": self._set_level}
 
-    def capabilities(self, revision: str) -> dict[str, Any]:
+    def capabilities(self, revision: str) -> JsonObject:
         return {"logging": {}}
 
-    async def _set_level(self, ctx: RequestContext) -> dict[str, Any]:
+    async def _set_level(self, ctx: RequestContext) -> JsonObject:
         legacy_only(ctx)
         ctx.session.features[_LEVEL] = _check(ctx.params.get("level"), '"level"')
         return {}
@@ -51,16 +52,16 @@ def threshold(ctx: RequestContext) -> str | None:
     if ctx.modern:
         level = request_meta(ctx).get(revisions.META_LOG_LEVEL)
         return None if level is None else _check(level, f"_meta['{revisions.META_LOG_LEVEL}']")
-    return ctx.session.features.get(_LEVEL)
+    return cast("str | None", ctx.session.features.get(_LEVEL))
 
 
-async def log(ctx: RequestContext, level: str, data: Any, logger: str | None = None) -> bool:
+async def log(ctx: RequestContext, level: str, data: JsonValue, logger: str | None = None) -> bool:
     """Send one notifications/message if the client wants ``level`` here; True when sent."""
     _check(level, "level")
     wanted = threshold(ctx)
     if wanted is None or ctx.notify is None or _RANK[level] < _RANK[wanted]:
         return False
-    params: dict[str, Any] = {"level": level, "data": data}
+    params: JsonObject = {"level": level, "data": data}
     if logger:
         params["logger"] = logger
     await ctx.notify(notification("notifications/message", params))

@@ -19,7 +19,7 @@ as absent, so the question is asked again (``"ask_again"``).
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 import orjson
 
@@ -29,7 +29,9 @@ from ..jsonrpc import INVALID_PARAMS, INVALID_REQUEST, MISSING_REQUIRED_CLIENT_C
 from ..seal import SealBroken
 
 if TYPE_CHECKING:
+    from ...json_types import JsonObject
     from ..server import RequestContext
+    from .tasks import Task
 
 _CAPABILITY = {
     "sampling/createMessage": "sampling",
@@ -78,11 +80,11 @@ def _fingerprint(ctx: RequestContext) -> str:
 
 async def ask(
     ctx: RequestContext,
-    requests: dict[str, tuple[str, dict[str, Any]]],
+    requests: dict[str, tuple[str, JsonObject]],
     *,
     bad_state: str = "error",
     need_state: bool = False,
-) -> dict[str, Any]:
+) -> JsonObject:
     """Send ``requests`` to the client; returns each key's result. See the module doc.
 
     ``need_state``: under 2026, answers without a requestState of ours are not accepted
@@ -93,9 +95,9 @@ async def ask(
         require(ctx, method)
     if ctx.modern:
         # inside a task (protocol/features/tasks.py): wait for tasks/update
-        task = ctx.session.features.get("tasks.task")
+        task = cast("Task | None", ctx.session.features.get("tasks.task"))
         if task is not None and task.escalated:
-            answers: dict[str, Any] = await task.ask(requests)
+            answers: JsonObject = await task.ask(requests)
             return answers
         return _modern(ctx, requests, bad_state, need_state)
     return await _legacy(ctx, requests)
@@ -103,13 +105,13 @@ async def ask(
 
 def _modern(
     ctx: RequestContext,
-    requests: dict[str, tuple[str, dict[str, Any]]],
+    requests: dict[str, tuple[str, JsonObject]],
     bad_state: str,
     need_state: bool,
-) -> dict[str, Any]:
+) -> JsonObject:
     seal = ctx.server.seal
     target, fingerprint = _target(ctx), _fingerprint(ctx)
-    opened = ctx.session.features.get(_OPENED)
+    opened = cast("JsonObject | None", ctx.session.features.get(_OPENED))
     if opened is None:
         opened = {}
         state = ctx.request_state
@@ -125,9 +127,10 @@ def _modern(
                     ) from None
             else:
                 seal.spend(state)  # one state answers once
-                opened = {"answers": (payload.get("s") or {}).get("answers", {}), "valid": True}
+                sealed = cast("JsonObject", payload.get("s") or {})
+                opened = {"answers": sealed.get("answers", {}), "valid": True}
         ctx.session.features[_OPENED] = opened
-    answers = dict(opened.get("answers", {}))
+    answers = dict(cast("JsonObject", opened.get("answers", {})))
     responses = ctx.input_responses or {}
     if not need_state or opened.get("valid"):
         for key in requests:
@@ -139,7 +142,7 @@ def _modern(
                         f"(the client's result for {requests[key][0]})",
                     )
                 answers[key] = responses[key]
-    missing = {
+    missing: JsonObject = {
         key: {"method": method, "params": params}
         for key, (method, params) in requests.items()
         if key not in answers
@@ -151,12 +154,10 @@ def _modern(
     return {key: answers[key] for key in requests}
 
 
-async def _legacy(
-    ctx: RequestContext, requests: dict[str, tuple[str, dict[str, Any]]]
-) -> dict[str, Any]:
+async def _legacy(ctx: RequestContext, requests: dict[str, tuple[str, JsonObject]]) -> JsonObject:
     import anyio
 
-    results: dict[str, Any] = {}
+    results: JsonObject = {}
     for key, (method, params) in requests.items():
         with anyio.move_on_after(ctx.server.elicitation_timeout) as scope:
             reply = await ctx.request_client(method, params)

@@ -9,7 +9,7 @@ a getter may ask the client (peer_requests.ask), so under 2026 prompts/get can a
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -20,6 +20,7 @@ from .content import Content
 from .feature import Feature, Handler, input_required, no_cursor, shaped, string_param
 
 if TYPE_CHECKING:
+    from ...json_types import JsonObject
     from ..server import RequestContext
 
 
@@ -57,18 +58,16 @@ class Prompts(Feature):
     def methods(self) -> dict[str, Handler]:
         return {"prompts/list": self._list, "prompts/get": self._get}
 
-    def capabilities(self, revision: str) -> dict[str, Any]:
+    def capabilities(self, revision: str) -> JsonObject:
         # 2025: list_changed would travel on a stream this server does not keep; 2026: on listen streams.
         return {"prompts": {"listChanged": self.list_changed and revisions.is_modern(revision)}}
 
-    async def _list(
-        self, ctx: RequestContext
-    ) -> dict[str, Any]:  # never suspends (INSTANT_METHODS)
+    async def _list(self, ctx: RequestContext) -> JsonObject:  # never suspends (INSTANT_METHODS)
         no_cursor(ctx)
         listed = [msgspec.to_builtins(prompt) for prompt, _ in self.prompts.values()]
         return shaped(ctx, revisions.cacheable({"prompts": listed}, ctx.revision))
 
-    async def _get(self, ctx: RequestContext) -> dict[str, Any]:
+    async def _get(self, ctx: RequestContext) -> JsonObject:
         name = string_param(ctx, "name")
         found = self.prompts.get(name)
         if found is None:
@@ -98,7 +97,7 @@ class Prompts(Feature):
             messages = await getter(ctx, arguments)
         except InputRequired as needed:
             return input_required(ctx, needed)
-        result: dict[str, Any] = {"messages": msgspec.to_builtins(messages)}
+        result: JsonObject = {"messages": msgspec.to_builtins(messages)}
         if prompt.description:
             result["description"] = prompt.description
         return shaped(ctx, result)

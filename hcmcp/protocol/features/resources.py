@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import weakref
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 import msgspec
 
@@ -37,10 +37,17 @@ from .feature import (
 )
 
 if TYPE_CHECKING:
-    from ..server import RequestContext, Session
+    from ...json_types import JsonObject
+    from ..server import Push, RequestContext, Session
 
 RESOURCE_NOT_FOUND_2025 = -32002
 _SUBSCRIPTIONS = "resources.subscriptions"  # Session.features key: uri -> push
+
+
+def _subscriptions(session: Session) -> dict[str, Push | None]:
+    """The session's subscriptions (uri -> the push of the request that subscribed); a new dict,
+    not kept, when it has none."""
+    return cast("dict[str, Push | None]", session.features.get(_SUBSCRIPTIONS, {}))
 
 
 class Resource(msgspec.Struct, omit_defaults=True, rename="camel"):
@@ -102,22 +109,22 @@ class Resources(Feature):
             )
         return methods
 
-    def capabilities(self, revision: str) -> dict[str, Any]:
+    def capabilities(self, revision: str) -> JsonObject:
         return {"resources": {"subscribe": self.subscribe, "listChanged": False}}
 
     # -- methods (none of them suspends: resources/* are INSTANT_METHODS) ---------------------
 
-    async def _list(self, ctx: RequestContext) -> dict[str, Any]:
+    async def _list(self, ctx: RequestContext) -> JsonObject:
         no_cursor(ctx)
         listed = [msgspec.to_builtins(resource) for resource, _ in self.resources.values()]
         return shaped(ctx, revisions.cacheable({"resources": listed}, ctx.revision))
 
-    async def _templates(self, ctx: RequestContext) -> dict[str, Any]:
+    async def _templates(self, ctx: RequestContext) -> JsonObject:
         no_cursor(ctx)
         listed = [msgspec.to_builtins(template) for template, _, _ in self.templates]
         return shaped(ctx, revisions.cacheable({"resourceTemplates": listed}, ctx.revision))
 
-    async def _read(self, ctx: RequestContext) -> dict[str, Any]:
+    async def _read(self, ctx: RequestContext) -> JsonObject:
         uri = string_param(ctx, "uri")
         try:
             contents = self._contents(ctx, uri)
@@ -144,17 +151,19 @@ class Resources(Feature):
             code, f"Resource not found: {uri!r}; the resources here are: {known}", {"uri": uri}
         )
 
-    async def _subscribe(self, ctx: RequestContext) -> dict[str, Any]:
+    async def _subscribe(self, ctx: RequestContext) -> JsonObject:
         legacy_only(ctx)  # 2026: resourceSubscriptions of subscriptions/listen instead
         uri = string_param(ctx, "uri")
-        ctx.session.features.setdefault(_SUBSCRIPTIONS, {})[uri] = ctx.notify
+        cast("dict[str, Push | None]", ctx.session.features.setdefault(_SUBSCRIPTIONS, {}))[uri] = (
+            ctx.notify
+        )
         self._subscribers[id(ctx.session)] = ctx.session
         return {}
 
-    async def _unsubscribe(self, ctx: RequestContext) -> dict[str, Any]:
+    async def _unsubscribe(self, ctx: RequestContext) -> JsonObject:
         legacy_only(ctx)
         uri = string_param(ctx, "uri")
-        ctx.session.features.get(_SUBSCRIPTIONS, {}).pop(uri, None)  # unknown: nothing to undo
+        _subscriptions(ctx.session).pop(uri, None)  # unknown: nothing to undo
         return {}
 
     # -- updates ------------------------------------------------------------------------------
@@ -163,7 +172,7 @@ class Resources(Feature):
         """Send notifications/resources/updated to every subscriber of ``uri``; returns how many got it."""
         sent = 0
         for session in list(self._subscribers.values()):
-            push = session.features.get(_SUBSCRIPTIONS, {}).get(uri)
+            push = _subscriptions(session).get(uri)
             if push is not None:
                 await push(notification("notifications/resources/updated", {"uri": uri}))
                 sent += 1

@@ -13,13 +13,14 @@ calls after changing a list; resource updates come from Resources.notify_updated
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from .. import revisions
 from ..jsonrpc import INVALID_PARAMS, RpcError
 from .feature import Feature, Handler, modern_only, notification
 
 if TYPE_CHECKING:
+    from ...json_types import JsonObject
     from ..server import RequestContext
 
 META_SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
@@ -31,14 +32,14 @@ _FLAGS = {
 
 
 class _Listener:
-    def __init__(self, ctx: RequestContext, accepted: dict[str, Any]) -> None:
+    def __init__(self, ctx: RequestContext, accepted: JsonObject) -> None:
         import anyio
 
         self.ctx = ctx
         self.accepted = accepted
-        self.send, self.receive = anyio.create_memory_object_stream[dict[str, Any]](64)
+        self.send, self.receive = anyio.create_memory_object_stream["JsonObject"](64)
 
-    def offer(self, method: str, params: dict[str, Any] | None = None) -> None:
+    def offer(self, method: str, params: JsonObject | None = None) -> None:
         import anyio  # loaded already: __init__ imported it
 
         meta = {META_SUBSCRIPTION_ID: self.ctx.id}
@@ -71,12 +72,12 @@ class Subscriptions(Feature):
     def methods(self) -> dict[str, Handler]:
         return {"subscriptions/listen": self._listen}
 
-    def capabilities(self, revision: str) -> dict[str, Any]:
+    def capabilities(self, revision: str) -> JsonObject:
         if not revisions.is_modern(revision) or not self.honoured["toolsListChanged"]:
             return {}
         return {"tools": {"listChanged": True}}
 
-    async def _listen(self, ctx: RequestContext) -> dict[str, Any]:
+    async def _listen(self, ctx: RequestContext) -> JsonObject:
         modern_only(ctx)
         wanted = ctx.params.get("notifications")
         if not isinstance(wanted, dict):
@@ -85,7 +86,7 @@ class Subscriptions(Feature):
                 'Invalid params: subscriptions/listen needs "notifications", an object '
                 'such as {"toolsListChanged": true}',
             )
-        accepted: dict[str, Any] = {
+        accepted: JsonObject = {
             flag: True for flag, on in self.honoured.items() if on and wanted.get(flag) is True
         }
         uris = wanted.get("resourceSubscriptions")
@@ -134,5 +135,5 @@ class Subscriptions(Feature):
     def resource_updated(self, uri: str) -> None:
         """Wire this to Resources.listeners to relay notifications/resources/updated."""
         for listener in list(self.listeners):
-            if uri in listener.accepted.get("resourceSubscriptions", ()):
+            if uri in cast("list[str]", listener.accepted.get("resourceSubscriptions", ())):
                 listener.offer("notifications/resources/updated", {"uri": uri})

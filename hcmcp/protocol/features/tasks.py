@@ -22,13 +22,14 @@ from __future__ import annotations
 import secrets
 import time
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from ..jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, MISSING_REQUIRED_CLIENT_CAPABILITY, RpcError
 from .feature import Feature, Handler, modern_only, shaped, string_param
 
 if TYPE_CHECKING:
-    from ..server import McpServer, RequestContext
+    from ...json_types import JsonObject
+    from ..server import McpServer, Method, RequestContext
 
 EXTENSION = "io.modelcontextprotocol/tasks"
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
@@ -53,10 +54,10 @@ class Task:
         self.created_at = self.updated_at = _now()
         self.expires = time.monotonic() + ttl_ms / 1000
         self.ttl_ms, self.poll_interval_ms = ttl_ms, poll_interval_ms
-        self.result: dict[str, Any] | None = None
-        self.error: dict[str, Any] | None = None
-        self.pending: dict[str, Any] = {}  # key -> {method, params}: asked, not answered yet
-        self.answers: dict[str, Any] = {}
+        self.result: JsonObject | None = None
+        self.error: JsonObject | None = None
+        self.pending: JsonObject = {}  # key -> {method, params}: asked, not answered yet
+        self.answers: JsonObject = {}
         self.escalated = escalated
         self.became_task = asyncio.get_running_loop().create_future()  # set when the call answers
         self._answered = asyncio.Event()
@@ -67,7 +68,7 @@ class Task:
             self.status = status
             self.updated_at = _now()
 
-    def envelope(self) -> dict[str, Any]:
+    def envelope(self) -> JsonObject:
         return {
             "taskId": self.id,
             "status": self.status,
@@ -77,7 +78,7 @@ class Task:
             "pollIntervalMs": self.poll_interval_ms,
         }
 
-    def detailed(self) -> dict[str, Any]:
+    def detailed(self) -> JsonObject:
         detail = self.envelope()
         if self.status == "input_required":
             detail["inputRequests"] = dict(self.pending)
@@ -87,7 +88,7 @@ class Task:
             detail["error"] = self.error
         return detail
 
-    async def ask(self, requests: dict[str, tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+    async def ask(self, requests: dict[str, tuple[str, JsonObject]]) -> JsonObject:
         """peer_requests.ask inside a task: park in input_required until tasks/update answered all."""
         import asyncio
 
@@ -102,24 +103,24 @@ class Task:
             self._set("working")
         return {key: self.answers[key] for key in requests}
 
-    def update(self, responses: dict[str, Any]) -> None:
+    def update(self, responses: JsonObject) -> None:
         for key, response in responses.items():
             if key in self.pending:  # keys we never asked are ignored
                 del self.pending[key]
                 self.answers[key] = response
         self._answered.set()
 
-    def finish(self, response: dict[str, Any]) -> None:
+    def finish(self, response: JsonObject) -> None:
         if "error" in response:
-            self.error = response["error"]
+            self.error = cast("JsonObject", response["error"])
             self._set("failed")
             return
-        result = response.get("result", {})
+        result = cast("JsonObject", response.get("result", {}))
         self.result = {k: v for k, v in result.items() if k not in ("resultType", "_meta")}
         self._set("completed")
 
 
-async def _unattached(ctx: RequestContext) -> Any:
+async def _unattached(ctx: RequestContext) -> JsonObject:
     raise RuntimeError("the Tasks feature answers only once McpServer(features=...) attached it")
 
 
@@ -142,7 +143,7 @@ class Tasks(Feature):
         self.ttl_ms, self.poll_interval_ms = ttl_ms, poll_interval_ms
         self.max_tasks = max_tasks  # tasks kept at once (each lives ttl_ms): the memory bound
         self.tasks: dict[str, Task] = {}
-        self._sync_call: Handler = _unattached
+        self._sync_call: Method = _unattached
 
     def attach(self, server: McpServer) -> dict[str, Handler]:
         # The plain tools/call, before ours replaces it.
@@ -157,20 +158,20 @@ class Tasks(Feature):
             "tasks/cancel": self._cancel,
         }
 
-    def capabilities(self, revision: str) -> dict[str, Any]:
+    def capabilities(self, revision: str) -> JsonObject:
         from .. import revisions
 
         return {"extensions": {EXTENSION: {}}} if revisions.is_modern(revision) else {}
 
     # -- tools/call ---------------------------------------------------------------------------
 
-    async def _call(self, ctx: RequestContext) -> Any:
+    async def _call(self, ctx: RequestContext) -> JsonObject:
         import asyncio
 
         name = ctx.params.get("name")
         mode = self.modes.get(name) if isinstance(name, str) else None
         if mode is None or not ctx.modern:
-            return await self._sync_call(ctx)
+            return cast("JsonObject", await self._sync_call(ctx))  # tools/call: a dict
         if not declares_extension(ctx):
             if mode == "required":
                 raise RpcError(
@@ -179,7 +180,7 @@ class Tasks(Feature):
                     f"the {EXTENSION} extension in clientCapabilities.extensions",
                     {"requiredCapabilities": {"extensions": {EXTENSION: {}}}},
                 )
-            return await self._sync_call(ctx)
+            return cast("JsonObject", await self._sync_call(ctx))  # tools/call: a dict
         self._forget_expired()
         if len(self.tasks) >= self.max_tasks:
             raise RpcError(
@@ -194,7 +195,7 @@ class Tasks(Feature):
             self.tasks[task.id] = task  # durable before the CreateTaskResult leaves
             task.became_task.set_result(None)
             return shaped(ctx, task.envelope(), "task")
-        answered = await task.became_task  # the call's own answer, or escalate()
+        answered: JsonObject | None = await task.became_task  # its own answer, or escalate()
         if answered is None:
             return shaped(ctx, task.envelope(), "task")
         return answered
@@ -203,8 +204,9 @@ class Tasks(Feature):
         import asyncio
 
         try:
-            result = await self._sync_call(ctx)
-            response = {"result": result}
+            # tools/call's answer: always a dict (only tools/list answers an encoded Fragment)
+            result = cast("JsonObject", await self._sync_call(ctx))
+            response: JsonObject = {"result": result}
         except RpcError as error:
             response = {"error": error.as_dict()}
         except asyncio.CancelledError:
@@ -219,11 +221,10 @@ class Tasks(Feature):
         if not task.became_task.done():
             # Answered before becoming a task (an input_required round, or done at once): no task.
             if "error" in response:
+                failed = cast("JsonObject", response["error"])
                 task.became_task.set_exception(
                     RpcError(
-                        response["error"]["code"],
-                        response["error"]["message"],
-                        response["error"].get("data"),
+                        cast(int, failed["code"]), cast(str, failed["message"]), failed.get("data")
                     )
                 )
             else:
@@ -252,10 +253,10 @@ class Tasks(Feature):
             )
         return task
 
-    async def _get(self, ctx: RequestContext) -> dict[str, Any]:
+    async def _get(self, ctx: RequestContext) -> JsonObject:
         return shaped(ctx, self._task(ctx).detailed())
 
-    async def _update(self, ctx: RequestContext) -> dict[str, Any]:
+    async def _update(self, ctx: RequestContext) -> JsonObject:
         task = self._task(ctx)
         responses = ctx.params.get("inputResponses")
         if not isinstance(responses, dict):
@@ -267,7 +268,7 @@ class Tasks(Feature):
         task.update(responses)
         return shaped(ctx, {})
 
-    async def _cancel(self, ctx: RequestContext) -> dict[str, Any]:
+    async def _cancel(self, ctx: RequestContext) -> JsonObject:
         task = self._task(ctx)
         if task.status not in TERMINAL:
             task._set("cancelled")
@@ -286,7 +287,7 @@ class Tasks(Feature):
 async def escalate(ctx: RequestContext) -> bool:
     """From a ``mrtr_first`` tool: become a task now (the call answers CreateTaskResult and the
     tool goes on in the background). False when this call is not running as a task."""
-    task = ctx.session.features.get(_TASK)
+    task = cast("Task | None", ctx.session.features.get(_TASK))
     if task is None or task.escalated:
         return False
     feature = next(f for f in ctx.server.features if isinstance(f, Tasks))
@@ -298,5 +299,5 @@ async def escalate(ctx: RequestContext) -> bool:
 
 def running_task(ctx: RequestContext) -> Task | None:
     """The escalated Task this request runs as, if any (peer_requests.ask waits on it)."""
-    task = ctx.session.features.get(_TASK)
+    task = cast("Task | None", ctx.session.features.get(_TASK))
     return task if task is not None and task.escalated else None

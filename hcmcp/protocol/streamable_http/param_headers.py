@@ -10,18 +10,23 @@ does not decode, or differs from the body (400 + -32020, HeaderMismatch).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import cast
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
+if TYPE_CHECKING:
+    from ...json_types import JsonValue
+
 
 Declared = list[
     tuple[tuple[str, ...], str, str]
 ]  # (path of property names, header name, JSON type)
 
 
-def declared(schema: dict[str, Any]) -> Declared:
+def declared(schema: JsonValue) -> Declared:
     """Every x-mcp-header property of ``schema``: its path, header name and type."""
     found: Declared = []
 
-    def walk(node: Any, path: tuple[str, ...]) -> None:
+    def walk(node: JsonValue, path: tuple[str, ...]) -> None:
         properties = node.get("properties") if isinstance(node, dict) else None
         if not isinstance(properties, dict):
             return
@@ -42,7 +47,7 @@ def declared(schema: dict[str, Any]) -> Declared:
     return found
 
 
-def _value_at(arguments: Any, path: tuple[str, ...]) -> Any:
+def _value_at(arguments: JsonValue, path: tuple[str, ...]) -> JsonValue:
     for key in path:
         if not isinstance(arguments, dict) or key not in arguments:
             return None
@@ -50,12 +55,14 @@ def _value_at(arguments: Any, path: tuple[str, ...]) -> Any:
     return arguments
 
 
-def _same(header: str, value: Any, kind: str) -> bool:
+def _same(header: str, value: JsonValue, kind: str) -> bool:
     if isinstance(value, bool) or kind == "boolean":
         return isinstance(value, bool) and header == ("true" if value else "false")
     if kind in ("integer", "number"):
         try:
-            return float(header) == float(value)  # compared numerically: "042" is 42
+            return float(header) == float(
+                cast("str | float", value)
+            )  # compared numerically: "042" is 42
         except (TypeError, ValueError):
             return False
     return isinstance(value, str) and header == value
@@ -65,7 +72,7 @@ def problem(
     headers: Declared,
     header_of: Callable[[str], str | None],
     decode: Callable[[str], str | None],
-    arguments: Any,
+    arguments: JsonValue,
 ) -> str | None:
     """None when every declared header agrees with the body, else what is wrong (for the error text)."""
     for path, name, kind in headers:

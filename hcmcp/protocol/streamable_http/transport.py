@@ -33,7 +33,7 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import anyio.abc
@@ -50,6 +50,7 @@ from ..jsonrpc import (
     MISSING_REQUIRED_CLIENT_CAPABILITY,
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
+    Id,
     Message,
     RpcError,
     decode,
@@ -92,7 +93,7 @@ from .tenancy import (
 )
 
 if TYPE_CHECKING:
-    from ..tool import Tool
+    from ..tool import AnyTool
     from .param_headers import Declared
 
 log = logging.getLogger("hcmcp.http")
@@ -281,7 +282,7 @@ class StreamableHttp:
         )
         # id(tool) -> (a weak reference to the tool, its x-mcp-header properties). A tenant's
         # server (and its tools) may be dropped at any time: its entries go with it.
-        self._param_headers: dict[int, tuple[weakref.ref[Tool], Declared]] = {}
+        self._param_headers: dict[int, tuple[weakref.ref[AnyTool], Declared]] = {}
         self.streams = 0  # requests being answered now (JSON or SSE), bounded by max_streams
         self.tenant_streams: dict[str | None, int] = {}  # of those, each tenant's
         self.refused_credentials = 0  # requests refused for a missing or malformed credential
@@ -511,7 +512,7 @@ class StreamableHttp:
                 id=rid,
             )
         _check_header(request, "Mcp-Method", message.method, "method", rid)
-        key = _NAMED.get(message.method)
+        key = _NAMED.get(cast(str, message.method))
         if key is not None:
             _check_header(request, "Mcp-Name", params.get(key), f"params.{key}", rid)
         if message.method == "tools/call":
@@ -540,7 +541,9 @@ class StreamableHttp:
         if response is None:
             return Response(202)
         status = (
-            _STATUS_OF_ERROR.get(response["error"]["code"], 200) if "error" in response else 200
+            _STATUS_OF_ERROR.get(cast("dict[str, int]", response["error"])["code"], 200)
+            if "error" in response
+            else 200
         )
         return _json(status, response)
 
@@ -567,7 +570,9 @@ class StreamableHttp:
         if message.method == "tools/call":
             return _json(_call_status(response), response)
         status = (
-            _STATUS_OF_ERROR.get(response["error"]["code"], 200) if "error" in response else 200
+            _STATUS_OF_ERROR.get(cast("dict[str, int]", response["error"])["code"], 200)
+            if "error" in response
+            else 200
         )
         return _json(status, response)
 
@@ -650,7 +655,7 @@ class StreamableHttp:
             return _json(
                 400,
                 error_message(
-                    message.id,
+                    cast(Id, message.id),
                     RpcError(
                         INVALID_PARAMS,
                         f"Invalid params: params of initialize must be an object, not {type(params).__name__}",
@@ -660,7 +665,7 @@ class StreamableHttp:
         try:
             result = caller.server.initialize(params, state)
         except RpcError as error:
-            return _json(400, error_message(message.id, error))
+            return _json(400, error_message(cast(Id, message.id), error))
         response = {"jsonrpc": "2.0", "id": message.id, "result": result}
         if self.settings.stateless:
             return _json(200, response)
@@ -780,7 +785,7 @@ class StreamableHttp:
         except Exception:
             log.exception("tools/call failed outside the tool; answered -32603")
             return error_message(
-                message.id,
+                cast(Id, message.id),
                 RpcError(
                     INTERNAL_ERROR,
                     "Internal error: the server failed while answering; its log has the details",
