@@ -44,9 +44,11 @@ class _LazyLogger:
             import logging
 
             if configure_logging_on_first_use and not logging.getLogger().handlers:
-                logging.basicConfig(  # (a non-default format or level was installed at start)
-                    level=logging.WARNING, format="hcmcp: %(levelname)s %(name)s: %(message)s"
-                )
+                # (a non-default format or level was installed at start): our format, in which
+                # nothing a client sends can start a line of its own (telemetry/logs.py)
+                from .telemetry.logs import install_logging
+
+                install_logging()
             self._logger = logging.getLogger(self._name)
         value = getattr(self._logger, attribute)
         if callable(value):

@@ -67,8 +67,15 @@ def interrupted(*_: object) -> None:
     except BaseException:  # noqa: BLE001 -- a closed or broken stdout changes nothing here
         pass
     start = b"\n" if os.isatty(2) else b""  # after the terminal's ^C, on a line of its own
+    import hcmcp
+
+    line = INTERRUPTED_LINE
+    if hcmcp.log_format == "json" or os.environ.get("HCMCP_LOG_FORMAT") == "json":
+        from .telemetry.logs import json_line  # every stderr line parses, this one too
+
+        line, start = (json_line("info", "interrupted", "interrupted") + "\n").encode(), b""
     try:
-        os.write(2, start + INTERRUPTED_LINE)
+        os.write(2, start + line)
     finally:
         os._exit(130)
 

@@ -26,8 +26,28 @@ QUIET = {"HCMCP_LOG_FORMAT": "json", "HCMCP_LOG_LEVEL": "error"}  # audit lines 
 
 
 def audits(stderr: str) -> list[dict]:
+    """The final audit line of each call (the one that says how it ended), in order. Every one of
+    them whose call acted upstream must follow its own ``started`` line (issue 30: the audit is
+    written before the act), which is checked here and left out."""
     records = [json.loads(line) for line in stderr.splitlines() if line.strip()]
-    return [record for record in records if record["event"] == "audit"]
+    records = [record for record in records if record["event"] == "audit"]
+    finals = []
+    for index, record in enumerate(records):
+        if record["outcome"] == "started":
+            continue
+        if record["outcome"] in ACTED:
+            before = records[index - 1] if index else {}
+            assert before.get("outcome") == "started" and before["tool"] == record["tool"], (before, record)
+            assert before.get("approved_by") == record.get("approved_by"), (before, record)
+            if record["tool"] != "create_check":  # a new check's uuid comes with the instance's answer
+                assert before["checks"] == record["checks"], (before, record)
+        finals.append(record)
+    return finals
+
+
+# The outcomes of a call that wrote upstream: each comes after a started line.
+ACTED = {"created", "updated_existing", "updated", "paused", "resumed", "deleted", "partly_deleted",
+         "already_gone", "failed"}
 
 
 def summary(records: list[dict]) -> list[tuple]:
@@ -142,7 +162,9 @@ def test_text_mode_audit_is_one_readable_line_at_the_default_level():
         peer.close()
         lines = [line for line in peer.stderr_text().splitlines() if " audit" in line]
     assert lines == [
+        f"hcmcp: INFO audit: tool=create_check checks=- outcome=started client_name=hcmcp-tests client_version=1 tenant={DEMO_TENANT}",
         f"hcmcp: INFO audit: tool=create_check checks={uuid} outcome=created client_name=hcmcp-tests client_version=1 tenant={DEMO_TENANT}",
+        f"hcmcp: INFO audit: tool=pause_check checks={uuid} outcome=started client_name=hcmcp-tests client_version=1 tenant={DEMO_TENANT}",
         f"hcmcp: INFO audit: tool=pause_check checks={uuid} outcome=paused client_name=hcmcp-tests client_version=1 tenant={DEMO_TENANT}",
     ]
 
@@ -254,3 +276,110 @@ def test_the_cli_call_is_audited_as_the_cli():
     uuid = json.loads(done.stdout)["check"]["uuid"]
     assert summary(audits(done.stderr)) == [("create_check", "created", None, (uuid,))]
     assert audits(done.stderr)[0]["client_name"] == "hcmcp-cli"
+
+
+# -- issue 30, finding 5: the audit is written before the act ---------------------------------------
+
+HANGS = "cccccccc-0000-4000-8000-000000000003"  # sorted last: deleted after the other two
+TARGETS = ["aaaaaaaa-0000-4000-8000-000000000001", "bbbbbbbb-0000-4000-8000-000000000002", HANGS]
+
+
+class SlowToDelete:
+    """A loopback instance whose DELETE of HANGS never answers (until closed); it answers every
+    other check and DELETE at once, and tells when the DELETE of HANGS has arrived."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.hanging = threading.Event()
+        self.release = threading.Event()
+        self.deleted: list[str] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args) -> None:
+                pass
+
+            def _check(self) -> None:
+                uuid = self.path.rstrip("/").rsplit("/", 1)[-1]
+                data = json.dumps({"name": f"check {uuid[:4]}", "uuid": uuid, "status": "up", "tags": "",
+                                   "grace": 60, "timeout": 60, "n_pings": 0}).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                self._check()
+
+            def do_DELETE(self) -> None:
+                if self.path.rstrip("/").endswith(HANGS):
+                    outer.hanging.set()
+                    outer.release.wait(30)
+                    return
+                outer.deleted.append(self.path.rstrip("/").rsplit("/", 1)[-1])
+                self._check()
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def close(self) -> None:
+        self.release.set()
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def _token_then_delete(peer: StdioPeer) -> int:
+    """The two-call token path up to the second call, sent and not awaited; its request id."""
+    issued = _call(peer, "delete_check", {"check": TARGETS})["structuredContent"]
+    assert issued["outcome"] == "token_issued", issued
+    peer._next += 1
+    peer.send({"jsonrpc": "2.0", "id": peer._next, "method": "tools/call",
+               "params": {"name": "delete_check", "arguments": {"check": TARGETS,
+                                                               "confirm_token": issued["confirm_token"]}}})
+    return peer._next
+
+
+def test_a_sigkill_between_the_deletes_leaves_the_started_line_with_the_checks_and_the_approval():
+    """Before: the only line was written when the call ended, so a SIGKILL between the upstream
+    DELETE and the answer left no audit line at all for a deletion."""
+    instance = SlowToDelete()
+    try:
+        env = {**QUIET, "HEALTHCHECKS_URL": instance.url, "HEALTHCHECKS_API_KEY": "hcw_audit_crash_test_0123456789a",
+               "ELICITATION": "false"}
+        with StdioPeer(HCMCP, env=env) as peer:
+            peer.initialize()
+            _token_then_delete(peer)
+            assert instance.hanging.wait(10), "the third DELETE never came"
+            peer.proc.kill()
+            peer.proc.wait(10)
+            records = [json.loads(line) for line in peer.proc.stderr.read().decode().splitlines() if line.strip()]
+    finally:
+        instance.close()
+    lines = [r for r in records if r["event"] == "audit" and r["tool"] == "delete_check"]
+    assert [r["outcome"] for r in lines] == ["token_issued", "started"], lines
+    assert lines[-1]["checks"] == TARGETS and lines[-1]["approved_by"] == "token"
+    assert sorted(instance.deleted) == TARGETS[:2]
+
+
+def test_a_client_that_hangs_up_mid_delete_gets_a_line_saying_which_checks_went():
+    """Before: 'outcome: cancelled' with all three listed, and nothing said which were deleted."""
+    instance = SlowToDelete()
+    try:
+        env = {**QUIET, "HEALTHCHECKS_URL": instance.url, "HEALTHCHECKS_API_KEY": "hcw_audit_crash_test_0123456789a",
+               "ELICITATION": "false"}
+        with StdioPeer(HCMCP, env=env) as peer:
+            peer.initialize()
+            request_id = _token_then_delete(peer)
+            assert instance.hanging.wait(10), "the third DELETE never came"
+            peer.notify("notifications/cancelled", {"requestId": request_id, "reason": "the person left"})
+            assert peer.no_output(1.0)  # a cancelled request is not answered
+            peer.close()
+            lines = [r for r in audits(peer.stderr_text()) if r["tool"] == "delete_check"]
+    finally:
+        instance.close()
+    assert lines[-1]["outcome"] == "cancelled" and lines[-1]["checks"] == TARGETS, lines
+    assert lines[-1]["results"] == ["deleted", "deleted", "not_reached"], lines[-1]

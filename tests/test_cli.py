@@ -249,8 +249,10 @@ def test_yes_deletes_without_a_terminal_and_says_who_approved():
     assert result["outcome"] == "approved_by_terminal" and [c["uuid"] for c in result["deleted"]] == [uuid]
     assert "--yes" in result["message"]
     # issue 25's audit line, once: the tool, the UUID, the outcome and that the terminal approved
-    audit = [line for line in proc.stderr.decode().splitlines() if "audit" in line]
-    assert len(audit) == 1, proc.stderr
+    # (after issue 30's started line, written before the DELETE with the same approval)
+    lines = [line for line in proc.stderr.decode().splitlines() if "audit" in line]
+    assert len(lines) == 2 and "outcome=started approved_by=terminal" in lines[0], proc.stderr
+    audit = lines[1:]
     assert "delete_check" in audit[0] and uuid in audit[0] and "terminal" in audit[0], audit
 
 

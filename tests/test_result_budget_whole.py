@@ -129,3 +129,57 @@ def test_a_result_budget_that_is_not_a_size_stops_the_server(value):
     assert proc.returncode == 1 and proc.stdout == ""
     assert proc.stderr == (f"hcmcp: HCMCP_RESULT_BUDGET={value!r} is not a valid size: give a whole number of "
                            "bytes from 8192 to 16777216 (the default, 65536, is about 16k tokens)\n")
+
+
+def test_an_entry_too_large_for_any_page_is_skipped_and_paging_goes_on():
+    """Issue 30, finding 10: one check whose summary alone is larger than the whole budget ended
+    paging (offset 9 of 15 returned nothing and no next_offset, so the 5 checks after it could
+    only be found by guessing offset=10). Now it is skipped, named by its position, and the page
+    goes on past it; reading page after page as the notes say reaches every other check."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    checks = [{"name": f"check {n:02d}", "slug": f"check-{n:02d}", "tags": "t", "status": "up",
+               "unique_key": f"{n:040x}"} for n in range(15)]
+    checks[9]["name"] = "huge " + "x" * (BUDGET * 2)
+
+    class Instance(BaseHTTPRequestHandler):
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            body = json.dumps({"checks": checks}).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    instance = ThreadingHTTPServer(("127.0.0.1", 0), Instance)
+    threading.Thread(target=instance.serve_forever, daemon=True).start()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HEALTHCHECKS_", "HCMCP_", "ELICITATION"))}
+    env |= ENV | {"HEALTHCHECKS_URL": f"http://127.0.0.1:{instance.server_address[1]}",
+                  "HEALTHCHECKS_API_KEY": "hcr_paging_test_key_0123456789ab"}
+    try:
+        with StdioPeer(HCMCP, env=env) as peer:
+            peer.initialize()
+            call = lambda offset: within_budget(peer.request(  # noqa: E731
+                "tools/call", {"name": "list_checks", "arguments": {"offset": offset}})["result"])
+            at_nine = call(9)
+            assert at_nine["matched"] == 15 and "next_offset" not in at_nine  # 11 to 15 fit: the last page
+            assert ("Check 10 of 15 is larger than the whole 8 KiB result budget and cannot be shown "
+                    "(raise HCMCP_RESULT_BUDGET to see it). Showing checks 11 to 15 of 15: the last page."
+                    ) in at_nine["note"], at_nine["note"]
+            assert [c["name"] for c in at_nine["checks"]] == [f"check {n:02d}" for n in range(10, 15)]
+            seen, offset = [], 0
+            while True:
+                page = call(offset)
+                seen += [c["name"] for c in page["checks"]]
+                if "next_offset" not in page:
+                    break
+                assert NEXT.search(page["note"]).groups() == ("list_checks", str(page["next_offset"]))
+                offset = page["next_offset"]
+            assert seen == [f"check {n:02d}" for n in range(15) if n != 9]
+    finally:
+        instance.shutdown()
+        instance.server_close()

@@ -116,6 +116,8 @@ class Hostile:
                     "400": (400, json.dumps({"error": f"bad {echo}"}), {}),
                     "redirect": (302, "", {"location": f"http://127.0.0.1:9/login?next={urllib.parse.quote(echo)}"}),
                     "shape": (200, json.dumps({"checks": echo, "error": echo}), {}),
+                    # an instance that accepts the key (read-write): what a key needs to become a tenant
+                    "healthy": (200, json.dumps({"checks": [], "channels": []}), {}),
                 }[mode]
                 data = body.encode()
                 self.send_response(status)
@@ -310,13 +312,17 @@ def test_request_mode_two_tenants_keys_never_leave_in_any_form(hostile, mode):
     X-Healthchecks-Api-Key, one as Authorization: Bearer), against an upstream that echoes the key
     it was sent: every response byte and stderr is clean of both keys, and each key reached the
     upstream only on its own caller's requests."""
-    hostile.mode = mode
+    hostile.mode = "healthy"  # each key is accepted by the instance first: only then a tenant (issue 30)
     hostile.keys.clear()
     env = clean_env(HEALTHCHECKS_URL=hostile.url, HEALTHCHECKS_KEY_SOURCE="request", HEALTHCHECKS_TIMEOUT="1")
     with Served(HCMCP + ["--http", "127.0.0.1:0"], env=env) as served:
         everything = []
+        for key in TENANT_KEYS:  # both accepted while the instance is healthy
+            everything.append(_raw_post(served.port, {"jsonrpc": "2.0", "id": 0, "method": "tools/list"},
+                                        {"X-Healthchecks-Api-Key": key, "MCP-Protocol-Version": "2025-11-25"}))
         for n, (key, carrier) in enumerate(zip(TENANT_KEYS, ("X-Healthchecks-Api-Key", "Authorization"))):
             value = key if carrier != "Authorization" else f"Bearer {key}"
+            hostile.mode = "healthy"
             raw = _raw_post(served.port, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
                 "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
                 {carrier: value})
@@ -324,6 +330,7 @@ def test_request_mode_two_tenants_keys_never_leave_in_any_form(hostile, mode):
             session = next(line.split(b":", 1)[1].strip() for line in raw.split(b"\r\n")
                            if line.lower().startswith(b"mcp-session-id:")).decode()
             headers = {carrier: value, "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+            hostile.mode = mode
             before = len(hostile.keys)
             for m, (name, arguments) in enumerate(calls(UUID)):
                 everything.append(_raw_post(served.port, {"jsonrpc": "2.0", "id": 10 + m, "method": "tools/call",

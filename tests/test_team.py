@@ -485,11 +485,14 @@ def test_each_key_has_its_share_of_the_requests_in_flight():
     from hostile_upstream import Hostile
 
     upstream = Hostile()
-    upstream.mode = "never_answers"
     a, b = "hcw_" + "A" * 28, "hcw_" + "B" * 28
     try:
         with serve(f"http://127.0.0.1:{upstream.port}", HEALTHCHECKS_TIMEOUT="5") as served:
             wire = Wire(served.port)
+            for key in (a, b):  # each key accepted by the instance first: only then a tenant (issue 30)
+                assert wire.post(*_modern_list(key))[0] == 200
+            upstream.requests.clear()
+            upstream.mode = "never_answers"
             held = [threading.Thread(target=lambda n=n: modern(wire, a, "tools/call",
                                                                {"name": "list_checks", "arguments": {}}, n))
                     for n in range(16)]   # a quarter of the 64 slots

@@ -12,6 +12,7 @@ import pytest
 from hcmcp.healthchecks.models import KeyKind
 from hcmcp.protocol.streamable_http.sessions import SessionsFull, SessionTable
 from hcmcp.protocol.server import Session
+from hcmcp.protocol.streamable_http.tenancy import CredentialUnchecked, NoCredential
 from hcmcp.tools.tenancy import KeyTenancy, key_problem, kind_from_prefix
 
 
@@ -90,15 +91,18 @@ def test_another_tenant_neither_finds_nor_touches_a_session():
 
 
 class FakeApi:
-    def __init__(self, key: str, answers: dict[str, KeyKind], asked: list[str]) -> None:
-        self.key, self.answers, self.asked = key, answers, asked
+    def __init__(self, key: str, answers: dict[str, KeyKind], asked: list[str], gate: anyio.Event | None) -> None:
+        self.key, self.answers, self.asked, self.gate = key, answers, asked, gate
 
     async def key_kind(self) -> KeyKind:
         self.asked.append(self.key)
+        if self.gate is not None:
+            await self.gate.wait()
         return self.answers[self.key]
 
 
-def tenancy(answers: dict[str, KeyKind], **kwargs: Any) -> tuple[KeyTenancy, list[str], list[tuple]]:
+def tenancy(answers: dict[str, KeyKind], gate: anyio.Event | None = None,
+            **kwargs: Any) -> tuple[KeyTenancy, list[str], list[tuple]]:
     asked: list[str] = []
     built: list[tuple] = []
 
@@ -106,37 +110,76 @@ def tenancy(answers: dict[str, KeyKind], **kwargs: Any) -> tuple[KeyTenancy, lis
         built.append((api.key, read_only, tenant))
         return (api.key, read_only)
 
-    return KeyTenancy(build, lambda key: FakeApi(key, answers, asked), **kwargs), asked, built  # type: ignore[arg-type]
+    return KeyTenancy(build, lambda key: FakeApi(key, answers, asked, gate), **kwargs), asked, built  # type: ignore[arg-type]
 
 
 RO = KeyKind(True, False, "read-only")
 RW = KeyKind(True, True, "read-write")
+REFUSED = KeyKind(False, None, "refused")
 OLD_RO, OLD_RW = "0" * 32, "1" * 32  # keys without a prefix: their kind must be asked
+PREFIXED = "hcr_" + "x" * 28
 
 
-def test_a_keys_kind_is_asked_once_and_never_used_for_another_key():
-    keys, asked, built = tenancy({OLD_RO: RO, OLD_RW: RW})
+def test_a_key_is_asked_about_once_and_what_is_learned_never_serves_another_key():
+    keys, asked, built = tenancy({OLD_RO: RO, OLD_RW: RW, PREFIXED: RO})
 
     async def main() -> None:
         for _ in range(3):
             assert await keys.server_for(OLD_RO, "t-ro") == (OLD_RO, True)
             assert await keys.server_for(OLD_RW, "t-rw") == (OLD_RW, False)
-        assert await keys.server_for("hcr_" + "x" * 28, "t-p") == ("hcr_" + "x" * 28, True)
+            assert await keys.server_for(PREFIXED, "t-p") == (PREFIXED, True)
 
     anyio.run(main)
-    assert asked == [OLD_RO, OLD_RW]  # once each; the prefixed key was not asked at all
+    # Once each: a prefix says the kind, but only the instance says the key is real (issue 30).
+    assert asked == [OLD_RO, OLD_RW, PREFIXED]
     assert len(built) == 3
 
 
-def test_an_unsettled_kind_is_not_remembered():
-    keys, asked, _ = tenancy({OLD_RO: KeyKind(False, None, "refused")})
+def test_a_refused_key_is_remembered_for_a_minute_and_never_becomes_a_tenant():
+    clock = Clock()
+    invented = "hcw_" + "i" * 28
+    keys, asked, built = tenancy({invented: REFUSED}, clock=clock)
 
     async def main() -> None:
-        await keys.server_for(OLD_RO, "t")
-        await keys.server_for(OLD_RO, "t")
+        for _ in range(5):
+            with pytest.raises(NoCredential) as refused:
+                await keys.server_for(invented, "t")
+            assert "refused this API key" in refused.value.message and invented not in refused.value.message
+        assert keys.refused(invented, "t") is not None  # known on the head, before any body
+        clock.now += 61
+        assert keys.refused(invented, "t") is None
+        with pytest.raises(NoCredential):
+            await keys.server_for(invented, "t")
 
     anyio.run(main)
-    assert asked == [OLD_RO, OLD_RO]
+    assert asked == [invented, invented] and built == []
+
+
+def test_concurrent_requests_of_one_key_ask_once_and_new_keys_wait_for_no_queue():
+    gate = anyio.Event()
+    answers = {f"{n:032d}": RW for n in range(20)}
+    keys, asked, built = tenancy(answers, gate=gate, max_verifying=4)
+    outcomes: list[object] = []
+
+    async def one(key: str) -> None:
+        try:
+            outcomes.append(await keys.server_for(key, "t" + key))
+        except CredentialUnchecked as busy:
+            outcomes.append(busy.message)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tasks:
+            for _ in range(30):  # one key, 30 requests at once
+                tasks.start_soon(one, "0" * 32)
+            for n in range(1, 10):  # 9 more keys: 3 get a question, 6 are told to retry
+                tasks.start_soon(one, f"{n:032d}")
+            await anyio.sleep(0.05)
+            gate.set()
+
+    anyio.run(main)
+    assert asked.count("0" * 32) == 1 and len(asked) == 4
+    assert sum("retry in a few seconds" in str(o) for o in outcomes) == 6
+    assert outcomes.count(("0" * 32, False)) == 30
 
 
 def test_both_caches_are_bounded():

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from hcmcp.telemetry.trace import clean_tracestate, trace_id
+from hcmcp.telemetry.trace import MAX_TRACEPARENT, clean_tracestate, parse_traceparent
 from support import HCMCP, StdioPeer
 from test_http_transport_process import Served, clean_env
 from test_http_transport_support import initialize_params, rpc
@@ -56,6 +56,13 @@ def recording_upstream() -> Iterator[tuple[str, list[dict[str, str]]]]:
     ("ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", None, {}),  # version ff
     ("00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", None, {}),  # upper case
     (12345, None, {}),
+    # issue 30: a later version is parsed by its first fields and passed on as version 00 of them,
+    # whatever follows dropped; anything malformed in what follows is ignored, never fatal.
+    ("01" + PARENT[2:] + "-future-field", STATE, {"traceparent": PARENT, "tracestate": STATE}),
+    ("01" + PARENT[2:] + "-a\r\nb", None, {}),  # CR/LF: ignored (it made the call fail)
+    ("01" + PARENT[2:] + "-\u00e9t\u00e9", None, {}),  # non-ASCII
+    ("01" + PARENT[2:] + "-" + "x" * 6000, None, {}),  # 6,056 characters: was forwarded whole
+    ("01" + PARENT[2:] + "x", None, {}),  # more after the flags, without a '-'
 ])
 def test_stdio_meta_trace_context_reaches_the_upstream_request(parent, state, forwarded):
     with recording_upstream() as (url, seen):
@@ -94,12 +101,44 @@ def test_http_header_trace_context_reaches_the_upstream_and_meta_wins_over_it():
 
 
 def test_the_parsers_follow_the_recommendation():
-    assert trace_id(PARENT) == "4bf92f3577b34da6a3ce929d0e0e4736"
-    assert trace_id("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-future") is not None
-    assert trace_id(PARENT + "-x") is None  # version 00 has exactly four fields
-    assert trace_id("00-00000000000000000000000000000000-00f067aa0ba902b7-01") is None
-    assert trace_id("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7") is None
-    assert trace_id(None) is None
+    assert parse_traceparent(PARENT) == (PARENT, "4bf92f3577b34da6a3ce929d0e0e4736")
+    assert parse_traceparent(f" {PARENT}\t") == (PARENT, "4bf92f3577b34da6a3ce929d0e0e4736")
+    later = "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-future"
+    assert parse_traceparent(later) == (PARENT, "4bf92f3577b34da6a3ce929d0e0e4736")
+    assert parse_traceparent(PARENT + "-x") is None  # version 00 has exactly four fields
+    assert parse_traceparent("00-00000000000000000000000000000000-00f067aa0ba902b7-01") is None
+    assert parse_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7") is None
+    assert parse_traceparent(later + "y" * (MAX_TRACEPARENT - len(later))) is not None
+    assert parse_traceparent(later + "y" * (MAX_TRACEPARENT - len(later) + 1)) is None
+    assert parse_traceparent(None) is None
     assert clean_tracestate(" congo=t61rcWkgMzE , rojo=00f067aa0ba902b7 ") == STATE
     assert clean_tracestate("a=b" + ",x=y" * 40) is None  # more than 32 members
     assert clean_tracestate("Upper=1") is None and clean_tracestate("k=v\n") is None
+
+
+def _rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+
+
+def test_a_huge_traceparent_pins_no_memory():
+    """Issue 30, finding 1: 63 get_check calls, each with a ~1 MB version-01 traceparent in
+    params._meta, took the server from 27 to 155 MiB and kept it there (the whole value was
+    forwarded and kept by the HTTP client's header caches). Now it is not even read: the server
+    ends within a small bound of where it started, and nothing of it went upstream."""
+    huge = "01" + PARENT[2:] + "-" + "a" * (1 << 20)
+    with recording_upstream() as (url, seen):
+        env = {"HEALTHCHECKS_URL": url, "HEALTHCHECKS_API_KEY": KEY}
+        with StdioPeer(HCMCP, env=env) as peer:
+            peer.initialize()
+            call = {"name": "list_checks", "arguments": {}}
+            for _ in range(3):  # warm: the tool path, the client and its connection exist
+                assert not peer.request("tools/call", call)["result"].get("isError")
+            before = _rss_kib(peer.proc.pid)
+            for _ in range(63):
+                result = peer.request("tools/call", {**call, "_meta": {"traceparent": huge}})["result"]
+                assert not result.get("isError"), result
+            after = _rss_kib(peer.proc.pid)
+            peer.close()
+    assert all("traceparent" not in headers for headers in seen)
+    assert after - before < 16 * 1024, f"RSS grew by {(after - before) // 1024} MiB over 63 calls"

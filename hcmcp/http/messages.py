@@ -66,6 +66,9 @@ class Request:
     # The authority of an absolute-form target ("http://host:port/path" -> "host:port"), as
     # sent; None for the usual origin-form ("/path"). An app that checks Host checks this too.
     target_authority: str | None = None
+    # True once the server's screen (HttpServer's ``screen``) admitted this request's head as
+    # authenticated: the app need not check again what the screen checked.
+    screened: bool = False
 
     def header(self, name: str) -> str | None:
         """The first value of header ``name`` (case-insensitive), or None."""
@@ -103,6 +106,11 @@ class StreamingResponse:
 
 
 App = Callable[[Request], Awaitable["Response | StreamingResponse"]]
+# Looks at a request's head (``body`` still empty) before anything is reserved for its body:
+# a Response refuses it now (the body is never read, the connection then closes); True admits
+# it as authenticated (its connection leaves the unauthenticated share, see ServerLimits);
+# False admits it as it is (a probe), its connection staying unauthenticated.
+Screen = Callable[[Request], "Response | bool"]
 
 
 @dataclass(frozen=True)
@@ -118,6 +126,13 @@ class ServerLimits:
     idle_timeout: float = 60.0  # keep-alive connection idle between requests -> close silently
     write_timeout: float = 30.0  # a client that does not read -> close
     max_connections: int = 256  # over -> 503 immediately, close
+    # Connections none of whose requests the screen admitted as authenticated (new ones, probes,
+    # refused ones) share this many of max_connections, and may sit idle only this long. When
+    # the share or the whole cap is full, a new connection takes the place of the oldest such
+    # connection that is waiting for a request; so they can never hold what clients that
+    # authenticate need.
+    max_unauthenticated_connections: int = 64
+    unauthenticated_idle_timeout: float = 5.0
     # (status, message) -> (content type, body) for the server's own error answers
     # (400, 408, 413, 414, 431, 500, 501, 503, 505); None means a text/plain message.
     error_body: Callable[[int, str], tuple[str, bytes]] | None = None

@@ -29,14 +29,10 @@ def trace_scope(params: object) -> context.Scope | None:
     meta = params.get("_meta") if isinstance(params, dict) else None
     if not isinstance(meta, dict):
         return None
-    parent = meta.get("traceparent")
-    trace_id = trace.trace_id(parent)
-    if trace_id is None:
+    parsed = trace.parse_traceparent(meta.get("traceparent"))
+    if parsed is None:
         return None
-    assert isinstance(parent, str)
-    return context.Scope(
-        parent.strip(" \t"), trace.clean_tracestate(meta.get("tracestate")), trace_id
-    )
+    return context.Scope(parsed[0], trace.clean_tracestate(meta.get("tracestate")), parsed[1])
 
 
 async def traced(

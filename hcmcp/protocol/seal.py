@@ -24,6 +24,9 @@ VERSION = "v1"
 DEFAULT_LIFETIME = 600.0  # seconds a person has to answer before the question must be asked again
 
 
+SPENT: dict[str, float] = {}  # the process's spent nonces (see Seal.__init__)
+
+
 class SealBroken(Exception):
     """The state did not open: its ``reason`` is one of malformed, forged, expired, other-target, replayed."""
 
@@ -58,7 +61,10 @@ class Seal:
         self._random_key: bytes | None = None
         self._clock = clock
         self.lifetime = lifetime
-        self._spent: dict[str, float] = {}  # nonce -> expiry, for single use within this process
+        # nonce -> expiry, for single use within this process: one memory for every Seal of
+        # the process (nonces are random), so that a tenant's server being dropped and built
+        # again never forgets what was spent (issue 30: a replay was accepted after eviction).
+        self._spent = SPENT
 
     @property
     def key(self) -> bytes:
@@ -149,7 +155,8 @@ class Seal:
 
     def _forget_expired(self, now: float) -> None:
         if len(self._spent) > 1024:
-            self._spent = {n: exp for n, exp in self._spent.items() if exp >= now}
+            for nonce in [n for n, exp in self._spent.items() if exp < now]:
+                del self._spent[nonce]
 
 
 _DERIVED_LABEL = b"hcmcp seal key v1"

@@ -170,6 +170,13 @@ class RequestContext:
     # already_gone, failed, not_reached); None where the outcome says it all.
     audit_results: list[str] | None = None
 
+    def audit_started(self) -> None:
+        """Write the audit line of a write tool that is about to act upstream (outcome
+        ``started``, with its checks and approval so far): written before the act, so that a
+        crash at any later point leaves at least this line. The call's final line follows."""
+        if self.tool_name is not None:
+            self.server._audit(self, self.tool_name, "started")
+
     @property
     def tenant(self) -> str | None:
         """The fingerprint of the credential this request is served with (None: none known)."""

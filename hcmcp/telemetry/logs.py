@@ -42,11 +42,31 @@ def _timestamp(when: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
 
 
+# What a text-mode value may hold unquoted: visible ASCII but for quotes, the backslash and the
+# comma (which separates a list's items). Anything else is written as a Python string literal, in
+# which every character that could end a line or pass for something else is escaped.
+_BARE = frozenset(chr(c) for c in range(0x21, 0x7F)) - set("\"'\\,")
+
+
+def escaped(text: str) -> str:
+    """``text`` with every character that is not printable (controls such as CR, LF and ESC,
+    format characters such as bidirectional overrides, and every space but the ASCII one: the
+    non-breaking and the line and paragraph separators) written as a Python escape, so that
+    nothing a client or the instance sends can start a line or disguise a field."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else ascii(c)[1:-1] for c in text)
+
+
+def _scalar(text: str) -> str:
+    # repr() quotes, and escapes what escaped() escapes (str.isprintable is its rule too).
+    return text if text and set(text) <= _BARE else repr(text)
+
+
 def _text_value(value: Any) -> str:
     if isinstance(value, (list, tuple)):
-        return ",".join(str(item) for item in value) or "-"
-    text = str(value)
-    return text if text and " " not in text and '"' not in text else repr(text)
+        return ",".join(_scalar(str(item)) for item in value) or "-"
+    return _scalar(str(value))
 
 
 def format_line(level: str, event: str, message: str | None, fields: dict[str, Any]) -> str:
@@ -57,22 +77,30 @@ def format_line(level: str, event: str, message: str | None, fields: dict[str, A
     if scope is not None and scope.trace_id is not None and "trace_id" not in fields:
         fields = {**fields, "trace_id": scope.trace_id}
     if _format == "json":
-        import orjson
-
-        record: dict[str, Any] = {"time": _timestamp(time.time()), "level": level, "event": event}
-        if message is not None:
-            record["message"] = message
-        for key, value in fields.items():
-            if value is not None:
-                record[key] = value
-        return orjson.dumps(record, default=str).decode()
+        return json_line(level, event, message, fields)
     pairs = " ".join(
         f"{key}={_text_value(value)}" for key, value in fields.items() if value is not None
     )
     head = f"hcmcp: {level.upper()} {event}"
+    message = escaped(message) if message else message
     return " ".join(
         part for part in (head + ":" if message or pairs else head, message, pairs) if part
     )
+
+
+def json_line(
+    level: str, event: str, message: str | None, fields: dict[str, object] | None = None
+) -> str:
+    """One JSON object (without its newline), whatever the configured format."""
+    import orjson
+
+    record: dict[str, object] = {"time": _timestamp(time.time()), "level": level, "event": event}
+    if message is not None:
+        record["message"] = message
+    for key, value in (fields or {}).items():
+        if value is not None:
+            record[key] = value
+    return orjson.dumps(record, default=str).decode()
 
 
 def _write(line: str) -> None:
@@ -118,7 +146,7 @@ def install_logging() -> None:
                 fields["exception"] = self.formatException(record.exc_info)
             if _format == "json":
                 return format_line(level, "log", message, fields)
-            text = f"hcmcp: {record.levelname} {record.name}: {message}"
+            text = f"hcmcp: {record.levelname} {record.name}: {escaped(message)}"
             if "exception" in fields:
                 text += "\n" + fields["exception"]
             return text

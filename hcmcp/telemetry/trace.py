@@ -10,17 +10,27 @@ from __future__ import annotations
 _HEX = frozenset("0123456789abcdef")
 _MAX_TRACESTATE = 512
 _MAX_MEMBERS = 32
+# The longest traceparent read at all: a later version may add fields, but none needs this much.
+MAX_TRACEPARENT = 512
 
 
 def _hex(value: str, length: int) -> bool:
     return len(value) == length and not set(value) - _HEX
 
 
-def trace_id(traceparent: object) -> str | None:
-    """The trace id of a well-formed ``traceparent``, or None when it is malformed."""
-    if not isinstance(traceparent, str) or len(traceparent) < 55:
+def parse_traceparent(traceparent: object) -> tuple[str, str] | None:
+    """(the ``traceparent`` to pass on, its trace id) of a well-formed header, else None.
+
+    Version 00 is exactly its 55 characters. A later version (not ff) is parsed by its first
+    four fields, as the recommendation says, and passed on as the version 00 of those fields:
+    whatever follows them (a '-' and fields this server does not know) is dropped, never
+    forwarded. A value longer than ``MAX_TRACEPARENT``, or with anything outside visible ASCII
+    after its fields, is malformed. Malformed means ignored: never an error, never forwarded."""
+    if not isinstance(traceparent, str) or len(traceparent) > MAX_TRACEPARENT:
         return None
     value = traceparent.strip(" \t")
+    if len(value) < 55:
+        return None
     version, trace, parent, flags = value[:2], value[3:35], value[36:52], value[53:55]
     if not (
         _hex(version, 2)
@@ -33,10 +43,13 @@ def trace_id(traceparent: object) -> str | None:
         and _hex(flags, 2)
     ):
         return None
-    # Version 00 is exactly 55 characters; a later version may append fields after a '-'.
-    if len(value) != 55 and (version == "00" or value[55:56] != "-"):
+    if len(value) == 55:
+        return value, trace
+    # Only a later version may carry more, after a '-', in visible ASCII (no CR, LF or NUL).
+    rest = value[55:]
+    if version == "00" or rest[0] != "-" or not (rest.isascii() and rest.isprintable()):
         return None
-    return trace
+    return f"00-{trace}-{parent}-{flags}", trace
 
 
 def clean_tracestate(tracestate: object) -> str | None:

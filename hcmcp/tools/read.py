@@ -25,6 +25,7 @@ from .present import present_body
 from .shaping import (
     CheckDetail,
     CheckedTool,
+    Fitted,
     Untrusted,
     calling_api,
     check_detail,
@@ -141,8 +142,10 @@ def require_check_id(tool: str, value: str) -> str:
     )
 
 
-def _next_offset(offset: int, shown: int, matched: int) -> int | UnsetType:
-    return offset + shown if shown and offset + shown < matched else UNSET
+def _next_offset(offset: int, fitted: Fitted, matched: int) -> int | UnsetType:
+    """Past what this page showed and what it skipped; absent on the last page."""
+    end = offset + fitted.skipped + fitted.kept
+    return end if end > offset and end < matched else UNSET
 
 
 # -- list_checks ------------------------------------------------------------------------------
@@ -281,7 +284,7 @@ def _list_checks(api: HealthchecksApi) -> AnyTool:
             summaries,
             ListChecksResult(checks=[], returned=0, matched=0, project_checks=0, next_offset=0),
         )
-        shown = summaries[: fitted.kept]
+        shown = summaries[fitted.skipped : fitted.skipped + fitted.kept]
         project_checks = len(listing.items) + listing.malformed if total_known else None
         note = join_note(
             [
@@ -297,6 +300,7 @@ def _list_checks(api: HealthchecksApi) -> AnyTool:
                     len(shown),
                     fitted.dropped,
                     len(matched),
+                    fitted.skipped,
                 ),
                 malformed_sentence(listing.malformed, "check") if listing.malformed else "",
             ]
@@ -306,7 +310,7 @@ def _list_checks(api: HealthchecksApi) -> AnyTool:
             returned=len(shown),
             matched=len(matched),
             project_checks=project_checks,
-            next_offset=_next_offset(params.offset, len(shown), len(matched)),
+            next_offset=_next_offset(params.offset, fitted, len(matched)),
             note=note,
         )
 
@@ -433,7 +437,7 @@ def _list_pings(api: HealthchecksApi) -> AnyTool:
             check=uuid, pings=[], returned=0, matched=0, instance_returned=0, next_offset=0
         )
         fitted = fit_entries(entries, envelope)
-        shown = entries[: fitted.kept]
+        shown = entries[fitted.skipped : fitted.skipped + fitted.kept]
         note = join_note(
             [
                 page_sentence(
@@ -443,6 +447,7 @@ def _list_pings(api: HealthchecksApi) -> AnyTool:
                     len(shown),
                     fitted.dropped,
                     len(matched),
+                    fitted.skipped,
                 ),
                 malformed_sentence(listing.malformed, "ping") if listing.malformed else "",
                 (
@@ -457,7 +462,7 @@ def _list_pings(api: HealthchecksApi) -> AnyTool:
             returned=len(shown),
             matched=len(matched),
             instance_returned=len(listing.items) + listing.malformed,
-            next_offset=_next_offset(params.offset, len(shown), len(matched)),
+            next_offset=_next_offset(params.offset, fitted, len(matched)),
             note=note,
         )
 
@@ -648,7 +653,7 @@ def _list_flips(api: HealthchecksApi) -> AnyTool:
         fitted = fit_entries(
             page, ListFlipsResult(check=ident, flips=[], returned=0, matched=0, next_offset=0)
         )
-        limited = page[: fitted.kept]
+        limited = page[fitted.skipped : fitted.skipped + fitted.kept]
         note = join_note(
             [
                 page_sentence(
@@ -658,6 +663,7 @@ def _list_flips(api: HealthchecksApi) -> AnyTool:
                     len(limited),
                     fitted.dropped,
                     len(entries),
+                    fitted.skipped,
                 ),
                 malformed_sentence(listing.malformed, "flip") if listing.malformed else "",
             ]
@@ -667,7 +673,7 @@ def _list_flips(api: HealthchecksApi) -> AnyTool:
             flips=limited,
             returned=len(limited),
             matched=len(entries),
-            next_offset=_next_offset(params.offset, len(limited), len(entries)),
+            next_offset=_next_offset(params.offset, fitted, len(entries)),
             note=note,
         )
 

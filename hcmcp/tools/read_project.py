@@ -48,11 +48,12 @@ def _list_integrations(api: HealthchecksApi) -> AnyTool:
         listing = await calling_api(api.list_integrations)
         entries = [IntegrationEntry(id=i.id, name=i.name, kind=i.kind) for i in listing.items]
         fitted = fit_entries(entries, ListIntegrationsResult(integrations=[], returned=0))
-        shown = entries[: fitted.kept]
+        shown = entries[fitted.skipped : fitted.skipped + fitted.kept]
+        left_out = fitted.dropped + fitted.skipped
         note = join_note(
             [
-                budget_sentence(fitted.dropped, "integration", "the web UI lists them all")
-                if fitted.dropped
+                budget_sentence(left_out, "integration", "the web UI lists them all")
+                if left_out
                 else "",
                 malformed_sentence(listing.malformed, "integration") if listing.malformed else "",
             ]
@@ -120,7 +121,7 @@ def _list_badges(api: HealthchecksApi) -> AnyTool:
             :BADGE_TAG_CEILING
         ]
         fitted = fit_entries(capped, ListBadgesResult(badges=[], returned=0, project_tags=0))
-        shown = capped[: fitted.kept]
+        shown = capped[fitted.skipped : fitted.skipped + fitted.kept]
         shown_tags = sum(1 for e in shown if e.tag != "*")
         note = join_note(
             [

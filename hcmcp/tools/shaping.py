@@ -86,8 +86,11 @@ E = TypeVar("E")
 
 @dataclass
 class Fitted:
-    kept: int  # how many of the entries fit
+    kept: int  # how many of the entries fit (after the skipped ones)
     dropped: int  # how many were left out for the budget
+    # how many leading entries were skipped: each alone is larger than the whole budget, so no
+    # page could ever show it, and paging must go on past it
+    skipped: int = 0
 
 
 def fit_entries(
@@ -106,12 +109,17 @@ def fit_entries(
     if len(together) + budget.in_text(together) - 4 <= room:
         return Fitted(len(entries), 0)
     used = 0
+    skipped = 0
     for index, entry in enumerate(entries):
         one = msgspec.json.encode(entry)
-        used += len(one) + budget.in_text(one) + 2  # +2: its comma in each copy
+        cost = len(one) + budget.in_text(one) + 2  # +2: its comma in each copy
+        if index == skipped and cost > room:  # too large for any page: skipped, not an end
+            skipped += 1
+            continue
+        used += cost
         if used > room:
-            return Fitted(index, len(entries) - index)
-    return Fitted(len(entries), 0)
+            return Fitted(index - skipped, len(entries) - index, skipped)
+    return Fitted(len(entries) - skipped, 0, skipped)
 
 
 def budget_sentence(dropped: int, noun: str, narrow: str) -> str:
@@ -122,24 +130,37 @@ def budget_sentence(dropped: int, noun: str, narrow: str) -> str:
     )
 
 
-def page_sentence(tool: str, noun: str, offset: int, shown: int, dropped: int, matched: int) -> str:
+def page_sentence(
+    tool: str, noun: str, offset: int, shown: int, dropped: int, matched: int, skipped: int = 0
+) -> str:
     """Where this page sits among the ``matched`` entries, and exactly how to read the next one:
     the same call with ``offset`` moved past what is shown (``dropped`` of them fell to the
-    budget rather than to ``limit``). Empty when one page holds them all."""
-    end = offset + shown
-    if matched == 0 or (offset == 0 and end >= matched):
+    budget rather than to ``limit``; the ``skipped`` first ones are each too large for any page).
+    Empty when one page holds them all."""
+    end = offset + skipped + shown
+    if matched == 0 or (offset == 0 and end >= matched and not skipped):
         return ""
     if offset >= matched:
         return (
             f"offset {offset} is past the last of the {matched} matching {noun}; call {tool} "
             "again with a lower offset (0 for the first page)."
         )
-    if shown == 0:
-        return (
-            f"Not even one of the matching {noun} fits the {budget.described()} result budget; "
-            "raise HCMCP_RESULT_BUDGET."
+    skip = ""
+    if skipped:
+        which = f"{offset + 1}" if skipped == 1 else f"{offset + 1} to {offset + skipped}"
+        skip = (
+            f"{(noun[:-1] if skipped == 1 else noun).capitalize()} {which} of {matched} "
+            f"{'is' if skipped == 1 else 'are each'} "
+            f"larger than the whole {budget.described()} result budget and cannot be shown "
+            f"(raise HCMCP_RESULT_BUDGET to see {'it' if skipped == 1 else 'them'}). "
         )
-    where = f"Showing {noun} {offset + 1} to {end} of {matched}"
+    if shown == 0:
+        if end >= matched:
+            return f"{skip}Nothing follows: that was the last of them."
+        return (
+            f"{skip}For the next page, call {tool} again with the same arguments and offset={end}."
+        )
+    where = f"{skip}Showing {noun} {offset + skipped + 1} to {end} of {matched}"
     if end >= matched:
         return f"{where}: the last page."
     why = (

@@ -336,6 +336,7 @@ def _create_check(api: HealthchecksApi) -> AnyTool:
                 )
             body["unique"] = list(dict.fromkeys(params.unique))
         await refuse_slug_before_v3(api, "create_check", body)
+        _audit_started(ctx)
         check, created = await calling_api(lambda: api.create_check(body))
         _audit(
             ctx,
@@ -404,6 +405,7 @@ def _update_check(api: HealthchecksApi) -> AnyTool:
                 field="check",
             )
         await refuse_slug_before_v3(api, "update_check", body)
+        _audit_started(ctx)
         check = await calling_api(lambda: api.update_check(uuid, body))
         _audit(ctx, [uuid], "updated")
         notes = [
@@ -463,6 +465,7 @@ def _pause_check(api: HealthchecksApi) -> AnyTool:
     async def handler(ctx: RequestContext, params: OneCheckParams) -> CheckWriteResult:
         uuid = require_uuid("pause_check", params.check)
         _audit(ctx, [uuid])
+        _audit_started(ctx)
         check = await calling_api(lambda: api.pause_check(uuid))
         _audit(ctx, [uuid], "paused")
         return CheckWriteResult(
@@ -502,6 +505,7 @@ def _resume_check(api: HealthchecksApi) -> AnyTool:
     async def handler(ctx: RequestContext, params: OneCheckParams) -> CheckWriteResult:
         uuid = require_uuid("resume_check", params.check)
         _audit(ctx, [uuid])
+        _audit_started(ctx)
         check = await calling_api(lambda: api.resume_check(uuid))
         _audit(ctx, [uuid], "resumed")
         return CheckWriteResult(
@@ -607,6 +611,9 @@ def _delete_check(api: HealthchecksApi) -> AnyTool:
         # What happened to each check, for the audit line: deleted, already_gone, failed,
         # not_reached (after the first failure). Until the instance answers, not_reached.
         results = dict.fromkeys(targets, "not_reached")
+        # Kept on the context as each check is done: a cancellation's line says which went.
+        _audit_results(ctx, targets, results)
+        _audit_started(ctx)  # before the first DELETE: a crash from here on leaves this line
         for index, uuid in enumerate(targets):
             try:
                 deleted.append(check_detail(await api.delete_check(uuid)))
@@ -616,6 +623,7 @@ def _delete_check(api: HealthchecksApi) -> AnyTool:
                 if isinstance(error, NotFound) and verdict.outcome == "approved_by_token":
                     gone.append(uuid)
                     results[uuid] = "already_gone"
+                    _audit_results(ctx, targets, results)
                     await _progress(ctx, index + 1, total, f"check {uuid} was already deleted")
                     continue
                 results[uuid] = "failed"
@@ -630,6 +638,7 @@ def _delete_check(api: HealthchecksApi) -> AnyTool:
                 )
                 return _stopped(verdict, targets, deleted, failure, rest)
             results[uuid] = "deleted"
+            _audit_results(ctx, targets, results)
             await _progress(ctx, index + 1, total, f"deleted check {uuid} ({index + 1} of {total})")
         _audit_results(ctx, targets, results)
         # "deleted" only when this call deleted every check; a token used again finds them gone.
@@ -697,6 +706,14 @@ def _audit(
         ctx.audit_outcome = outcome
     if approved_by is not None:
         ctx.approved_by = approved_by
+
+
+def _audit_started(ctx: RequestContext) -> None:
+    """The audit line written before the tool writes upstream: what it is about to act on and
+    how that was approved (outcome ``started``); its final line follows when the call ends."""
+    started = getattr(ctx, "audit_started", None)
+    if started is not None:
+        started()
 
 
 def _audit_results(ctx: RequestContext, targets: list[str], results: dict[str, str]) -> None:

@@ -31,6 +31,10 @@ _STATEFUL_HEADERS = frozenset(
     {"connection", "expect", "transfer-encoding", "upgrade", "te", "keep-alive"}
 )
 _HEAD_BLOCKS_KEPT = 64
+# Both caches are keyed by header lists, which carry request-controlled values (a tenant's key,
+# a caller's trace context): a list longer than this is never kept, so that the caches stay
+# within _HEAD_BLOCKS_KEPT x this many characters whatever the callers send.
+_CACHED_LIST_CHARS = 2048
 # method -> the event that tells h11 a request went out
 _STATE_REQUESTS: dict[str, h11.Request] = {}
 
@@ -79,7 +83,7 @@ class RequestWriter:
             if merged is not None:
                 return merged
         merged = self._merge_headers(method, extra, body)
-        if key is not None:
+        if key is not None and _chars(merged) <= _CACHED_LIST_CHARS:
             if len(self._merged_headers) >= _HEAD_BLOCKS_KEPT:
                 self._merged_headers.clear()
             self._merged_headers[key] = merged
@@ -147,6 +151,8 @@ class RequestWriter:
                 block = written.split(b"\r\n", 1)[1]
             except (h11.LocalProtocolError, UnicodeEncodeError):
                 block = False  # h11's own send raises the error, with our text
+        if _chars(exchange.headers) > _CACHED_LIST_CHARS:
+            return block
         if len(self._head_blocks) >= _HEAD_BLOCKS_KEPT:
             self._head_blocks.clear()
         self._head_blocks[exchange.method, tuple(exchange.headers)] = block
@@ -173,3 +179,7 @@ class RequestWriter:
                 "non-ASCII character). Check the configured API key and headers."
             ) from None
         return data
+
+
+def _chars(headers: Sequence[tuple[str, str]]) -> int:
+    return sum(len(name) + len(value) for name, value in headers)

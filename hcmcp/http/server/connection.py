@@ -34,6 +34,11 @@ _H11Response = h11.Response
 _NO_BODY_STATUSES = frozenset({204, 304})
 
 
+# A new connection that has sent no request yet is not closed to make room for another before
+# this many seconds: its first request is on its way (a burst of clients must not evict itself).
+EVICTION_GRACE = 1.0
+
+
 class _Connection:
     """One client connection: requests read and answered in turn (keep-alive, pipelining).
 
@@ -62,6 +67,8 @@ class _Connection:
         self.stream = stream
         self.reader = RequestReader(server, stream, initial, self._write)
         self._fresh = not answered
+        self.opened = anyio.current_time()
+        self.requests = 0  # heads read on this connection
         self.in_request = False
         self._ordinary = False  # this request's answer may be written by hand (response_head.py)
         self._watching = False  # the request loop wants the socket watched (an answer is under way)
@@ -96,6 +103,17 @@ class _Connection:
         if self.reader.waiting_scope is not None:
             self.reader.waiting_scope.cancel()
 
+    def evict(self, now: float) -> bool:
+        """Close this connection now, without an answer, if it waits for a request (its head not
+        complete, or not yet read); False when it is answering one, or is new (less than
+        EVICTION_GRACE seconds old, no request yet: a client's first request is on its way)."""
+        if self.in_request or (not self.requests and now - self.opened < EVICTION_GRACE):
+            return False
+        self.reader.evicted = True
+        if self.reader.waiting_scope is not None:
+            self.reader.waiting_scope.cancel()
+        return True
+
     async def run(self) -> None:
         graceful = False
         try:
@@ -127,6 +145,7 @@ class _Connection:
             if head is None:
                 return self.h11.our_state is h11.MUST_CLOSE  # after an answer: close politely
             self.in_request = True
+            self.requests += 1
             self.server._active_requests += 1
             try:
                 keep_going = await self._handle(head)
@@ -211,6 +230,42 @@ class _Connection:
         except Refusal as refusal:
             await self._answer_error(refusal.status, refusal.message)
             return False
+        if isinstance(head, PlainHead):
+            headers = head.headers
+        else:
+            # raw_items(): iterating head.headers costs a Python-level __getitem__ per header.
+            headers = [
+                (name.lower().decode("latin-1"), value.decode("latin-1"))
+                for name, value in head.headers.raw_items()
+            ]
+        request = Request(
+            method=method,
+            path=path,
+            query=query,
+            headers=headers,
+            body=b"",
+            client=self.client,
+            target_authority=authority,
+        )
+        refused: Response | None = None
+        screen = self.server.screen
+        if screen is not None:
+            # Before anything is reserved for the body: a refusal of a request that declares a
+            # body never reads it (and closes); one without a body is answered as usual.
+            verdict = screen(request)
+            if isinstance(verdict, Response):
+                if not self.reader.declares_no_body(head):
+                    self._ordinary = False
+                    verdict.headers = [*without_headers(verdict.headers, "connection")]
+                    verdict.headers.append(("connection", "close"))
+                    await self._send_response(verdict, is_head=method == "HEAD")
+                    return False
+                refused = verdict
+            elif verdict is True:
+                request.screened = True
+                if not self.reader.authenticated:
+                    self.reader.authenticated = True
+                    self.server.authenticated(self)
         try:
             try:
                 body = await self.reader.body(head)
@@ -221,29 +276,13 @@ class _Connection:
                 return False
             if body is None:
                 return False  # the client hung up mid-request
-            if isinstance(head, PlainHead):
-                headers = head.headers
-            else:
-                # raw_items(): iterating head.headers costs a Python-level __getitem__ per header.
-                headers = [
-                    (name.lower().decode("latin-1"), value.decode("latin-1"))
-                    for name, value in head.headers.raw_items()
-                ]
-            request = Request(
-                method=method,
-                path=path,
-                query=query,
-                headers=headers,
-                body=body,
-                client=self.client,
-                target_authority=authority,
-            )
+            request.body = body
             del body
             # A plain request is HTTP/1.1 and asks for nothing but keep-alive (request_head.py).
             self._ordinary = isinstance(head, PlainHead) or asks_keep_alive(
                 head.http_version, request.header("connection")
             )
-            response = await self._call_app(request)
+            response = refused if refused is not None else await self._call_app(request)
         finally:
             self.reader.release_reserved()
         if response is None:

@@ -65,6 +65,11 @@ class RequestReader:
         self.peer_reset = False  # ... and it was a reset: nothing more can be written either
         self.reserved = 0  # body bytes this connection holds against the server's budget
         self.waiting_scope: anyio.CancelScope | None = None  # while waiting for a next request
+        # Whether the server's screen admitted one of this connection's requests as
+        # authenticated (without a screen, every connection is); until then its idle time is
+        # the shorter unauthenticated_idle_timeout, and evicted: it was closed to make room.
+        self.authenticated = server.screen is None
+        self.evicted = False
 
     def _new_h11(self) -> h11.Connection:
         return h11.Connection(h11.SERVER, max_incomplete_event_size=self.limits.max_header_bytes)
@@ -151,9 +156,16 @@ class RequestReader:
         keep-alive connection may sit idle for idle_timeout; once a byte of the next request
         has arrived, the rest of its head must follow within header_timeout.
         """
+        if self.evicted:
+            return None
         now = anyio.current_time()
         head_deadline = now + self.limits.header_timeout if first or self.buffered() else None
-        idle_deadline = now + self.limits.idle_timeout
+        idle = self.limits.idle_timeout
+        if not self.authenticated:
+            idle = min(idle, self.limits.unauthenticated_idle_timeout)
+            if head_deadline is not None and not self.buffered():  # nothing sent yet
+                head_deadline = min(head_deadline, now + idle)
+        idle_deadline = now + idle
         while True:
             if not self._h11_reads:
                 if self._unparsed:
@@ -198,7 +210,7 @@ class RequestReader:
             self.waiting_scope = None
             if not waiting.cancelled_caught:
                 continue
-            if self.server._closing or not self.buffered():
+            if self.server._closing or self.evicted or not self.buffered():
                 return None
             raise Refusal(
                 408,
@@ -227,6 +239,14 @@ class RequestReader:
         )
 
     # -- the body --------------------------------------------------------------------------
+
+    def declares_no_body(self, head: PlainHead | h11.Request) -> bool:
+        """Whether the request has no body at all (no Content-Length above 0, not chunked)."""
+        if isinstance(head, PlainHead):
+            return head.body_length == 0
+        if content_length(head):
+            return False
+        return not any(name.lower() == b"transfer-encoding" for name, _ in head.headers)
 
     async def body(self, head: PlainHead | h11.Request) -> bytes | None:
         """The whole body under max_body_bytes, body_timeout and the server's buffer budget; None

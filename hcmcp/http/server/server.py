@@ -21,7 +21,12 @@ watched) until the answer is written, and a failed write is what reports a lost 
 
 Memory is bounded across connections, not only per request: request bodies being buffered
 count against ``max_buffered_bytes`` over all connections (a declared Content-Length is
-reserved when the head arrives); a request that would pass it gets 503 with Retry-After.
+reserved when the head has been screened); a request that would pass it gets 503 with Retry-After.
+
+Nothing is reserved for a client before it authenticates: an optional ``screen`` (messages.Screen)
+sees each request's head before its body is reserved or read and may refuse it there, and the
+connections it has not yet admitted as authenticated have their own small share of the
+connection cap and a short idle timeout (ServerLimits), so they cannot crowd out the rest.
 
 This module is the listener (accepting, the connection cap, the buffer budget, shutdown);
 ``connection.py`` runs one connection, ``framing.py`` holds the strict framing checks and
@@ -40,7 +45,7 @@ import anyio.abc
 import h11
 from anyio.abc import SocketAttribute
 
-from ..messages import App, ServerLimits, error_payload
+from ..messages import App, Screen, ServerLimits, error_payload
 from ..socket_stream import RawSocketStream, accept, linger_and_close
 from .connection import _Connection
 from .response_head import reason
@@ -79,12 +84,17 @@ class HttpServer:
         port: int = 0,
         *,
         limits: ServerLimits = ServerLimits(),
+        screen: Screen | None = None,
     ) -> None:
         self.app = app
+        self.screen = screen
         self.host = host
         self.port: int = port
         self.limits = limits
         self._connections: set[_Connection] = set()
+        # Of those, the ones the screen has not admitted as authenticated, oldest first.
+        self._unauthenticated: dict[_Connection, None] = {}
+        self.evicted = 0  # unauthenticated connections closed to make room for a new one
         self.buffered_bytes = 0  # request-body bytes reserved now, over all connections
         self._group: anyio.abc.TaskGroup | None = None
         self._trimming = False
@@ -239,7 +249,15 @@ class HttpServer:
                 await anyio.sleep(0.1)
                 continue
             # The cap is enforced here, before a task or a parser exists for the connection.
-            if len(self._connections) >= self.limits.max_connections:
+            at_cap = len(self._connections) >= self.limits.max_connections
+            if (
+                (
+                    at_cap
+                    or len(self._unauthenticated) >= self.limits.max_unauthenticated_connections
+                )
+                and not self._evict_one_unauthenticated()
+                and at_cap
+            ):
                 if self._rejecting >= self.limits.max_connections:
                     await stream.aclose()  # a flood: do not even spend a task on it
                     continue
@@ -248,7 +266,24 @@ class HttpServer:
                 continue
             connection = _Connection(self, stream)
             self._connections.add(connection)
+            if self.screen is not None:
+                self._unauthenticated[connection] = None
             connections.start_soon(self._run_connection, connection)
+
+    def authenticated(self, connection: _Connection) -> None:
+        """The screen admitted one of ``connection``'s requests as authenticated."""
+        self._unauthenticated.pop(connection, None)
+
+    def _evict_one_unauthenticated(self) -> bool:
+        """Close the oldest unauthenticated connection that waits for a request; False if none."""
+        now = anyio.current_time()
+        for connection in self._unauthenticated:
+            if connection.evict(now):
+                del self._unauthenticated[connection]
+                self._connections.discard(connection)
+                self.evicted += 1
+                return True
+        return False
 
     async def _adopt_connection(
         self, fd: int, initial: bytes, answered: bool, connections: anyio.abc.TaskGroup
@@ -264,6 +299,10 @@ class HttpServer:
             return
         connection = _Connection(self, stream, initial, answered)
         self._connections.add(connection)
+        if self.screen is not None and not answered:
+            self._unauthenticated[connection] = None
+        elif answered:  # the fast phase answers only what passes the same checks as the screen
+            connection.reader.authenticated = True
         connections.start_soon(self._run_connection, connection)
 
     async def _run_connection(self, connection: _Connection) -> None:
@@ -275,6 +314,7 @@ class HttpServer:
             )
         finally:
             self._connections.discard(connection)
+            self._unauthenticated.pop(connection, None)
             self._closed_count += 1
             if self._closing and not self._connections:
                 self._drained.set()

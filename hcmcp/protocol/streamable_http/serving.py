@@ -112,7 +112,11 @@ async def serve_http(
         return error_body(status, message)
 
     http = HttpServer(
-        transport.app, host, port, limits=limits or ServerLimits(error_body=counted_error_body)
+        transport.app,
+        host,
+        port,
+        limits=limits or ServerLimits(error_body=counted_error_body),
+        screen=transport.screen,
     )
     if adopted is not None:
         for fast in adopted.sessions:

@@ -37,12 +37,27 @@ class Tenancy(Protocol):
     def missing(self, bearer_allowed: bool) -> str:
         """The refusal's text for a request without a credential (naming where to send it)."""
 
+    def refused(self, credential: str, tenant: str) -> str | None:
+        """Why ``credential`` is known to be refused (remembered from an earlier request), or
+        None: asked of a request's head, before its body is read, so it must not wait."""
+
     async def server_for(self, credential: str, tenant: str) -> McpServer:
-        """The server that answers ``credential``'s requests (built once, then remembered)."""
+        """The server that answers ``credential``'s requests (built once, then remembered).
+        Raises NoCredential when the credential is refused, CredentialUnchecked when it cannot
+        be checked now."""
 
 
 class NoCredential(Exception):
     """The request brings no usable credential; ``message`` names the header(s) and the fix."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class CredentialUnchecked(Exception):
+    """The credential could not be checked now (its verifier is busy or unreachable): the
+    request is refused with 503 and Retry-After; ``message`` says why and what to do."""
 
     def __init__(self, message: str) -> None:
         super().__init__(message)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import base64
 import logging
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
@@ -57,6 +58,7 @@ from ..jsonrpc import (
     error_message,
 )
 from ..server import SHUTDOWN_GRACE, McpServer, Push, Session
+from ..tenants import fingerprint
 from .guard import ListenerGuard
 from .media import accepts_json_and_sse as _accepts_json_and_sse
 from .media import is_json_content_type
@@ -81,9 +83,17 @@ from .streams import (
 from .streams import (
     relay as _relay,
 )
-from .tenancy import Caller, NoCredential, Tenancy, caller_of
+from .tenancy import (
+    Caller,
+    CredentialUnchecked,
+    NoCredential,
+    Tenancy,
+    caller_of,
+    credential_of,
+)
 
 if TYPE_CHECKING:
+    from ..tool import AnyTool
     from .param_headers import Declared
 
 log = logging.getLogger("hcmcp.http")
@@ -270,8 +280,9 @@ class StreamableHttp:
             per_tenant=settings.max_sessions_per_tenant,
             handshake_ttl=settings.handshake_ttl,
         )
-        # tool -> its x-mcp-header properties
-        self._param_headers: dict[tuple[str, int], Declared] = {}
+        # id(tool) -> (a weak reference to the tool, its x-mcp-header properties). A tenant's
+        # server (and its tools) may be dropped at any time: its entries go with it.
+        self._param_headers: dict[int, tuple[weakref.ref[AnyTool], Declared]] = {}
         self.streams = 0  # requests being answered now (JSON or SSE), bounded by max_streams
         self.tenant_streams: dict[str | None, int] = {}  # of those, each tenant's
         self.refused_credentials = 0  # requests refused for a missing or malformed credential
@@ -295,7 +306,8 @@ class StreamableHttp:
         if request.path in _OPS_PATHS:
             return self.ops.answer(request)
         try:
-            self.guard.check(request)
+            if not request.screened:
+                self._admit(request)
             if request.path != ENDPOINT:
                 raise _refusal(404, INVALID_REQUEST, f"Not Found: the MCP endpoint is {ENDPOINT}")
             if request.method == "POST":
@@ -320,12 +332,53 @@ class StreamableHttp:
                 [("allow", allow)],
             )
         except Refusal as refusal:  # the guard's carry a status and a message only
-            self.ops.refused(refusal.status)
-            if refusal.status == 401:  # an operator reading the log can tell why
-                self.ops.refusal_log.refused(request, 401, refusal.message)
-            if refusal.response is not None:
-                return refusal.response
-            return _rpc_error(refusal)
+            return self._refused(request, refusal)
+
+    def _refused(self, request: Request, refusal: Refusal) -> Response:
+        """A refusal counted and answered, and a 401 logged: an operator reading the log can
+        tell why."""
+        self.ops.refused(refusal.status)
+        if refusal.status == 401:
+            self.ops.refusal_log.refused(request, 401, refusal.message)
+        if refusal.response is not None:
+            assert isinstance(refusal.response, Response)
+            return refusal.response
+        return _rpc_error(refusal)
+
+    def screen(self, request: Request) -> Response | bool:
+        """Each request's head, before the HTTP server reserves or reads its body
+        (hcmcp.http.messages.Screen): what ``_admit`` refuses is answered now, so an
+        unauthenticated client can hold no body budget; the probes pass as unauthenticated."""
+        if request.path in _OPS_PATHS:
+            return False
+        try:
+            self._admit(request)
+        except Refusal as refusal:
+            return self._refused(request, refusal)
+        return True
+
+    def _admit(self, request: Request) -> None:
+        """What a request must pass on its head alone: the listener's guard (token, Host,
+        Origin) and, with a tenancy, a well-formed credential (or a fallback) not already known
+        to be refused. Raises Refusal."""
+        self.guard.check(request)
+        tenancy = self.tenancy
+        if tenancy is None:
+            return
+        bearer_allowed = self.settings.token is None
+        try:
+            credential = credential_of(request, tenancy, bearer_allowed)
+            if credential is None:
+                if tenancy.fallback is None:
+                    raise NoCredential(tenancy.missing(bearer_allowed))
+                return
+            known = tenancy.refused(credential, fingerprint(credential))
+            if known is not None:
+                raise NoCredential(known)
+        except NoCredential as refused:
+            self.refused_credentials += 1
+            challenge = [("www-authenticate", 'Bearer realm="hcmcp"')]  # RFC 9110: a 401 names one
+            raise _refusal(401, INVALID_REQUEST, refused.message, challenge) from None
 
     async def _caller(self, request: Request) -> Caller:
         """Who the request speaks for: its own credential's server (with a tenancy), else the one."""
@@ -337,18 +390,21 @@ class StreamableHttp:
             self.refused_credentials += 1
             challenge = [("www-authenticate", 'Bearer realm="hcmcp"')]  # RFC 9110: a 401 names one
             raise _refusal(401, INVALID_REQUEST, refused.message, challenge) from None
+        except CredentialUnchecked as unchecked:
+            raise _refusal(
+                503, INVALID_REQUEST, unchecked.message, [("retry-after", "5")]
+            ) from None
 
     async def _traced_post(self, request: Request) -> Response | StreamingResponse:
         """A POST with a W3C ``traceparent`` header: handled inside its trace scope, so that the
         upstream requests carry it on (a malformed one is ignored; ``_meta``'s takes precedence)."""
         from ...telemetry import context, trace
 
-        parent = request.header("traceparent") or ""
-        trace_id = trace.trace_id(parent)
-        if trace_id is None:
+        parsed = trace.parse_traceparent(request.header("traceparent"))
+        if parsed is None:
             return await self._post(request)
         scope = context.Scope(
-            parent.strip(" \t"), trace.clean_tracestate(request.header("tracestate")), trace_id
+            parsed[0], trace.clean_tracestate(request.header("tracestate")), parsed[1]
         )
         token = context.enter(scope)
         try:
@@ -528,13 +584,15 @@ class StreamableHttp:
         tool = server.tools.get(name) if isinstance(name, str) else None
         if tool is None:
             return
-        headers = self._param_headers.get((tool.name, id(tool)))
-        if headers is None:
+        known = self._param_headers.get(id(tool))
+        if known is not None and known[0]() is tool:
+            headers = known[1]
+        else:
             from . import param_headers
 
-            headers = self._param_headers[(tool.name, id(tool))] = param_headers.declared(
-                tool.descriptor()["inputSchema"]
-            )
+            headers = param_headers.declared(tool.descriptor()["inputSchema"])
+            key, kept = id(tool), self._param_headers
+            kept[key] = (weakref.ref(tool, lambda _: kept.pop(key, None)), headers)
         if headers:
             from . import param_headers
 
@@ -632,8 +690,6 @@ class StreamableHttp:
                 id=message.id,
             ) from None
         if self.server.observer is not None:  # a name for the session in log lines, not its id
-            from ..tenants import fingerprint
-
             state.label = fingerprint(session_id)
         return _json(200, response, [(SESSION_HEADER, session_id)])
 
