@@ -12,7 +12,10 @@ Measured:
 - start-up: spawn -> the ``initialize`` reply over stdio (``--demo``), and spawn -> the reply to
   an HTTP ``initialize`` POST (``--http 127.0.0.1:PORT --demo``);
 - per call: sequential ``tools/call get_check`` against the demo instance, over stdio and over
-  HTTP (2025-era session), the median of each round's calls.
+  HTTP (2025-era session), the median of each round's calls;
+- throughput: requests per second of ``tools/list`` in 2025-era sessions over 16 keep-alive
+  connections in a closed loop (benchmarks/_http_load.py), one round per side in turn (for this
+  one a higher B/A is better).
 """
 
 from __future__ import annotations
@@ -187,6 +190,23 @@ def calls_http(venv: Path, calls: int) -> float:
         proc.wait(timeout=20)
 
 
+def throughput_http(venv: Path, seconds: float) -> float:
+    """Requests per second under load: benchmarks._http_load's closed loop (16 keep-alive
+    connections, 2025-era sessions, tools/list: the server alone, no upstream), after half a
+    second of warm-up."""
+    from benchmarks._http_load import LOAD_CONNECTIONS, run_load
+
+    proc, port = _http_server(venv)
+    try:
+        _connect(port, time.perf_counter() + 20).close()
+        stats = run_load(port, "2025-11-25", "tools/list", LOAD_CONNECTIONS, 0.5, seconds, proc.pid)
+        assert not stats.errors, stats.first_error
+        return stats.per_second
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--a", type=Path, required=True, help="venv of side A (the baseline)")
@@ -194,6 +214,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=21, help="start-ups per side and mode")
     parser.add_argument("--rounds", type=int, default=6, help="per-call rounds per side and mode")
     parser.add_argument("--calls", type=int, default=300, help="calls per round")
+    parser.add_argument("--load-seconds", type=float, default=2.0, help="length of one throughput round")
     args = parser.parse_args(argv)
     sides = {"A": args.a.resolve(), "B": args.b.resolve()}
     measures = [
@@ -201,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         ("start-up --http, spawn -> initialize (ms)", lambda v: startup_http(v), args.runs, 1e3),
         ("per call stdio, get_check p50 (us)", lambda v: calls_stdio(v, args.calls), args.rounds, 1e6),
         ("per call HTTP, get_check p50 (us)", lambda v: calls_http(v, args.calls), args.rounds, 1e6),
+        ("HTTP throughput, tools/list (req/s)", lambda v: throughput_http(v, args.load_seconds), args.rounds, 1),
     ]
     print(f"A = {sides['A']}\nB = {sides['B']}")
     print(f"{'measure':44} {'A median':>10} {'B median':>10} {'B/A':>6}   rounds B/A (min-max)")
