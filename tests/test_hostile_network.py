@@ -5,6 +5,7 @@ real process on 127.0.0.1, each case asserting that a client that authenticates 
   reserved the whole 32 MiB body budget (the token was checked after the body): every
   authenticated request got 503 for 30 s. Now the head is screened first and refused with 401
   (the body never read, the connection closed); nothing is reserved.
+- Each case also holds the server's resident memory within RSS_BOUND_KIB of where it began.
 - Finding 3: 256 keep-alive connections, each after one unauthenticated ``GET /healthz``, held
   the connection cap: an authenticated initialize got 503 for a minute. Now connections that have
   not authenticated have their own share (64) and a 5 s idle timeout, and a new connection takes
@@ -23,6 +24,25 @@ from test_http_transport_process import Served, clean_env
 from test_http_transport_support import initialize_params, rpc
 
 TOKEN = "hostile-network-test-token-0123456789"
+# What a flood may add to the server's resident memory, at most (each test warms the server first).
+RSS_BOUND_KIB = 24 * 1024
+
+
+def warm(port: int) -> None:
+    """Until /readyz says the full server is built (the fast start answers before it is)."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with Raw(port, timeout=10) as raw:
+            raw.send(request("GET", "/readyz"))
+            if raw.answer().status == 200:
+                return
+        time.sleep(0.05)
+    raise AssertionError("/readyz never said ready")
+
+
+def rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
 BOTH = "application/json, text/event-stream"
 
 
@@ -44,6 +64,9 @@ def _served() -> Served:
 def test_heads_without_a_token_reserve_no_body_budget():
     with _served() as served:
         held = []
+        assert _initialize(served.port) == 200
+        warm(served.port)
+        before = rss_kib(served.proc.pid)
         try:
             for _ in range(40):  # 40 MiB declared: more than the whole 32 MiB budget
                 raw = Raw(served.port, timeout=10)
@@ -59,6 +82,7 @@ def test_heads_without_a_token_reserve_no_body_budget():
             started = time.monotonic()
             assert [_initialize(served.port) for _ in range(5)] == [200] * 5
             assert time.monotonic() - started < 5
+            assert rss_kib(served.proc.pid) - before < RSS_BOUND_KIB
         finally:
             for raw in held:
                 raw.close()
@@ -67,6 +91,9 @@ def test_heads_without_a_token_reserve_no_body_budget():
 def test_idle_unauthenticated_connections_cannot_hold_the_connection_cap():
     with _served() as served:
         idle = []
+        assert _initialize(served.port) == 200
+        warm(served.port)
+        before = rss_kib(served.proc.pid)
         try:
             for _ in range(300):  # past the cap of 256
                 sock = socket.create_connection(("127.0.0.1", served.port), timeout=10)
@@ -102,6 +129,7 @@ def test_idle_unauthenticated_connections_cannot_hold_the_connection_cap():
                         continue
                 time.sleep(0.2)
             assert open_left == 0, f"{open_left} idle unauthenticated connections still open"
+            assert rss_kib(served.proc.pid) - before < RSS_BOUND_KIB
         finally:
             for sock in idle:
                 sock.close()
@@ -212,12 +240,16 @@ def test_invented_keys_hold_no_seat_and_ask_the_instance_once_each():
     instance = CountingInstance()
     try:
         with _team(instance) as served:
+            assert _status_on_new_connection(served.port, REAL_KEY) == 200  # a tenant already
+            warm(served.port)
+            before = rss_kib(served.proc.pid)
             invented = [f"hcw_Invented{n}_".ljust(32, "x") for n in range(4)]
             assert all(len(key) == 32 for key in invented)
             statuses = [_status_on_new_connection(served.port, key) for key in invented for _ in range(250)]
             assert statuses == [401] * 1000
             assert all(instance.asked[key] == 1 for key in invented), instance.asked
             assert _status_on_new_connection(served.port, REAL_KEY) == 200
+            assert rss_kib(served.proc.pid) - before < RSS_BOUND_KIB
     finally:
         instance.close()
 
@@ -230,11 +262,15 @@ def test_one_bogus_key_sent_120_times_at_once_is_asked_about_once():
     bogus = "b" * 32
     try:
         with _team(instance) as served:
+            assert _status_on_new_connection(served.port, REAL_KEY) == 200  # a tenant already
+            warm(served.port)
+            before = rss_kib(served.proc.pid)
             with ThreadPoolExecutor(120) as pool:
                 statuses = list(pool.map(lambda _: _status_on_new_connection(served.port, bogus), range(120)))
             assert set(statuses) <= {401, 503} and statuses.count(401) >= 100, statuses
             assert instance.asked[bogus] == 1, instance.asked
             assert _status_on_new_connection(served.port, REAL_KEY) == 200
+            assert rss_kib(served.proc.pid) - before < RSS_BOUND_KIB
     finally:
         instance.close()
 
@@ -249,6 +285,9 @@ def test_a_flood_of_random_keys_asks_the_instance_at_most_eight_at_a_time():
     instance = CountingInstance()
     try:
         with _team(instance) as served:
+            assert _status_on_new_connection(served.port, REAL_KEY) == 200  # a tenant already
+            warm(served.port)
+            before = rss_kib(served.proc.pid)
             keys = ["hcw_" + secrets.token_hex(14) for _ in range(400)]
             with ThreadPoolExecutor(40) as pool:
                 statuses = list(pool.map(lambda key: _status_on_new_connection(served.port, key), keys))
@@ -259,6 +298,7 @@ def test_a_flood_of_random_keys_asks_the_instance_at_most_eight_at_a_time():
             assert sum(instance.asked[key] for key in keys) == statuses.count(401)
             assert real.result() in (200, 503)
             assert _status_on_new_connection(served.port, REAL_KEY) == 200
+            assert rss_kib(served.proc.pid) - before < RSS_BOUND_KIB
     finally:
         instance.close()
 
