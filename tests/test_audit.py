@@ -332,6 +332,11 @@ class SlowToDelete:
         self.server.server_close()
 
 
+def _slow_env(instance: SlowToDelete) -> dict[str, str]:
+    return {**QUIET, "HEALTHCHECKS_URL": instance.url, "HEALTHCHECKS_API_KEY": "hcw_audit_crash_test_0123456789a",
+            "ELICITATION": "false"}
+
+
 def _token_then_delete(peer: StdioPeer) -> int:
     """The two-call token path up to the second call, sent and not awaited; its request id."""
     issued = _call(peer, "delete_check", {"check": TARGETS})["structuredContent"]
@@ -348,9 +353,7 @@ def test_a_sigkill_between_the_deletes_leaves_the_started_line_with_the_checks_a
     DELETE and the answer left no audit line at all for a deletion."""
     instance = SlowToDelete()
     try:
-        env = {**QUIET, "HEALTHCHECKS_URL": instance.url, "HEALTHCHECKS_API_KEY": "hcw_audit_crash_test_0123456789a",
-               "ELICITATION": "false"}
-        with StdioPeer(HCMCP, env=env) as peer:
+        with StdioPeer(HCMCP, env=_slow_env(instance)) as peer:
             peer.initialize()
             _token_then_delete(peer)
             assert instance.hanging.wait(10), "the third DELETE never came"
@@ -369,9 +372,7 @@ def test_a_client_that_hangs_up_mid_delete_gets_a_line_saying_which_checks_went(
     """Before: 'outcome: cancelled' with all three listed, and nothing said which were deleted."""
     instance = SlowToDelete()
     try:
-        env = {**QUIET, "HEALTHCHECKS_URL": instance.url, "HEALTHCHECKS_API_KEY": "hcw_audit_crash_test_0123456789a",
-               "ELICITATION": "false"}
-        with StdioPeer(HCMCP, env=env) as peer:
+        with StdioPeer(HCMCP, env=_slow_env(instance)) as peer:
             peer.initialize()
             request_id = _token_then_delete(peer)
             assert instance.hanging.wait(10), "the third DELETE never came"

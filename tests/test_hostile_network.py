@@ -61,12 +61,18 @@ def _served() -> Served:
                   clean_env(HEALTHCHECKS_HTTP_TOKEN=TOKEN))
 
 
+def _warm_rss(served: Served) -> int:
+    """The RSS (KiB) of a server that has answered an authenticated initialize and built its full
+    path: where a flood's growth is counted from."""
+    assert _initialize(served.port) == 200
+    warm(served.port)
+    return rss_kib(served.proc.pid)
+
+
 def test_heads_without_a_token_reserve_no_body_budget():
     with _served() as served:
         held = []
-        assert _initialize(served.port) == 200
-        warm(served.port)
-        before = rss_kib(served.proc.pid)
+        before = _warm_rss(served)
         try:
             for _ in range(40):  # 40 MiB declared: more than the whole 32 MiB budget
                 raw = Raw(served.port, timeout=10)
@@ -91,9 +97,7 @@ def test_heads_without_a_token_reserve_no_body_budget():
 def test_idle_unauthenticated_connections_cannot_hold_the_connection_cap():
     with _served() as served:
         idle = []
-        assert _initialize(served.port) == 200
-        warm(served.port)
-        before = rss_kib(served.proc.pid)
+        before = _warm_rss(served)
         try:
             for _ in range(300):  # past the cap of 256
                 sock = socket.create_connection(("127.0.0.1", served.port), timeout=10)
