@@ -176,16 +176,18 @@ def test_fit_entries_keeps_what_fits_in_the_whole_result_and_not_one_more_at_eve
 
     entries = [Entry('x"\\' * (n * 7 % 23)) for n in range(12)]     # quotes and backslashes: escaped twice
 
-    def whole(kept: int) -> int:
-        return size(msgspec.to_builtins(Envelope(True, entries[:kept])))
+    def whole(kept: int, skipped: int = 0) -> int:
+        return size(msgspec.to_builtins(Envelope(True, entries[skipped : skipped + kept])))
 
     fixed, everything = whole(0) + NOTE_ROOM, whole(len(entries)) + NOTE_ROOM
     for budget in [*range(fixed - 2, fixed + 60), *range(everything - 60, everything + 3)]:
         fitted = fit_entries(entries, Envelope(True, []), budget)
-        assert fitted.kept + fitted.dropped == len(entries)
-        assert whole(fitted.kept) + NOTE_ROOM <= budget or fitted.kept == 0, budget
+        assert fitted.skipped + fitted.kept + fitted.dropped == len(entries)
+        for each in entries[: fitted.skipped]:  # skipped: each alone is over the whole budget
+            assert size(msgspec.to_builtins(Envelope(True, [each]))) + NOTE_ROOM > budget - 2, budget
+        assert whole(fitted.kept, fitted.skipped) + NOTE_ROOM <= budget or fitted.kept == 0, budget
         if fitted.dropped:   # one more would not fit (the one-by-one count may be 2 bytes cautious)
-            assert whole(fitted.kept + 1) + NOTE_ROOM > budget - 2, budget
+            assert whole(fitted.kept + 1, fitted.skipped) + NOTE_ROOM > budget - 2, budget
     assert fit_entries(entries, Envelope(True, []), everything) == Fitted(len(entries), 0)
     assert fit_entries(entries, Envelope(True, []), everything - 1).dropped == 1
 
