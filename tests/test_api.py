@@ -25,11 +25,6 @@ RO_KEY = "hcr_realLookingSecretKey00000002"
 UUID = "11111111-1111-4111-8111-111111111111"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def recording(case: str) -> Response:
     """A recorded answer as a Response (the key placeholders are irrelevant to answers)."""
     data = json.loads((RECORDINGS / f"{case}.json").read_text())

@@ -14,41 +14,15 @@ import sys
 import threading
 
 from support import HCMCP, ROOT, StdioPeer, modern_meta
-from test_http_transport_process import BOTH, Served, clean_env, read
-from test_http_transport_support import initialize_params, modern_headers, rpc
+from support.audit_lines import QUIET, audits
+from support.served import Served, clean_env, read
+from support.http_transport import BOTH, initialize_params, modern_headers, rpc
 from hcmcp.simulator.simulator import Simulator
 from hcmcp.protocol.tenants import fingerprint
 
 DIALOG = {"elicitation": {"form": {}}}
 ACCEPT = {"confirm_delete": {"action": "accept", "content": {"confirm": True}}}
 DECLINE = {"confirm_delete": {"action": "decline"}}
-QUIET = {"HCMCP_LOG_FORMAT": "json", "HCMCP_LOG_LEVEL": "error"}  # audit lines come at any level
-
-
-def audits(stderr: str) -> list[dict]:
-    """The final audit line of each call (the one that says how it ended), in order. Every one of
-    them whose call acted upstream must follow its own ``started`` line (issue 30: the audit is
-    written before the act), which is checked here and left out."""
-    records = [json.loads(line) for line in stderr.splitlines() if line.strip()]
-    records = [record for record in records if record["event"] == "audit"]
-    finals = []
-    for index, record in enumerate(records):
-        if record["outcome"] == "started":
-            continue
-        if record["outcome"] in ACTED:
-            before = records[index - 1] if index else {}
-            assert before.get("outcome") == "started" and before["tool"] == record["tool"], (before, record)
-            assert before.get("approved_by") == record.get("approved_by"), (before, record)
-            if record["tool"] != "create_check":  # a new check's uuid comes with the instance's answer
-                assert before["checks"] == record["checks"], (before, record)
-        finals.append(record)
-    return finals
-
-
-# The outcomes of a call that wrote upstream: each comes after a started line.
-ACTED = {"created", "updated_existing", "updated", "paused", "resumed", "deleted", "partly_deleted",
-         "already_gone", "failed"}
-
 
 def summary(records: list[dict]) -> list[tuple]:
     return [(r["tool"], r["outcome"], r.get("approved_by"), tuple(r["checks"])) for r in records]

@@ -29,7 +29,7 @@ import hostile_upstream
 import pytest
 from hostile_upstream import Hostile
 from support import ROOT, StdioPeer, validate_server_message
-from test_pyz import OUR_ENV, TIMEOUT, place  # noqa: F401  (place is a fixture)
+from support.pyz_place import OUR_ENV, TIMEOUT
 
 DOCKERFILE = ROOT / "Dockerfile"
 
@@ -125,7 +125,7 @@ def test_the_build_context_holds_everything_the_build_copies_and_nothing_else():
         assert ignored(outside, patterns), outside
 
 
-def test_the_final_stage_runs_its_entrypoint_read_only_as_its_user_with_only_its_environment(place):  # noqa: F811
+def test_the_final_stage_runs_its_entrypoint_read_only_as_its_user_with_only_its_environment(place):
     entrypoint = json.loads(final("ENTRYPOINT")[-1])
     env = env_of_final_stage()
     baked = place["folder"] / "opt-hcmcp-cache"

@@ -15,7 +15,7 @@ from mcp.client import Client
 
 from deploy_support import call, hcmcp, hcmcp_env, seeded, simulator_thread
 from support import modern_meta, validate_definition
-from test_http_transport_process import Served
+from support.served import Served
 
 FIRST = "11111111-1111-4111-8111-111111111111"
 MISSING = "22222222-2222-4222-8222-222222222222"

@@ -20,7 +20,7 @@ import pytest
 
 from http_raw import POST_JSON, Raw, request
 from support import validate_server_message
-from test_http_transport_process import TOKEN, Served, clean_env
+from support.served import TOKEN, Served, clean_env
 
 from hcmcp.fast_start import handshake as fast_start
 from hcmcp.config.settings import load

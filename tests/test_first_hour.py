@@ -18,7 +18,7 @@ import time
 import pytest
 
 from support import ROOT, StdioPeer
-from test_http_transport_process import Served, clean_env
+from support.served import Served, clean_env
 
 HCMCP = [sys.executable, "-m", "hcmcp"]
 TOKEN = "a-token-of-the-operator-0123456789"

@@ -33,8 +33,8 @@ from hcmcp.protocol.seal import Seal
 from hcmcp.tools import confirm
 from hcmcp.tools.shaping import MARKER
 from support import PY, ROOT, StdioPeer, error_details, modern_meta
-from test_http_transport_process import Served, clean_env
-from test_http_transport_support import Wire, rpc, session
+from support.served import Served, clean_env
+from support.http_transport import Wire, rpc, session
 
 STATE_KEY_HEX = "cd" * 32
 STATE_KEY = bytes.fromhex(STATE_KEY_HEX)

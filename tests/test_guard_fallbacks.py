@@ -20,9 +20,9 @@ import threading
 import time
 
 from support import HCMCP, StdioPeer
-from test_audit import QUIET, audits
-from test_http_transport_process import BOTH, Served, clean_env
-from test_http_transport_support import initialize_params, rpc
+from support.audit_lines import QUIET, audits
+from support.http_transport import BOTH, initialize_params, rpc
+from support.served import Served, clean_env
 
 DIALOG = {"elicitation": {"form": {}}}
 INIT = {"protocolVersion": "2025-11-25", "capabilities": DIALOG, "clientInfo": {"name": "bridge", "version": "1"}}

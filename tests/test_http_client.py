@@ -30,11 +30,6 @@ OK_JSON = (
 )
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 # ----------------------------------------------------------------------------- raw server
 
 

@@ -24,11 +24,6 @@ from loopback import full_listen_queue
 OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @contextmanager
 def answering_server(host: str = "127.0.0.1") -> Iterator[int]:
     """host:<port> (a loopback address), answering every request on a connection with OK until the peer closes."""

@@ -15,14 +15,9 @@ from conformance.fixture_server import fixture_server
 from hcmcp.http.server.server import HttpServer
 from hcmcp.http.messages import ServerLimits
 from hcmcp.protocol.streamable_http.transport import HttpSettings, StreamableHttp, error_body
-from test_http_transport_support import READ_TIMEOUT, Wire, modern, modern_headers, rpc, session
+from support.http_transport import READ_TIMEOUT, Wire, modern, modern_headers, rpc, session
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
 
 
 class FullEndpoint:

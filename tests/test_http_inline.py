@@ -15,7 +15,7 @@ import pytest
 
 from hostile_upstream import KEY, UUID, Hostile
 from support import HCMCP
-from test_http_transport_process import Served, clean_env
+from support.served import Served, clean_env
 
 MODERN = "2026-07-28"
 META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}

@@ -12,23 +12,15 @@ from __future__ import annotations
 
 import json
 import socket
-import sys
 import threading
 import time
 
 import pytest
 
 from http_raw import POST_JSON, Raw, linux, request, rss_kib, wait_for
-from test_http_transport_process import Served, clean_env
-from test_http_transport_support import LEGACY, MODERN, meta, validate_server_message
+from support.http_transport import LEGACY, MODERN, meta, validate_server_message
 
 ASKS = {"elicitation": {"form": {}}}
-
-
-@pytest.fixture
-def served():
-    with Served([sys.executable, "-m", "hcmcp", "--http", "127.0.0.1:0", "--demo"], clean_env()) as server:
-        yield server
 
 
 def post(raw: Raw, message: dict, headers: dict | None = None) -> None:

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from http_raw import POST_JSON, Raw, request
-from test_http_transport_process import Served, clean_env
+from support.served import Served, clean_env
 
 HOST = "127.0.0.1"
 INIT = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

@@ -24,9 +24,9 @@ import anyio
 import pytest
 
 from http_raw import linux, rss_kib
-from test_http_transport_process import Served, clean_env
-import test_http_transport_support as transport_support
-from test_http_transport_support import Wire, modern, rpc, session
+from support.served import Served, clean_env
+import support.http_transport as transport_support
+from support.http_transport import Wire, modern, rpc, session
 
 pytestmark = pytest.mark.anyio
 
@@ -34,11 +34,6 @@ LOAD_SECONDS_DEFAULT = 3.0
 LEGACY_SESSIONS = 35
 MODERN_SESSIONS = 15
 ASKS = {"elicitation": {"form": {}}}
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
 
 
 @pytest.fixture

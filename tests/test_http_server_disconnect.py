@@ -3,7 +3,7 @@
 The App contract: the app is cancelled when the client disconnects (EOF or reset) before the
 response starts, unless the request opted out with ``cancel_on_disconnect = False``; bytes the
 client sends meanwhile (a pipelined next request) are kept for the next cycle; a half-close
-counts as gone. Streams are in test_http_server.py.
+counts as gone. Streams are in test_http_server.py; the raw client is tests/support/http_server.py.
 """
 
 from __future__ import annotations
@@ -16,16 +16,11 @@ import anyio
 import pytest
 
 from hcmcp.http.messages import Request, Response, ServerLimits
-from test_http_server import READ_TIMEOUT, connect, get, post, running, server_buffer, wait_until
+from support.http_server import READ_TIMEOUT, connect, get, post, running, server_buffer, wait_until
 
 pytestmark = pytest.mark.anyio
 
 QUICKLY = 1.0   # a disconnect must reach the app well within this (it is seen at once, not polled)
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
 
 
 class SlowApp:

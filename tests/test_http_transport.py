@@ -11,17 +11,13 @@ import anyio
 import pytest
 
 from hcmcp.protocol.streamable_http.transport import HttpSettings
-from test_http_transport_support import (LEGACY, FakeClock, endpoint, initialize_params, notification, rpc,
-                                         session, wait_until)
+from support.http_server import wait_until
+from support.http_transport import (LEGACY, FakeClock, endpoint, initialize_params, notification, rpc,
+                                         session)
 
 pytestmark = pytest.mark.anyio
 
 ASKS = {"elicitation": {"form": {}}}
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
 
 
 def call(name: str, arguments: dict | None = None, id=7) -> dict:

@@ -13,16 +13,11 @@ import pytest
 
 from hcmcp.http.messages import ServerLimits
 from hcmcp.protocol.streamable_http.transport import HttpSettings, error_body
-from test_http_transport_support import BOTH, LEGACY, endpoint, initialize_params, rpc, session
+from support.http_transport import BOTH, LEGACY, endpoint, initialize_params, rpc, session
 
 pytestmark = pytest.mark.anyio
 
 TOKEN = "s3cret-token-for-tests-0123456789"
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
 
 
 def init(id=1) -> dict:

@@ -14,17 +14,13 @@ import socket
 import anyio
 import pytest
 
-from test_http_transport_support import (BOTH, MODERN, READ_TIMEOUT, endpoint, meta, modern, modern_headers,
-                                         notification, rpc, wait_until)
+from support.http_server import wait_until
+from support.http_transport import (BOTH, MODERN, READ_TIMEOUT, endpoint, meta, modern, modern_headers,
+                                         notification, rpc)
 
 pytestmark = pytest.mark.anyio
 
 ASKS = {"elicitation": {}}
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
 
 
 def call(name: str, arguments: dict | None = None, id=1, capabilities: dict | None = None, **extra) -> dict:

@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 
 from support import FIXTURE, PY, StdioPeer, modern_meta, validate_server_message
-from test_http_transport_process import Served
+from support.served import Served
 
 ID = 10002
 # A valid id, and everything else wrong in one way; each must be answered -32600 with that id.

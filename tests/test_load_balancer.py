@@ -38,7 +38,7 @@ from mcp.client import Client
 
 from support import ROOT
 from system_servers import require
-from test_http_transport_process import Served, clean_env
+from support.served import Served, clean_env
 
 MARKER = "<!-- hcmcp-nginx-config:"
 NOBODY = 65534
@@ -150,34 +150,9 @@ http {{
         shutil.rmtree(folder, ignore_errors=True)
 
 
-KEYS: dict[str, str] = {}   # every key the simulator printed (both projects)
-
-
-@pytest.fixture(scope="module")
-def simulator():
-    proc = subprocess.Popen([sys.executable, "-m", "hcmcp.simulator.simulator"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, cwd=ROOT)
-    try:
-        url = proc.stdout.readline().strip()
-        keys = {}
-        while line := proc.stdout.readline().strip():
-            name, _, value = line.partition("=")
-            keys[name] = value
-        assert url.startswith("http://127.0.0.1:"), url
-        KEYS.update(keys)
-        yield url, keys["RW_KEY"]
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 @contextmanager
 def replicas(simulator, keys: list[str | None], **extra: str):
-    site, api_key = simulator
+    site, api_key = simulator.url, simulator.keys["RW_KEY"]
     started: list[Served] = []
     try:
         for key in keys:
@@ -198,7 +173,7 @@ OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))   # 127.0.
 
 
 def on_simulator(simulator, uuid: str) -> bool:
-    site, api_key = simulator
+    site, api_key = simulator.url, simulator.keys["RW_KEY"]
     request = urllib.request.Request(f"{site}/api/v3/checks/{uuid}", headers={"X-Api-Key": api_key})
     try:
         with OPENER.open(request, timeout=10):
@@ -334,7 +309,7 @@ def _modern_call(url: str, key: str, name: str, arguments: dict, **extra) -> dic
 def test_request_mode_each_callers_key_passes_through_and_any_replica_opens_its_seal(simulator, nginx_binary):
     # No HEALTHCHECKS_STATE_KEY and no environment key: each replica derives the seal key from the
     # caller's own key, so an answer landing on the other replica opens; another key's does not.
-    a, b = KEYS["RW_KEY"], KEYS["OTHER_RW_KEY"]
+    a, b = simulator.keys["RW_KEY"], simulator.keys["OTHER_RW_KEY"]
     with replicas(simulator, [None, None], HEALTHCHECKS_KEY_SOURCE="request",
                   HEALTHCHECKS_API_KEY="") as ports, nginx(nginx_binary, ports) as proxy:
         status, _, missing = _post(proxy.url, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

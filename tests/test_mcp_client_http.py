@@ -15,7 +15,7 @@ import pytest
 from mcp import types
 from mcp.client import Client
 
-from test_http_transport_process import Served
+from support.served import Served
 
 READ_TOOLS = ["list_checks", "get_check", "list_pings", "get_ping_body", "list_flips", "list_integrations",
               "list_badges", "get_status", "get_api_key_info"]

@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from support import HCMCP, StdioPeer, error_details
-from test_http_transport_process import Served, clean_env, modern_call
+from support.served import Served, clean_env, modern_call
 
 KEY = "hcr_" + "a" * 28
 NO_KEY = ("No Healthchecks API key is configured, so nothing was sent. Set HEALTHCHECKS_API_KEY to an API key of the "

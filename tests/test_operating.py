@@ -25,8 +25,8 @@ import pytest
 from http_raw import Raw
 from support import ROOT
 from system_servers import require
-from test_http_transport_process import BOTH, Served, clean_env, modern_call, read
-from test_http_transport_support import initialize_params, rpc
+from support.served import Served, clean_env, modern_call, read, slow_server
+from support.http_transport import BOTH, initialize_params, rpc
 
 TOKEN = "operating-test-token-0123456789abcdef"
 POD = "10.244.3.17"  # what kubelet puts in Host: the pod's IP (never connected to: only a header)
@@ -123,35 +123,8 @@ def test_probes_on_a_0000_bind_with_a_token_reached_through_loopback():
 
 # -- the drain -----------------------------------------------------------------------------------
 
-SLOW = """
-import sys, anyio, msgspec
-from conformance.fixture_server import fixture_tools
-from hcmcp.protocol.server import McpServer, ServerIdentity
-from hcmcp.protocol.streamable_http.serving import serve_http
-from hcmcp.protocol.streamable_http.transport import HttpSettings
-from hcmcp.protocol.tool import Annotations, Tool
-
-class NoParams(msgspec.Struct, forbid_unknown_fields=True):
-    pass
-
-class Slept(msgspec.Struct):
-    seconds: float
-
-async def slow(ctx, params):
-    sys.stderr.write("slow: started\\n")
-    sys.stderr.flush()
-    await anyio.sleep(2.0)
-    return Slept(2.0)
-
-READ = Annotations(read_only=True, destructive=False, idempotent=True)
-tools = fixture_tools() + [Tool("slow", "Slow", "Answers after 2 s.", NoParams, Slept, READ, slow)]
-server = McpServer(ServerIdentity(name="slow-fixture", version="0"), tools)
-anyio.run(lambda: serve_http(server, "127.0.0.1:0", settings=HttpSettings(shutdown_grace=8.0)))
-"""
-
-
 def test_sigterm_drains_readyz_503_at_once_while_the_slow_call_finishes_and_is_delivered():
-    with Served([sys.executable, "-c", SLOW, ""]) as server:
+    with Served(slow_server(grace=8.0, seconds=2.0)) as server:
         assert kubelet(server.port, "/readyz")[0] == 200
         message, headers = modern_call("slow")
         conn = server.connection()

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 
 import fuzz_strategies as fz
 from support import HCMCP, StdioPeer, validate_server_message
-from test_http_transport_process import Served
+from support.served import Served
 
 pytestmark = pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning")   # big fuzzed reprs
 

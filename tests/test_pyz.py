@@ -12,71 +12,20 @@ import json
 import os
 import queue
 import re
-import shutil
 import signal
 import stat
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from pyz_build import built_pyz, payload_hash
+from pyz_build import payload_hash
+from support.pyz_place import NOBODY, TIMEOUT, as_nobody, our_env
 from support import modern_meta, validate_server_message
-from test_http_transport_process import modern_call, read
-from test_http_transport_support import BOTH, LEGACY, initialize_params, rpc
-
-NOBODY = 65534
-TIMEOUT = 60.0
-OUR_ENV = {"HEALTHCHECKS_TIMEOUT": "20", "ELICITATION": "true"}   # our variables, nothing else
-
-
-def as_nobody() -> dict:
-    """Popen arguments that drop to uid/gid 65534 with no supplementary groups (we run as root in CI)."""
-    if os.geteuid() != 0:
-        return {}
-    return {"user": NOBODY, "group": NOBODY, "extra_groups": []}
-
-
-@pytest.fixture(scope="module")
-def place():
-    """A world-readable copy of the .pyz, a read-only working directory, and the interpreter nobody can run."""
-    folder = Path(tempfile.mkdtemp(prefix="hcmcp-pyz-test-", dir="/tmp"))
-    folder.chmod(0o755)
-    pyz = folder / "hcmcp.pyz"
-    shutil.copyfile(built_pyz(), pyz)
-    pyz.chmod(0o755)
-    workdir = folder / "readonly"
-    workdir.mkdir()
-    workdir.chmod(0o555)
-    python = next((candidate for candidate in ("/usr/bin/python3", sys._base_executable, sys.executable)
-                   if _runs_as_nobody(candidate)), None)
-    assert python, "no Python 3.11+ interpreter that uid 65534 may run (tried /usr/bin/python3 and this one)"
-    # Without HOME the .pyz falls back to ${TMPDIR:-/tmp}/hcmcp-<uid>: a TMPDIR of our own, sticky and
-    # world-writable as /tmp is, keeps that fallback (7.8 MB, owned by nobody) inside this folder.
-    temp = folder / "tmp"
-    temp.mkdir()
-    temp.chmod(0o1777)
-    yield {"pyz": pyz, "cwd": workdir, "python": python, "folder": folder, "tmp": temp}
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-def our_env(place, env: dict | None = None) -> dict:
-    """OUR_ENV, the fixture's TMPDIR (unless the test names another), and the test's own variables."""
-    return {**OUR_ENV, "TMPDIR": str(place["tmp"]), **(env or {})}
-
-
-def _runs_as_nobody(python: str) -> bool:
-    try:
-        done = subprocess.run([python, "-I", "-c", "import sys; assert sys.version_info >= (3, 11)"],
-                              env={}, cwd="/", capture_output=True, timeout=30, **as_nobody())
-    except OSError:
-        return False
-    return done.returncode == 0
-
+from support.served import modern_call, read
+from support.http_transport import BOTH, LEGACY, initialize_params, rpc
 
 def restricted(place, *args: str, env: dict | None = None, **popen) -> subprocess.Popen:
     return subprocess.Popen([place["python"], "-I", str(place["pyz"]), *args], env=our_env(place, env),

@@ -17,7 +17,7 @@ import subprocess
 import pytest
 
 from support import HCMCP, ROOT, StdioPeer
-from test_http_transport_process import Served, clean_env, modern_call
+from support.served import Served, clean_env, modern_call
 
 BUDGET = 8192
 ENV = {"HCMCP_RESULT_BUDGET": str(BUDGET), "ELICITATION": "false"}

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -26,59 +25,16 @@ import pytest
 
 from http_raw import Raw
 
-from support import HCMCP, PY, StdioPeer
-from test_http_transport_process import Served
+from support import HCMCP, StdioPeer
+from support.key_forms import assert_clean
+from support.served import Served, clean_env
 
 SIM_KEY = "hcw_sim_project_a_read_write_key"          # the simulator's read-write key (32)
 FOREIGN_KEY = "hcw_Q7vTz4pL8wN3rY6bF1cJ5dH0sK9x"       # hcw_ + 28 known characters; no project has it
 assert len(SIM_KEY) == len(FOREIGN_KEY) == 32
 
 
-def key_forms(key: str) -> list[bytes]:
-    """The key as it must never appear: raw, its random part, JSON- and repr-escaped, URL-encoded
-    (as is and every byte %XX), and base64 (standard and URL-safe, at each of the 3 alignments)."""
-    raw = key.encode()
-    forms = {raw, raw[4:], raw[:20], raw[-20:], json.dumps(key)[1:-1].encode(), repr(key)[1:-1].encode(),
-             urllib.parse.quote(key, safe="").encode(), urllib.parse.quote_plus(key).encode(),
-             "".join(f"%{b:02X}" for b in raw).encode(), "".join(f"%{b:02x}" for b in raw).encode()}
-    for pad in range(3):
-        for encode in (base64.b64encode, base64.urlsafe_b64encode):
-            encoded = encode(b"\0" * pad + raw)
-            # Drop the characters that depend on the neighbouring bytes.
-            forms.add(encoded[4:-4] if pad else encoded[:-4])
-    return [form for form in forms if len(form) >= 12]
-
-
-def assert_clean(data: bytes, key: str, where: str) -> None:
-    for form in key_forms(key):
-        assert form not in data, f"the key appeared in {where} as {form!r}: ...{_around(data, form)}..."
-
-
-def _around(data: bytes, form: bytes) -> str:
-    at = data.find(form)
-    return data[max(0, at - 80):at + len(form) + 80].decode("utf-8", "replace")
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HEALTHCHECKS_", "ELICITATION"))}
-    env.update(extra)
-    return env
-
-
 # -- the upstreams --------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def simulator():
-    proc = subprocess.Popen([PY, "-m", "hcmcp.simulator.simulator"], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True)
-    url = proc.stdout.readline().strip()
-    assert url.startswith("http://127.0.0.1:"), url
-    while proc.stdout.readline().strip():
-        pass
-    yield url
-    proc.terminate()
-    proc.wait(10)
-
 
 class Hostile:
     """A loopback upstream whose every answer carries back the key it was sent."""
@@ -192,7 +148,7 @@ def _stdio_bytes(peer: StdioPeer) -> bytes:
 
 
 def test_stdio_every_tool_with_the_key_against_the_simulator(simulator):
-    with StdioPeer(HCMCP, env={"HEALTHCHECKS_URL": simulator, "HEALTHCHECKS_API_KEY": SIM_KEY}) as peer:
+    with StdioPeer(HCMCP, env={"HEALTHCHECKS_URL": simulator.url, "HEALTHCHECKS_API_KEY": SIM_KEY}) as peer:
         peer.initialize()
         check = _first_check(peer)
         _run_all_over_stdio(peer, check)
@@ -251,7 +207,7 @@ OPERATING = {"HCMCP_METRICS": "true", "HCMCP_LOG_FORMAT": "json", "HCMCP_LOG_LEV
 @pytest.mark.parametrize("operating", [False, True], ids=["defaults", "json-logs-and-metrics"])
 @pytest.mark.parametrize("upstream", ["simulator", "hostile"])
 def test_http_every_response_byte_is_clean(simulator, hostile, upstream, operating):
-    url, key = (simulator, SIM_KEY) if upstream == "simulator" else (hostile.url, FOREIGN_KEY)
+    url, key = (simulator.url, SIM_KEY) if upstream == "simulator" else (hostile.url, FOREIGN_KEY)
     hostile.mode = "500"
     env = clean_env(HEALTHCHECKS_URL=url, HEALTHCHECKS_API_KEY=key, HEALTHCHECKS_TIMEOUT="1",
                     **(OPERATING if operating else {}))
@@ -354,7 +310,7 @@ def test_request_mode_two_tenants_keys_never_leave_in_any_form(hostile, mode):
     ("simulator", "get_api_key_info", "not json"), ("hostile", "delete_check", '{"check": "' + UUID + '"}'),
 ])
 def test_cli_call_output_is_clean(simulator, hostile, upstream, tool, arguments):
-    url, key = (simulator, SIM_KEY) if upstream == "simulator" else (hostile.url, FOREIGN_KEY)
+    url, key = (simulator.url, SIM_KEY) if upstream == "simulator" else (hostile.url, FOREIGN_KEY)
     hostile.mode = "401"
     done = subprocess.run(HCMCP + ["call", tool, arguments], capture_output=True, timeout=60, stdin=subprocess.DEVNULL,
                           env=clean_env(HEALTHCHECKS_URL=url, HEALTHCHECKS_API_KEY=key, HEALTHCHECKS_TIMEOUT="1"))

@@ -25,11 +25,6 @@ BOBS = "99999999-9999-4999-8999-999999999999"
 RW = Simulator.RW_KEY
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 class Clock:
     def __init__(self, now: float = NOW) -> None:
         self.now = now

@@ -10,12 +10,7 @@ import pytest
 
 from hcmcp.http.socket_stream import RawSocketStream, accept, linger_and_close
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"      # it drives asyncio's loop directly
+pytestmark = pytest.mark.anyio   # on asyncio (tests/conftest.py): it drives asyncio's loop directly
 
 
 def _pair() -> tuple[RawSocketStream, socket.socket]:

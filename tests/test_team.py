@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import signal
 import subprocess
 import sys
 import threading
@@ -26,8 +25,8 @@ import pytest
 
 from http_raw import rss_kib
 from support import HCMCP, ROOT
-from test_http_transport_process import Served, clean_env
-from test_http_transport_support import (
+from support.served import Served, clean_env
+from support.http_transport import (
     BOTH,
     LEGACY,
     MODERN,
@@ -37,35 +36,13 @@ from test_http_transport_support import (
     rpc,
     validate_server_message,
 )
-from test_secret_hygiene import key_forms
+from support.key_forms import key_forms
 
 DIALOG = {"elicitation": {"form": {}}}
 ACCEPT = {"confirm_delete": {"action": "accept", "content": {"confirm": True}}}
 DECLINE = {"confirm_delete": {"action": "decline"}}
 CANCEL = {"confirm_delete": {"action": "cancel"}}
 WRITE_TOOLS = {"create_check", "update_check", "pause_check", "resume_check", "delete_check"}
-
-
-@pytest.fixture(scope="module")
-def simulator():
-    proc = subprocess.Popen([sys.executable, "-m", "hcmcp.simulator.simulator"],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True,
-                            cwd=ROOT)
-    try:
-        url = proc.stdout.readline().strip()
-        keys = {}
-        while line := proc.stdout.readline().strip():
-            name, _, value = line.partition("=")
-            keys[name] = value
-        assert url.startswith("http://127.0.0.1:"), url
-        yield url, keys
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def serve(site: str, key_source: str = "request", **env: str) -> Served:
@@ -190,7 +167,7 @@ CALLS_PER_WORKER = 260
 
 
 def test_two_tenants_interleaved_in_both_eras_never_see_each_others_checks(simulator):
-    site, keys = simulator
+    site, keys = simulator.url, simulator.keys
     tenants = {"A": keys["RW_KEY"], "B": keys["OTHER_RW_KEY"]}
     with serve(site) as served:
         wire = Wire(served.port)
@@ -252,7 +229,7 @@ def test_two_tenants_interleaved_in_both_eras_never_see_each_others_checks(simul
 # -- refusals ------------------------------------------------------------------------------------
 
 def test_a_request_without_a_key_is_told_both_headers_and_a_malformed_key_is_described(simulator):
-    site, keys = simulator
+    site, keys = simulator.url, simulator.keys
     with serve(site) as served:
         wire = Wire(served.port)
         status, head, [error] = wire.post(rpc("initialize", initialize_params()), {})
@@ -280,7 +257,7 @@ def test_a_request_without_a_key_is_told_both_headers_and_a_malformed_key_is_des
 
 
 def test_with_a_listener_token_only_the_key_header_carries_a_key(simulator):
-    site, keys = simulator
+    site, keys = simulator.url, simulator.keys
     token = "team-listener-token-0123456789"
     with serve(site, HEALTHCHECKS_HTTP_TOKEN=token) as served:
         wire = Wire(served.port)
@@ -294,7 +271,7 @@ def test_with_a_listener_token_only_the_key_header_carries_a_key(simulator):
 
 
 def test_a_session_belongs_to_the_key_that_opened_it(simulator):
-    site, keys = simulator
+    site, keys = simulator.url, simulator.keys
     a, b = keys["RW_KEY"], keys["OTHER_RW_KEY"]
     with serve(site, "request-or-env", HEALTHCHECKS_API_KEY=keys["RO_KEY"]) as served:
         wire = Wire(served.port)
@@ -314,7 +291,7 @@ def test_a_session_belongs_to_the_key_that_opened_it(simulator):
 def test_tool_selection_follows_each_keys_kind_from_the_first_request(simulator):
     # request-or-env with a read-write env key: a read-only caller's first tools/list (the request
     # the fast start path answers in env mode) must list the read tools only, and vice versa.
-    site, keys = simulator
+    site, keys = simulator.url, simulator.keys
     with serve(site, "request-or-env", HEALTHCHECKS_API_KEY=keys["RW_KEY"]) as served:
         wire = Wire(served.port)
         _, [first] = modern(wire, keys["OTHER_RO_KEY"], "tools/list")
@@ -334,7 +311,7 @@ def test_tool_selection_follows_each_keys_kind_from_the_first_request(simulator)
 
 @pytest.mark.parametrize("state_key", [None, "ab" * 32], ids=["derived-seal-keys", "shared-state-key"])
 def test_a_confirm_token_or_request_state_of_another_key_deletes_nothing(simulator, state_key):
-    site, keys = simulator
+    site, keys = simulator.url, simulator.keys
     a, b = keys["RW_KEY"], keys["OTHER_RW_KEY"]
     env = {"HEALTHCHECKS_STATE_KEY": state_key} if state_key else {}
     with serve(site, **env) as served:
@@ -365,7 +342,7 @@ def test_a_confirm_token_or_request_state_of_another_key_deletes_nothing(simulat
 # -- replicas --------------------------------------------------------------------------------------
 
 def test_a_decline_answered_on_a_replica_with_another_state_key_ends_at_once(simulator):
-    site, keys = simulator
+    site, keys = simulator.url, simulator.keys
     a = keys["RW_KEY"]
     with serve(site, HEALTHCHECKS_STATE_KEY="01" * 32) as one, serve(site, HEALTHCHECKS_STATE_KEY="02" * 32) as two:
         first, second = Wire(one.port), Wire(two.port)
@@ -394,7 +371,7 @@ FLOOD = 2000
 
 
 def test_a_flood_of_handshake_only_sessions_locks_nobody_out(simulator):
-    site, keys = simulator
+    site, keys = simulator.url, simulator.keys
     with serve(site, "env", HEALTHCHECKS_API_KEY=keys["RW_KEY"]) as served:
         wire = Wire(served.port)
         established = [open_session(wire, None) for _ in range(5)]
@@ -429,7 +406,7 @@ def _call(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 
 
 def test_hcmcp_call_delete_check_twice_redeems_the_first_processes_token(simulator):
-    site, keys = simulator
+    site, keys = simulator.url, simulator.keys
     env = {"HEALTHCHECKS_URL": site, "HEALTHCHECKS_API_KEY": keys["RW_KEY"]}
     made = json.loads(_call("create_check", json.dumps({"name": "two processes"}), env=env).stdout)
     uuid = made["check"]["uuid"]
@@ -530,7 +507,7 @@ def test_the_first_2025_handshake_of_a_fresh_server_is_not_answered_with_the_env
     # In env mode the fast start path answers a fresh server's first initialize and tools/list from
     # handshake.json, with the environment key's selection. In the request modes it must not: a
     # read-only caller's very first session lists the read tools only.
-    site, keys = simulator
+    site, keys = simulator.url, simulator.keys
     with serve(site, "request-or-env", HEALTHCHECKS_API_KEY=keys["RW_KEY"]) as served:
         wire = Wire(served.port)
         session = open_session(wire, keys["RO_KEY"])
@@ -545,7 +522,7 @@ def test_one_keys_flood_ends_only_its_own_unused_sessions_and_its_share_is_a_qua
     # initializes fills A's share and then replaces A's own oldest; A's established session and B's
     # are untouched. With A's share full of established sessions, A is refused, naming the limit,
     # and B still gets a seat.
-    site, keys = simulator
+    site, keys = simulator.url, simulator.keys
     a, b = keys["RW_KEY"], keys["OTHER_RW_KEY"]
     with serve(site) as served:
         wire = Wire(served.port)

@@ -6,7 +6,7 @@ import json
 
 import msgspec
 import pytest
-from test_tools_harness import (BACKUPS, DB_DUMP, MISSING, NOW, OTHERS, PAUSED, REPORT, Env, instance,
+from support.tools_harness import (BACKUPS, DB_DUMP, MISSING, NOW, OTHERS, PAUSED, REPORT, Env, instance,
                                 json_body, with_json)
 
 from hcmcp.simulator.simulator import Simulator
@@ -16,11 +16,6 @@ from hcmcp.tools.shaping import MARKER
 from hcmcp.tools.shaping import RESULT_BUDGET_BYTES
 
 RW, RO = Simulator.RW_KEY, Simulator.RO_KEY
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def encoded_size(result: dict) -> int:

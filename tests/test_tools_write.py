@@ -11,18 +11,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from test_tools_harness import BACKUPS, DB_DUMP, EMAIL, MISSING, OTHERS, PAUSED, REPORT, WEBHOOK, Env, instance
+from support.tools_harness import BACKUPS, DB_DUMP, EMAIL, MISSING, OTHERS, PAUSED, REPORT, WEBHOOK, Env, instance
 
 from hcmcp.simulator.simulator import Simulator
 from hcmcp.protocol.asking import CLIENT_CANNOT, Answer
 from hcmcp.tools import confirm
 
 RW, RO = Simulator.RW_KEY, Simulator.RO_KEY
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 async def refused_before_sending(env: Env, name: str, arguments: dict, ctx: Any = None) -> str:

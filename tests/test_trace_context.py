@@ -13,8 +13,8 @@ import pytest
 
 from hcmcp.telemetry.trace import MAX_TRACEPARENT, clean_tracestate, parse_traceparent
 from support import HCMCP, StdioPeer
-from test_http_transport_process import Served, clean_env
-from test_http_transport_support import initialize_params, rpc
+from support.served import Served, clean_env
+from support.http_transport import initialize_params, rpc
 
 PARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 STATE = "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"

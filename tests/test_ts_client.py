@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from support import HCMCP, ROOT, cache_env
-from test_http_transport_process import Served, clean_env
+from support.served import Served, clean_env
 
 DRIVER = ROOT / "tests" / "ts_client" / "tool_calls.mjs"
 UNKNOWN = "00000000-0000-4000-8000-000000000000"   # well-formed, in no project: the API's 404

@@ -22,7 +22,7 @@ from conformance.replay.transports import META_VERSION, HttpPeer, StdioPeer
 EXPECT_TIMEOUT_MS = 10_000
 
 sys.path.insert(0, str(ROOT / "tests"))
-import support  # noqa: E402  (tests/support.py holds the schema checks: validate_server_message)
+import support  # noqa: E402  (tests/support/ holds the schema checks: validate_server_message)
 
 SCHEMAS = support.SCHEMAS   # conformance/mcp-schema: the official schemas, vendored with their licence
 

@@ -1,4 +1,4 @@
-"""What the Streamable HTTP tests share (no tests here).
+"""What the Streamable HTTP tests share.
 
 - ``Wire``: one raw HTTP/1.1 keep-alive connection. Requests are typed out here and responses
   parsed here, not by the code under test; every JSON-RPC message the server sends is
@@ -389,10 +389,3 @@ async def endpoint(settings: HttpSettings | None = None, limits: ServerLimits | 
         finally:
             await http.shutdown(1.0)
             tasks.cancel_scope.cancel()
-
-
-async def wait_until(condition, timeout: float = READ_TIMEOUT) -> None:
-    """Poll server-side state that has no event of its own (used sparingly)."""
-    with anyio.fail_after(timeout):
-        while not condition():
-            await anyio.sleep(0.005)

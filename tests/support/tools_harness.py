@@ -1,8 +1,6 @@
 """Shared by the tool tests: a simulated instance over real HTTP on 127.0.0.1, the 14 tools
 built on it, and calls that go through decode_arguments and the handler exactly as
 tools/call does — with every result checked against the tool's own outputSchema.
-
-(No tests here; pytest collects the module and finds none.)
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from typing import Any
 
 import jsonschema
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # Both inside the repository (tests/test_self_contained.py keeps it so): the official MCP schemas,
 # vendored with their licence and source (conformance/mcp-schema/README.md), and the Healthchecks
 # recordings the simulator is checked against.
