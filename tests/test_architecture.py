@@ -1,6 +1,7 @@
 """The architecture, checked as a user of the repository would: the import-linter contracts in
 pyproject.toml hold (and each can fail), hcmcp/ has no import cycle counting function-level imports
-(and the checker can find one), and ruff and mypy --strict report nothing on hcmcp/.
+(and the checker can find one), no file imports a test module (and the check finds one), and ruff
+and mypy --strict report nothing on hcmcp/.
 
 Every tool runs in a subprocess of this interpreter with its caches in a temporary directory, so
 nothing is written into the repository.
@@ -8,6 +9,7 @@ nothing is written into the repository.
 
 from __future__ import annotations
 
+import ast
 import os
 import shutil
 import subprocess
@@ -210,6 +212,46 @@ def test_the_cycle_checker_skips_type_checking_imports_only(tmp_path):
     assert import_graph.cycles(edges) == []
     (package / "b.py").write_text("if True:\n    from . import a\n", encoding="utf-8")
     assert import_graph.cycles(import_graph.graph(package)) == [["pkg.a", "pkg.b"]]
+
+
+# -- tests share through tests/conftest.py and tests/support/, never through a test module ---------
+
+
+def imports_of_test_modules(*folders: Path) -> list[str]:
+    """``path:line module`` for each import, at any depth, of a ``test_*`` module by a Python file
+    under ``folders``: a helper or fixture that two test files need belongs in tests/support/ or
+    tests/conftest.py, where importing it does not also import (and collect twice) a test module."""
+    found = []
+    for folder in folders:
+        for path in sorted(folder.rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                    names = [node.module]
+                elif isinstance(node, ast.Import):
+                    names = [alias.name for alias in node.names]
+                else:
+                    continue
+                found += [f"{path.relative_to(folder.parent)}:{node.lineno} {name}"
+                          for name in names if name.rpartition(".")[2].startswith("test_")]
+    return found
+
+
+def test_no_file_imports_from_a_test_module():
+    assert imports_of_test_modules(*(ROOT / name for name in ("tests", "conformance", "benchmarks"))) == []
+
+
+def test_an_import_from_a_test_module_is_found_at_any_depth(tmp_path):
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_a.py").write_text("import support\nfrom support.served import Served\n")
+    (tests / "test_b.py").write_text("def test_x():\n    from test_a import helper\n")
+    (tests / "test_c.py").write_text("import test_a as a\nimport tests.test_b\n")
+    assert imports_of_test_modules(tests) == [
+        "tests/test_b.py:2 test_a",
+        "tests/test_c.py:1 test_a",
+        "tests/test_c.py:2 tests.test_b",
+    ]
 
 
 # -- ruff and mypy (also steps of .ci/run) ---------------------------------------------------
