@@ -111,7 +111,7 @@ def test_the_dockerfiles_build_steps_unchanged_make_an_arm64_image_that_serves(a
     import json
     import subprocess
 
-    from test_container import stages
+    from support.dockerfile import stages
     build, last = stages()[0], stages()[-1]
     opt = arm64_root / "opt" / "hcmcp"
     assert not opt.exists(), f"{opt} is left from another run: remove it"
