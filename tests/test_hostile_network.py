@@ -20,8 +20,8 @@ import sys
 import time
 
 from http_raw import Raw, request
-from test_http_transport_process import Served, clean_env
-from test_http_transport_support import initialize_params, rpc
+from support.http_transport import initialize_params, rpc
+from support.served import Served, clean_env
 
 TOKEN = "hostile-network-test-token-0123456789"
 # What a flood may add to the server's resident memory, at most (each test warms the server first).
@@ -314,7 +314,7 @@ def test_a_spent_request_state_is_refused_after_its_tenants_server_was_evicted()
     requestState it had already used deleted again with no new answer from the person: the
     memory of spent states lived in the evicted server. It is now the process's."""
     from hostile_upstream import UUID, Hostile
-    from test_team import ACCEPT, DIALOG, Wire, call_modern
+    from support.team_wire import ACCEPT, DIALOG, Wire, call_modern
 
     upstream = Hostile()  # healthy: accepts any key, answers a check and its DELETE
     try:
@@ -347,7 +347,7 @@ def _team_at(url: str) -> Served:
 
 
 def _modern_tools_list(key: str):
-    from test_http_transport_support import MODERN, meta, modern_headers
+    from support.http_transport import MODERN, meta, modern_headers
 
     message = rpc("tools/list", {"_meta": meta()}, 1)
     return message, {"X-Healthchecks-Api-Key": key, **modern_headers(message)}, MODERN

@@ -19,7 +19,7 @@ from hcmcp.http.messages import ServerLimits
 from hcmcp.http.server.server import HttpServer
 from hcmcp.protocol.server import McpServer
 from hcmcp.protocol.streamable_http.transport import HttpSettings, StreamableHttp, error_body
-from test_http_transport_support import Gate, Wire, held_server, modern
+from support.http_transport import Gate, Wire, held_server, modern
 
 KEPT = 4
 
@@ -49,11 +49,6 @@ class FewServers:
         while len(self.servers) > KEPT:
             self.servers.popitem(last=False)
         return server
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
 
 
 @pytest.mark.anyio

@@ -15,6 +15,7 @@ import re
 import signal
 import stat
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
