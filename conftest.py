@@ -28,12 +28,19 @@ def _unpacked_payloads() -> set[str]:
     $XDG_CACHE_HOME's) and ${TMPDIR:-/tmp}/hcmcp-<uid>/pyz/<hash> (the fallback without HOME).
     .ci/node.sh's Node 22 and conformance suites under ~/.cache/hcmcp are kept there on purpose and
     never looked at."""
-    roots = {Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hcmcp" / "pyz",
-             Path.home() / ".cache" / "hcmcp" / "pyz"}
+    roots = {
+        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hcmcp" / "pyz",
+        Path.home() / ".cache" / "hcmcp" / "pyz",
+    }
     for temp in {tempfile.gettempdir(), "/tmp"}:
         roots |= set(Path(temp).glob("hcmcp-[0-9]*/pyz"))
-    return {str(entry) for root in roots if root.is_dir() for entry in root.iterdir()
-            if not entry.name.startswith(".")}   # a dot: another process's copy being unpacked
+    return {
+        str(entry)
+        for root in roots
+        if root.is_dir()
+        for entry in root.iterdir()
+        if not entry.name.startswith(".")
+    }  # a dot: another process's copy being unpacked
 
 
 # What was there before this session ran anything: a user's own cache (they ran ./dist/hcmcp.pyz as
@@ -46,15 +53,19 @@ def _payloads_of_this_run() -> set[str]:
     or was given, the one HCMCP_SERVER_CMD names (.ci/run's second pass) and this checkout's dist/.
     Another checkout's run on the same machine, at another commit, unpacks other payloads."""
     from pyz_build import SEEN, payload_hash
+
     hashes = set(SEEN)
-    named = [os.environ.get("HCMCP_PYZ", ""), *shlex.split(os.environ.get("HCMCP_SERVER_CMD", "")),
-             *map(str, (Path(__file__).parent / "dist").glob("*.pyz"))]
+    named = [
+        os.environ.get("HCMCP_PYZ", ""),
+        *shlex.split(os.environ.get("HCMCP_SERVER_CMD", "")),
+        *map(str, (Path(__file__).parent / "dist").glob("*.pyz")),
+    ]
     for name in named:
         if name.endswith(".pyz") and Path(name).is_file():
             try:
                 hashes.add(payload_hash(Path(name)))
             except (OSError, KeyError, IndexError, ValueError, zipfile.BadZipFile):
-                pass   # not a .pyz of ours: nothing of it can be in the cache
+                pass  # not a .pyz of ours: nothing of it can be in the cache
     return hashes
 
 
@@ -78,6 +89,8 @@ def pytest_sessionfinish(session, exitstatus):
 def pytest_terminal_summary(terminalreporter):
     left = getattr(terminalreporter.config, "_hcmcp_left_behind", None)
     if left:
-        terminalreporter.write_line("FAILED: the run left hcmcp caches outside its temporary directories "
-                                    "(a test must point HCMCP_PYZ_CACHE or TMPDIR into its tmp_path): "
-                                    + ", ".join(left), red=True)
+        terminalreporter.write_line(
+            "FAILED: the run left hcmcp caches outside its temporary directories "
+            "(a test must point HCMCP_PYZ_CACHE or TMPDIR into its tmp_path): " + ", ".join(left),
+            red=True,
+        )

@@ -28,12 +28,21 @@ FUZZ_EXAMPLES: dict[str, int] = {}
 
 def pytest_addoption(parser):
     # tests/test_http_load.py: how long the 50-session load runs (default: a few seconds).
-    parser.addoption("--load-seconds", type=float, default=None,
-                     help="run the HTTP load test (tests/test_http_load.py) for this many seconds")
+    parser.addoption(
+        "--load-seconds",
+        type=float,
+        default=None,
+        help="run the HTTP load test (tests/test_http_load.py) for this many seconds",
+    )
     # tests/test_protocol_fuzz_wire.py: the long run of the wire fuzzing.
-    parser.addoption("--fuzz-examples", type=int, default=None, metavar="N",
-                     help="the long run of the wire fuzzing families: N examples per test instead of the "
-                          "default run's small budget (.ci/run uses this)")
+    parser.addoption(
+        "--fuzz-examples",
+        type=int,
+        default=None,
+        metavar="N",
+        help="the long run of the wire fuzzing families: N examples per test instead of the "
+        "default run's small budget (.ci/run uses this)",
+    )
 
 
 @pytest.fixture(scope="session")
@@ -69,8 +78,10 @@ def fuzz_examples(request):
 @pytest.fixture
 def fuzz_record():
     """``fuzz_record(name, count)``: counted in the session's summary line."""
+
     def record(name: str, count: int) -> None:
         FUZZ_EXAMPLES[name] = FUZZ_EXAMPLES.get(name, 0) + count
+
     return record
 
 

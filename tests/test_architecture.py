@@ -20,8 +20,9 @@ import tokenize
 import tomllib
 from pathlib import Path
 
-import import_graph
 import pytest
+
+import import_graph
 
 ROOT = Path(__file__).resolve().parents[1]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
@@ -124,23 +125,73 @@ def test_lint_imports_keeps_every_contract():
 # (contract, file to append to, the planted line, what the report must name)
 PLANTS = [
     ("layers", "hcmcp/http/messages.py", "import hcmcp.protocol.jsonrpc", "hcmcp.http.messages"),
-    ("layers", "hcmcp/protocol/features/content.py", "import hcmcp.healthchecks.errors", "hcmcp.protocol.features.content"),
-    ("layers", "hcmcp/healthchecks/errors.py", "import hcmcp.tools.selection", "hcmcp.healthchecks.errors"),
+    (
+        "layers",
+        "hcmcp/protocol/features/content.py",
+        "import hcmcp.healthchecks.errors",
+        "hcmcp.protocol.features.content",
+    ),
+    (
+        "layers",
+        "hcmcp/healthchecks/errors.py",
+        "import hcmcp.tools.selection",
+        "hcmcp.healthchecks.errors",
+    ),
     ("layers", "hcmcp/tools/selection.py", "import hcmcp.__main__", "hcmcp.tools.selection"),
-    ("layers", "hcmcp/http/client/tls.py", "if TYPE_CHECKING:\n    import hcmcp.tools", "hcmcp.http.client.tls"),
+    (
+        "layers",
+        "hcmcp/http/client/tls.py",
+        "if TYPE_CHECKING:\n    import hcmcp.tools",
+        "hcmcp.http.client.tls",
+    ),
     ("layers", "hcmcp/stray.py", "X = 1", "hcmcp.stray"),  # exhaustive: a module in no layer
     # configuration sits under the protocol it configures
     ("layers", "hcmcp/config/settings.py", "import hcmcp.protocol.seal", "hcmcp.config.settings"),
     ("http", "hcmcp/http/messages.py", "import hcmcp.http.framing", "hcmcp.http.messages"),
-    ("http", "hcmcp/http/client/types.py", "import hcmcp.http.server.request_head", "hcmcp.http.client.types"),
+    (
+        "http",
+        "hcmcp/http/client/types.py",
+        "import hcmcp.http.server.request_head",
+        "hcmcp.http.client.types",
+    ),
     ("http", "hcmcp/http/stray.py", "X = 1", "hcmcp.http.stray"),
-    ("protocol", "hcmcp/protocol/server.py", "import hcmcp.protocol.features.tasks", "hcmcp.protocol.server"),
-    ("protocol", "hcmcp/protocol/jsonrpc.py", "import hcmcp.protocol.streamable_http.sessions", "hcmcp.protocol.jsonrpc"),
-    ("protocol", "hcmcp/protocol/features/prompts.py", "import hcmcp.protocol.streamable_http.media", "hcmcp.protocol.features.prompts"),
-    ("simulator", "hcmcp/healthchecks/api.py", "import hcmcp.simulator.model", "hcmcp.healthchecks.api"),
+    (
+        "protocol",
+        "hcmcp/protocol/server.py",
+        "import hcmcp.protocol.features.tasks",
+        "hcmcp.protocol.server",
+    ),
+    (
+        "protocol",
+        "hcmcp/protocol/jsonrpc.py",
+        "import hcmcp.protocol.streamable_http.sessions",
+        "hcmcp.protocol.jsonrpc",
+    ),
+    (
+        "protocol",
+        "hcmcp/protocol/features/prompts.py",
+        "import hcmcp.protocol.streamable_http.media",
+        "hcmcp.protocol.features.prompts",
+    ),
+    (
+        "simulator",
+        "hcmcp/healthchecks/api.py",
+        "import hcmcp.simulator.model",
+        "hcmcp.healthchecks.api",
+    ),
     ("simulator", "hcmcp/tools/read.py", "import hcmcp.simulator.simulator", "hcmcp.tools.read"),
-    ("conformance", "conformance/fixture_server.py", "import hcmcp.tools.selection", "conformance.fixture_server"),
-    ("conformance", "conformance/fixture_server.py", "import benchmarks", "conformance.fixture_server"),
+    (
+        "conformance",
+        "conformance/fixture_server.py",
+        "import hcmcp.tools.selection",
+        "conformance.fixture_server",
+    ),
+    (
+        "conformance",
+        "conformance/fixture_server.py",
+        "import benchmarks",
+        "conformance.fixture_server",
+    ),
 ]
 
 
@@ -235,13 +286,19 @@ def imports_of_test_modules(*folders: Path) -> list[str]:
                     names = [alias.name for alias in node.names]
                 else:
                     continue
-                found += [f"{path.relative_to(folder.parent)}:{node.lineno} {name}"
-                          for name in names if name.rpartition(".")[2].startswith("test_")]
+                found += [
+                    f"{path.relative_to(folder.parent)}:{node.lineno} {name}"
+                    for name in names
+                    if name.rpartition(".")[2].startswith("test_")
+                ]
     return found
 
 
 def test_no_file_imports_from_a_test_module():
-    assert imports_of_test_modules(*(ROOT / name for name in ("tests", "conformance", "benchmarks"))) == []
+    assert (
+        imports_of_test_modules(*(ROOT / name for name in ("tests", "conformance", "benchmarks")))
+        == []
+    )
 
 
 def test_an_import_from_a_test_module_is_found_at_any_depth(tmp_path):
@@ -260,7 +317,7 @@ def test_an_import_from_a_test_module_is_found_at_any_depth(tmp_path):
 # -- ruff and mypy (also steps of .ci/run) ---------------------------------------------------
 
 
-LINTED = ("hcmcp", "tests", "conformance", "benchmarks", "conftest.py")   # as .ci/run names them
+LINTED = ("hcmcp", "tests", "conformance", "benchmarks", "conftest.py")  # as .ci/run names them
 
 
 def test_ruff_check_reports_nothing():
@@ -282,9 +339,13 @@ def comments_on_closing_brackets(*paths: Path) -> list[str]:
         for file in sorted(path.rglob("*.py")) if path.is_dir() else [path]:
             lines = file.read_text(encoding="utf-8").splitlines()
             tokens = tokenize.generate_tokens(io.StringIO("\n".join(lines) + "\n").readline)
-            found += [f"{file.relative_to(ROOT)}:{token.start[0]}" for token in tokens
-                      if token.type == tokenize.COMMENT and token.start[1] > 0
-                      and lines[token.start[0] - 1].lstrip()[:1] in (")", "]", "}")]
+            found += [
+                f"{file.relative_to(ROOT)}:{token.start[0]}"
+                for token in tokens
+                if token.type == tokenize.COMMENT
+                and token.start[1] > 0
+                and lines[token.start[0] - 1].lstrip()[:1] in (")", "]", "}")
+            ]
     return found
 
 

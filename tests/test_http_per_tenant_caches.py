@@ -65,7 +65,9 @@ async def test_a_dropped_tenant_servers_tool_entries_go_with_it():
             call = modern("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
             for n in range(600):
                 reply = await wire.modern(call, {"x-test-credential": f"credential-{n:04d}"})
-                assert reply.status == 200 and reply.message["result"]["structuredContent"] == {"sum": 3}
+                assert reply.status == 200 and reply.message["result"]["structuredContent"] == {
+                    "sum": 3
+                }
         finally:
             await wire.aclose()
             await http.shutdown(1.0)

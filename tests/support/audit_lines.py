@@ -7,8 +7,17 @@ import json
 QUIET = {"HCMCP_LOG_FORMAT": "json", "HCMCP_LOG_LEVEL": "error"}  # audit lines come at any level
 
 # The outcomes of a call that wrote upstream: each comes after a started line.
-ACTED = {"created", "updated_existing", "updated", "paused", "resumed", "deleted", "partly_deleted",
-         "already_gone", "failed"}
+ACTED = {
+    "created",
+    "updated_existing",
+    "updated",
+    "paused",
+    "resumed",
+    "deleted",
+    "partly_deleted",
+    "already_gone",
+    "failed",
+}
 
 
 def audits(stderr: str) -> list[dict]:
@@ -23,9 +32,14 @@ def audits(stderr: str) -> list[dict]:
             continue
         if record["outcome"] in ACTED:
             before = records[index - 1] if index else {}
-            assert before.get("outcome") == "started" and before["tool"] == record["tool"], (before, record)
+            assert before.get("outcome") == "started" and before["tool"] == record["tool"], (
+                before,
+                record,
+            )
             assert before.get("approved_by") == record.get("approved_by"), (before, record)
-            if record["tool"] != "create_check":  # a new check's uuid comes with the instance's answer
+            if (
+                record["tool"] != "create_check"
+            ):  # a new check's uuid comes with the instance's answer
                 assert before["checks"] == record["checks"], (before, record)
         finals.append(record)
     return finals

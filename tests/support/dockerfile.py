@@ -12,10 +12,20 @@ DOCKERFILE = ROOT / "Dockerfile"
 
 def instructions() -> list[tuple[str, str]]:
     """(INSTRUCTION, arguments) in order, continuation lines joined, comments dropped."""
-    text = re.sub(r"\\\n", " ", "\n".join(line for line in DOCKERFILE.read_text().splitlines()
-                                           if not line.lstrip().startswith("#")))
-    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1].strip()) for line in text.splitlines()
-            if line.strip()]
+    text = re.sub(
+        r"\\\n",
+        " ",
+        "\n".join(
+            line
+            for line in DOCKERFILE.read_text().splitlines()
+            if not line.lstrip().startswith("#")
+        ),
+    )
+    return [
+        (line.split(None, 1)[0].upper(), line.split(None, 1)[1].strip())
+        for line in text.splitlines()
+        if line.strip()
+    ]
 
 
 def stages() -> list[list[tuple[str, str]]]:
@@ -23,7 +33,7 @@ def stages() -> list[list[tuple[str, str]]]:
     for name, args in instructions():
         if name == "FROM":
             result.append([])
-        if result:   # an ARG before the first FROM belongs to no stage
+        if result:  # an ARG before the first FROM belongs to no stage
             result[-1].append((name, args))
     return result
 
@@ -41,6 +51,10 @@ def env_of_final_stage() -> dict[str, str]:
 
 
 def default_base() -> str:
-    args = [args for instruction, args in instructions() if instruction == "ARG" and args.startswith("BASE=")]
+    args = [
+        args
+        for instruction, args in instructions()
+        if instruction == "ARG" and args.startswith("BASE=")
+    ]
     assert len(args) == 1, args
     return args[0].split("=", 1)[1]

@@ -11,7 +11,7 @@ import anyio
 from hcmcp.http.messages import ServerLimits
 from hcmcp.http.server.server import HttpServer, serve_in_background
 
-READ_TIMEOUT = 5.0   # a safety net so a broken server fails a test instead of hanging it
+READ_TIMEOUT = 5.0  # a safety net so a broken server fails a test instead of hanging it
 TEST_DEADLINE = 20.0
 
 
@@ -46,7 +46,7 @@ class RawClient:
 
     async def _fill(self) -> None:
         with anyio.fail_after(READ_TIMEOUT):
-            self.buffer += await self.stream.receive()   # EndOfStream when the server closed
+            self.buffer += await self.stream.receive()  # EndOfStream when the server closed
 
     async def _read_until(self, marker: bytes) -> bytes:
         while marker not in self.buffer:
@@ -76,7 +76,7 @@ class RawClient:
         size_line = await self._read_until(b"\r\n")
         size = int(size_line.split(b";")[0], 16)
         if size == 0:
-            await self._read_until(b"\r\n")   # no trailers from this server
+            await self._read_until(b"\r\n")  # no trailers from this server
             return None
         data = await self._read_exactly(size)
         assert await self._read_exactly(2) == b"\r\n"

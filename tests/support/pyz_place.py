@@ -17,7 +17,7 @@ from pyz_build import built_pyz
 
 NOBODY = 65534
 TIMEOUT = 60.0
-OUR_ENV = {"HEALTHCHECKS_TIMEOUT": "20", "ELICITATION": "true"}   # our variables, nothing else
+OUR_ENV = {"HEALTHCHECKS_TIMEOUT": "20", "ELICITATION": "true"}  # our variables, nothing else
 
 
 def as_nobody() -> dict:
@@ -38,9 +38,17 @@ def make_place() -> Iterator[dict]:
     workdir = folder / "readonly"
     workdir.mkdir()
     workdir.chmod(0o555)
-    python = next((candidate for candidate in ("/usr/bin/python3", sys._base_executable, sys.executable)
-                   if runs_as_nobody(candidate)), None)
-    assert python, "no Python 3.11+ interpreter that uid 65534 may run (tried /usr/bin/python3 and this one)"
+    python = next(
+        (
+            candidate
+            for candidate in ("/usr/bin/python3", sys._base_executable, sys.executable)
+            if runs_as_nobody(candidate)
+        ),
+        None,
+    )
+    assert python, (
+        "no Python 3.11+ interpreter that uid 65534 may run (tried /usr/bin/python3 and this one)"
+    )
     # Without HOME the .pyz falls back to ${TMPDIR:-/tmp}/hcmcp-<uid>: a TMPDIR of our own, sticky and
     # world-writable as /tmp is, keeps that fallback (7.8 MB, owned by nobody) inside this folder.
     temp = folder / "tmp"
@@ -59,8 +67,14 @@ def our_env(place, env: dict | None = None) -> dict:
 
 def runs_as_nobody(python: str) -> bool:
     try:
-        done = subprocess.run([python, "-I", "-c", "import sys; assert sys.version_info >= (3, 11)"],
-                              env={}, cwd="/", capture_output=True, timeout=30, **as_nobody())
+        done = subprocess.run(
+            [python, "-I", "-c", "import sys; assert sys.version_info >= (3, 11)"],
+            env={},
+            cwd="/",
+            capture_output=True,
+            timeout=30,
+            **as_nobody(),
+        )
     except OSError:
         return False
     return done.returncode == 0

@@ -68,7 +68,9 @@ def slow_server(grace: float, seconds: float = 0.5) -> list[str]:
 
 def clean_env(**extra: str) -> dict[str, str]:
     """This process's environment without the server's own variables, plus ``extra``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HEALTHCHECKS_", "ELICITATION"))}
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("HEALTHCHECKS_", "ELICITATION"))
+    }
     env.update(extra)
     return env
 
@@ -76,10 +78,18 @@ def clean_env(**extra: str) -> dict[str, str]:
 class Served:
     """A server process on 127.0.0.1 port 0; the port is read from its banner on stderr."""
 
-    def __init__(self, argv: list[str], env: dict[str, str] | None = None,
-                 banner: str = r"127\.0\.0\.1") -> None:
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, env=env or clean_env(), cwd=ROOT, text=True)
+    def __init__(
+        self, argv: list[str], env: dict[str, str] | None = None, banner: str = r"127\.0\.0\.1"
+    ) -> None:
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=env or clean_env(),
+            cwd=ROOT,
+            text=True,
+        )
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.stderr: list[str] = []
         threading.Thread(target=self._pump, daemon=True).start()
@@ -97,22 +107,40 @@ class Served:
             try:
                 line = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
             except queue.Empty:
-                raise AssertionError(f"no line matching {pattern!r} on stderr: {''.join(self.stderr)}") from None
+                raise AssertionError(
+                    f"no line matching {pattern!r} on stderr: {''.join(self.stderr)}"
+                ) from None
             if line is None:
-                raise AssertionError(f"the server exited ({self.proc.wait()}): {''.join(self.stderr)}")
+                raise AssertionError(
+                    f"the server exited ({self.proc.wait()}): {''.join(self.stderr)}"
+                )
             if match := re.search(pattern, line):
                 return match
 
     def connection(self) -> http.client.HTTPConnection:
         return http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
 
-    def post(self, message: dict, headers: dict | None = None, revision: str = LEGACY,
-             connection: http.client.HTTPConnection | None = None) -> tuple[int, dict, list[dict]]:
+    def post(
+        self,
+        message: dict,
+        headers: dict | None = None,
+        revision: str = LEGACY,
+        connection: http.client.HTTPConnection | None = None,
+    ) -> tuple[int, dict, list[dict]]:
         """POST one message; returns (status, headers, the JSON-RPC messages of the body), each validated."""
         conn = connection or self.connection()
-        conn.request("POST", "/mcp", json.dumps(message), {"Content-Type": "application/json", "Accept": BOTH,
-                                                          **(headers or {})})
-        return read(conn.getresponse(), revision, message.get("method"), (message.get("params") or {}).get("name"))
+        conn.request(
+            "POST",
+            "/mcp",
+            json.dumps(message),
+            {"Content-Type": "application/json", "Accept": BOTH, **(headers or {})},
+        )
+        return read(
+            conn.getresponse(),
+            revision,
+            message.get("method"),
+            (message.get("params") or {}).get("name"),
+        )
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 10.0) -> int:
         self.proc.send_signal(sig)
@@ -127,8 +155,9 @@ class Served:
             self.proc.wait()
 
 
-def read(response: http.client.HTTPResponse, revision: str, method: str | None,
-         tool: str | None = None) -> tuple[int, dict, list[dict]]:
+def read(
+    response: http.client.HTTPResponse, revision: str, method: str | None, tool: str | None = None
+) -> tuple[int, dict, list[dict]]:
     body = response.read().decode()
     headers = {name.lower(): value for name, value in response.getheaders()}
     if headers.get("content-type", "").startswith("text/event-stream"):
@@ -142,7 +171,11 @@ def read(response: http.client.HTTPResponse, revision: str, method: str | None,
 
 def modern_call(name: str, arguments: dict | None = None, id: int = 1) -> tuple[dict, dict]:
     message = rpc("tools/call", {"name": name, "arguments": arguments or {}, "_meta": meta()}, id)
-    return message, {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": name}
+    return message, {
+        "MCP-Protocol-Version": "2026-07-28",
+        "Mcp-Method": "tools/call",
+        "Mcp-Name": name,
+    }
 
 
 def refuses_connections(port: int) -> bool:

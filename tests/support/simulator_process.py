@@ -18,8 +18,8 @@ COMMAND = [sys.executable, "-m", "hcmcp.simulator.simulator"]
 
 @dataclass(frozen=True)
 class SimulatorProcess:
-    url: str               # the site root, http://127.0.0.1:<port>
-    keys: dict[str, str]   # RW_KEY, RO_KEY, OTHER_RW_KEY, ... as its banner names them
+    url: str  # the site root, http://127.0.0.1:<port>
+    keys: dict[str, str]  # RW_KEY, RO_KEY, OTHER_RW_KEY, ... as its banner names them
     proc: subprocess.Popen
 
 
@@ -27,8 +27,14 @@ class SimulatorProcess:
 def simulator_process() -> Iterator[SimulatorProcess]:
     """Start the simulator, read its banner (the URL, then NAME=KEY lines up to a blank line), and
     stop it with SIGTERM afterwards (killed if it has not exited within 10 s)."""
-    proc = subprocess.Popen(COMMAND, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, text=True, cwd=ROOT)
+    proc = subprocess.Popen(
+        COMMAND,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        cwd=ROOT,
+    )
     stderr: list[str] = []
     # Drained so that a chatty simulator never blocks on a full pipe; kept for a failure's message.
     threading.Thread(target=lambda: stderr.extend(proc.stderr), daemon=True).start()
@@ -38,7 +44,9 @@ def simulator_process() -> Iterator[SimulatorProcess]:
         while line := proc.stdout.readline().strip():
             name, _, value = line.partition("=")
             keys[name] = value
-        assert url.startswith("http://127.0.0.1:"), f"no simulator banner: {url!r} {''.join(stderr)}"
+        assert url.startswith("http://127.0.0.1:"), (
+            f"no simulator banner: {url!r} {''.join(stderr)}"
+        )
         yield SimulatorProcess(url, keys, proc)
     finally:
         proc.send_signal(signal.SIGTERM)

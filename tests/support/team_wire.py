@@ -42,12 +42,17 @@ class Wire:
             conn = self.local.conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
         return conn
 
-    def post(self, message: dict, headers: dict[str, str], revision: str = LEGACY,
-             method: str = "POST") -> tuple[int, dict[str, str], list[dict]]:
+    def post(
+        self, message: dict, headers: dict[str, str], revision: str = LEGACY, method: str = "POST"
+    ) -> tuple[int, dict[str, str], list[dict]]:
         conn = self._connection()
         try:
-            conn.request(method, "/mcp", json.dumps(message) if method == "POST" else None,
-                         {"Content-Type": "application/json", "Accept": BOTH, **headers})
+            conn.request(
+                method,
+                "/mcp",
+                json.dumps(message) if method == "POST" else None,
+                {"Content-Type": "application/json", "Accept": BOTH, **headers},
+            )
             response = conn.getresponse()
             body = response.read()
         except (http.client.HTTPException, OSError):
@@ -60,7 +65,9 @@ class Wire:
         answer_headers = {name.lower(): value for name, value in response.getheaders()}
         text = body.decode()
         if answer_headers.get("content-type", "").startswith("text/event-stream"):
-            messages = [json.loads(line[5:]) for line in text.split("\n") if line.startswith("data:")]
+            messages = [
+                json.loads(line[5:]) for line in text.split("\n") if line.startswith("data:")
+            ]
         else:
             messages = [json.loads(text)] if text else []
         tool = (message.get("params") or {}).get("name")
@@ -73,42 +80,75 @@ def key_header(key: str | None) -> dict[str, str]:
     return {} if key is None else {"X-Healthchecks-Api-Key": key}
 
 
-def open_session(wire: Wire, key: str | None, capabilities: dict | None = None,
-                 headers: dict[str, str] | None = None) -> str:
-    status, answer, messages = wire.post(rpc("initialize", initialize_params(capabilities)),
-                                         {**key_header(key), **(headers or {})})
+def open_session(
+    wire: Wire,
+    key: str | None,
+    capabilities: dict | None = None,
+    headers: dict[str, str] | None = None,
+) -> str:
+    status, answer, messages = wire.post(
+        rpc("initialize", initialize_params(capabilities)), {**key_header(key), **(headers or {})}
+    )
     assert status == 200, messages
     session = answer["mcp-session-id"]
-    status, _, _ = wire.post({"jsonrpc": "2.0", "method": "notifications/initialized"},
-                             {**key_header(key), **(headers or {}), "Mcp-Session-Id": session})
+    status, _, _ = wire.post(
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {**key_header(key), **(headers or {}), "Mcp-Session-Id": session},
+    )
     assert status == 202
     return session
 
 
-def legacy(wire: Wire, key: str | None, session: str, method: str, params: dict | None = None,
-           id: Any = 1, headers: dict[str, str] | None = None) -> tuple[int, list[dict]]:
-    status, _, messages = wire.post(rpc(method, params, id),
-                                    {**key_header(key), **(headers or {}), "Mcp-Session-Id": session,
-                                     "MCP-Protocol-Version": LEGACY})
+def legacy(
+    wire: Wire,
+    key: str | None,
+    session: str,
+    method: str,
+    params: dict | None = None,
+    id: Any = 1,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, list[dict]]:
+    status, _, messages = wire.post(
+        rpc(method, params, id),
+        {
+            **key_header(key),
+            **(headers or {}),
+            "Mcp-Session-Id": session,
+            "MCP-Protocol-Version": LEGACY,
+        },
+    )
     return status, messages
 
 
-def modern(wire: Wire, key: str | None, method: str, params: dict | None = None, id: Any = 1,
-           capabilities: dict | None = None) -> tuple[int, list[dict]]:
+def modern(
+    wire: Wire,
+    key: str | None,
+    method: str,
+    params: dict | None = None,
+    id: Any = 1,
+    capabilities: dict | None = None,
+) -> tuple[int, list[dict]]:
     message = rpc(method, {**(params or {}), "_meta": meta(capabilities)}, id)
     status, _, messages = wire.post(message, {**key_header(key), **modern_headers(message)}, MODERN)
     return status, messages
 
 
-def call_legacy(wire: Wire, key: str, session: str, tool: str, arguments: dict, id: Any = 1) -> dict:
-    status, messages = legacy(wire, key, session, "tools/call", {"name": tool, "arguments": arguments}, id)
+def call_legacy(
+    wire: Wire, key: str, session: str, tool: str, arguments: dict, id: Any = 1
+) -> dict:
+    status, messages = legacy(
+        wire, key, session, "tools/call", {"name": tool, "arguments": arguments}, id
+    )
     assert status == 200, messages
     return messages[-1]["result"]
 
 
-def call_modern(wire: Wire, key: str, tool: str, arguments: dict, id: Any = 1, **extra: Any) -> dict:
+def call_modern(
+    wire: Wire, key: str, tool: str, arguments: dict, id: Any = 1, **extra: Any
+) -> dict:
     capabilities = extra.pop("capabilities", None)
-    status, messages = modern(wire, key, "tools/call", {"name": tool, "arguments": arguments, **extra}, id,
-                              capabilities)
+    status, messages = modern(
+        wire, key, "tools/call", {"name": tool, "arguments": arguments, **extra}, id, capabilities
+    )
     assert status == 200, messages
     return messages[-1]["result"]
