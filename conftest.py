@@ -34,13 +34,14 @@ def _unpacked_payloads() -> set[str]:
     }
     for temp in {tempfile.gettempdir(), "/tmp"}:
         roots |= set(Path(temp).glob("hcmcp-[0-9]*/pyz"))
+    # a dot: another process's copy being unpacked
     return {
         str(entry)
         for root in roots
         if root.is_dir()
         for entry in root.iterdir()
         if not entry.name.startswith(".")
-    }  # a dot: another process's copy being unpacked
+    }
 
 
 # What was there before this session ran anything: a user's own cache (they ran ./dist/hcmcp.pyz as

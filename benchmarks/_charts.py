@@ -116,9 +116,8 @@ def lines(plt, title: str, panels: list[tuple[str, str, dict[str, list[tuple[flo
             if points:
                 xs, ys = zip(*sorted(points))
                 shade = colour(name, index)
-                nth = seen[shade] = (
-                    seen.get(shade, -1) + 1
-                )  # variants of one server: same colour, own marker
+                # variants of one server: same colour, own marker
+                nth = seen[shade] = seen.get(shade, -1) + 1
                 axes.plot(
                     xs,
                     ys,

@@ -480,9 +480,8 @@ class CallStats:
     elapsed: float  # first send -> last reply
     errors: int
     first_error: str = ""
-    client_cpu: list[float] = field(
-        default_factory=list
-    )  # the calling thread's CPU seconds per call, where measured
+    # the calling thread's CPU seconds per call, where measured
+    client_cpu: list[float] = field(default_factory=list)
 
     @property
     def per_second(self) -> float:

@@ -85,9 +85,8 @@ def startup_table(specs: list[ServerSpec], runs: int, warm_ups: int) -> Table:
     failures: dict[str, str] = {}
     for round_number in range(1 - warm_ups, runs + 1):  # round 0, if any, is thrown away
         hcmcp = next((spec for spec in specs if spec.key == "hcmcp" and spec.argv), None)
-        if (
-            hcmcp is not None and "hcmcp-stdio" not in failures
-        ):  # the same server over stdio, interleaved
+        # the same server over stdio, interleaved
+        if hcmcp is not None and "hcmcp-stdio" not in failures:
             try:
                 stdio = time_handshake(hcmcp)[0]
                 if round_number:
@@ -150,9 +149,8 @@ def latency_tables(specs: list[ServerSpec], calls: int) -> list[Table]:
     workloads: dict[str, dict] = {}
     paths: dict[str, str] = {}
     floors: dict[str, list[float]] = {}
-    cpu: dict[
-        tuple[str, str], list[float]
-    ] = {}  # (server key or "direct", tool) -> client CPU per call
+    # (server key or "direct", tool) -> client CPU per call
+    cpu: dict[tuple[str, str], list[float]] = {}
     answers: dict[str, str] = {}
     try:
         with simulator("demo") as sim:
@@ -161,9 +159,8 @@ def latency_tables(specs: list[ServerSpec], calls: int) -> list[Table]:
             paths = {"list_checks": "/api/v3/checks/", "get_check": f"/api/v3/checks/{check}"}
             with DirectClient(sim.url, sim.rw_key) as direct:
                 for spec in specs:
-                    floor_samples(
-                        direct, paths, calls, floors, cpu
-                    )  # before and after every server: drift shows in both
+                    # before and after every server: drift shows in both
+                    floor_samples(direct, paths, calls, floors, cpu)
                     measure(
                         spec,
                         server_env(sim.url, sim.rw_key),

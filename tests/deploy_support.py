@@ -155,9 +155,8 @@ class LoopbackProxy:
                     )
                     return
                 port = int(target.rsplit(":", 1)[1])
-                upstream = socket.create_connection(
-                    ("127.0.0.1", port)
-                )  # loopback only, whatever was asked
+                # loopback only, whatever was asked
+                upstream = socket.create_connection(("127.0.0.1", port))
                 self._sockets.append(upstream)
                 client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
                 self._start(_pipe, upstream, client)

@@ -72,17 +72,15 @@ def healthy_answer(method: str, path: str) -> bytes:
     return _json(200, CHECK)
 
 
-Behaviour = Callable[
-    ["socket.socket", str, str], bool
-]  # (connection, method, path) -> keep it open?
+# (connection, method, path) -> keep it open?
+Behaviour = Callable[["socket.socket", str, str], bool]
 
 
 class Hostile:
     def __init__(self) -> None:
         self.mode = "healthy"
-        self.requests: list[
-            tuple[str, str, dict[str, str]]
-        ] = []  # (method, path, headers) as received
+        # (method, path, headers) as received
+        self.requests: list[tuple[str, str, dict[str, str]]] = []
         self._lock = threading.Lock()
         self._connections: set[socket.socket] = set()
         self._stopped = threading.Event()
@@ -375,11 +373,12 @@ def redirect_elsewhere(conn, method, path):
     return True
 
 
+# what a hostile instance would like
 CLAIM = {
     "untrusted": False,
     "source": "operator",
     "trusted": True,
-}  # what a hostile instance would like
+}
 
 
 def claims_trusted(conn, method, path):

@@ -185,9 +185,8 @@ async def test_a_malformed_identifier_is_refused_before_any_request() -> None:
         with pytest.raises(InvalidIdentifier):
             await api.pause_check("backups")
         with pytest.raises(InvalidIdentifier):
-            await api.list_pings(
-                "a0fd04db8396895e5a64a823e6c390e2498168e1"
-            )  # a unique_key: UUID only
+            # a unique_key: UUID only
+            await api.list_pings("a0fd04db8396895e5a64a823e6c390e2498168e1")
         with pytest.raises(InvalidIdentifier):
             await api.get_check("../status/")
     assert script.seen == []
@@ -199,9 +198,8 @@ async def test_a_malformed_identifier_is_refused_before_any_request() -> None:
 @pytest.mark.anyio
 async def test_a_redirect_is_reported_with_its_location_and_not_followed() -> None:
     async with scripted() as (api, script):
-        route(
-            script, "POST", "checks/", recording("create_check.no_trailing_slash")
-        )  # 301 -> /api/v3/checks/
+        # 301 -> /api/v3/checks/
+        route(script, "POST", "checks/", recording("create_check.no_trailing_slash"))
         with pytest.raises(Redirected) as caught:
             await api.create_check({"name": "x"})
     assert caught.value.location == "/api/v3/checks/"
@@ -447,9 +445,8 @@ async def test_key_kind_runs_two_harmless_gets() -> None:
     ]
 
     async with scripted(key=RO_KEY) as (api, script):
-        route(
-            script, "GET", "checks/", json_response(200, {"checks": []})
-        )  # no checks: step 2 settles it
+        # no checks: step 2 settles it
+        route(script, "GET", "checks/", json_response(200, {"checks": []}))
         route(script, "GET", "channels/", recording("list_integrations.ro_401"))
         ro = await api.key_kind()
     assert ro.accepted and ro.read_write is False

@@ -184,9 +184,8 @@ def test_http_measures_the_clients_own_cpu_per_call_for_the_floor_and_each_serve
         assert re.fullmatch(r"\d+ µs", row[2]), row  # thread CPU is never negative
         if row[1] != "the direct GET (the floor)":
             assert all(re.fullmatch(r"-?\d+ µs", cell) for cell in row[3:6]), row
-            assert re.fullmatch(r"\d+(\.\d+)?×|— \(.*\)", row[6]), (
-                row
-            )  # a ratio, or why there is none
+            # a ratio, or why there is none
+            assert re.fullmatch(r"\d+(\.\d+)?×|— \(.*\)", row[6]), row
 
 
 def test_scaling_has_a_row_per_variant_and_size() -> None:
@@ -215,19 +214,16 @@ def test_profile_counts_calls_for_both_transports_and_tools() -> None:
     }, rows
     for row in rows:
         counts = [float(cell) for cell in row[2:]]
-        assert sum(counts[:-1]) == pytest.approx(counts[-1], abs=len(counts)), (
-            row
-        )  # the groups add up
-        assert counts[0] > 0 and counts[-1] > 100, (
-            row
-        )  # h11 parsed a response; a call is hundreds of calls
+        # the groups add up
+        assert sum(counts[:-1]) == pytest.approx(counts[-1], abs=len(counts)), row
+        # h11 parsed a response; a call is hundreds of calls
+        assert counts[0] > 0 and counts[-1] > 100, row
 
 
 def test_stages_has_the_points_of_both_transports_and_no_skipped_probe() -> None:
     result = run_benchmark("stages")
-    assert "probes skipped" not in result.stdout, (
-        result.stdout
-    )  # a renamed function would silence its stage
+    # a renamed function would silence its stage
+    assert "probes skipped" not in result.stdout, result.stdout
     for transport in ("stdio", "http"):
         rows = table_rows(result.stdout, f"Stages of a get_check over {transport}")
         gaps = [row[0] for row in rows]

@@ -52,21 +52,17 @@ def test_the_recipe_is_multi_stage_non_root_and_serves_stdio_by_default():
     entrypoint = json.loads(final("ENTRYPOINT")[-1])  # exec form: no shell needed
     assert entrypoint[1] == "-I" and entrypoint[2].endswith("/hcmcp.pyz") and len(entrypoint) == 3
     assert not final("CMD")  # `--http 0.0.0.0:8000` is one argument away
-    assert not any(
-        instruction == "RUN" for instruction, _ in runtime
-    )  # nothing runs in the final stage
-    runs = [
-        json.loads(args) for instruction, args in built if instruction == "RUN"
-    ]  # exec form: no shell
-    assert runs and runs[0] == entrypoint + [
-        "--version"
-    ]  # unpacked by the interpreter that runs it
+    # nothing runs in the final stage
+    assert not any(instruction == "RUN" for instruction, _ in runtime)
+    # exec form: no shell
+    runs = [json.loads(args) for instruction, args in built if instruction == "RUN"]
+    # unpacked by the interpreter that runs it
+    assert runs and runs[0] == entrypoint + ["--version"]
     build_env = dict(re.findall(r"(\w+)=(\S+)", " ".join(a for i, a in built if i == "ENV")))
     assert build_env["HCMCP_PYZ_CACHE"] == env_of_final_stage()["HCMCP_PYZ_CACHE"]
     copied = " ".join(args for instruction, args in built if instruction == "COPY")
-    assert (
-        "dist/hcmcp.pyz" in copied and "dist/hcmcp.cdx.json" in copied
-    )  # the host's build and its SBOM
+    # the host's build and its SBOM
+    assert "dist/hcmcp.pyz" in copied and "dist/hcmcp.cdx.json" in copied
     label = re.search(r'io\.modelcontextprotocol\.server\.name="([^"]+)"', " ".join(final("LABEL")))
     assert label and label.group(1) == json.loads((ROOT / "server.json").read_text())["name"]
 
@@ -128,9 +124,8 @@ def test_the_final_stage_runs_its_entrypoint_read_only_as_its_user_with_only_its
     for path in [baked, *baked.rglob("*")]:
         path.chmod(path.stat().st_mode & ~0o222)
     before = sorted((str(p), p.stat().st_mtime_ns) for p in baked.rglob("*"))
-    assert any(
-        p.endswith(".pyc") for p, _ in before
-    )  # compiled while building: nothing to write later
+    # compiled while building: nothing to write later
+    assert any(p.endswith(".pyc") for p, _ in before)
 
     env["HCMCP_PYZ_CACHE"] = str(baked)
     argv = [place["python"], *entrypoint[1:-1], str(place["pyz"])]
@@ -182,12 +177,10 @@ def test_the_final_stage_runs_its_entrypoint_read_only_as_its_user_with_only_its
         stdin=subprocess.DEVNULL,
         **drop,
     )
-    assert (
-        refused.returncode != 0 and b"HEALTHCHECKS_HTTP_TOKEN" in refused.stderr
-    )  # refused before binding
-    assert (
-        sorted((str(p), p.stat().st_mtime_ns) for p in baked.rglob("*")) == before
-    )  # never written
+    # refused before binding
+    assert refused.returncode != 0 and b"HEALTHCHECKS_HTTP_TOKEN" in refused.stderr
+    # never written
+    assert sorted((str(p), p.stat().st_mtime_ns) for p in baked.rglob("*")) == before
 
 
 def test_an_interpreter_without_ctypes_still_hands_memory_back_without_failing(monkeypatch):
@@ -308,9 +301,8 @@ print(os.getuid(), len(unpacked), writable)
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split(None, 2) == ["65532", "1", "[]\n"], (
-        done.stdout
-    )  # one payload, nothing writable
+    # one payload, nothing writable
+    assert done.stdout.split(None, 2) == ["65532", "1", "[]\n"], done.stdout
 
 
 def test_there_is_no_shell_to_start_in_the_final_image(image):

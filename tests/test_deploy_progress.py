@@ -151,10 +151,11 @@ def test_the_first_failure_stops_the_run_and_nothing_is_reported_deleted_that_wa
     ][0]["error"]
     assert structured["not_attempted"] == [THIRD, FOURTH]
     assert "1 of 4 checks were deleted" in structured["note"]
+    # the deleted one, then the failure
     assert [p["params"]["progress"] for p in progress] == [
         1,
         2,
-    ]  # the deleted one, then the failure
+    ]
     assert FIRST not in sim.project_a.checks and {THIRD, FOURTH} <= set(sim.project_a.checks)
 
 

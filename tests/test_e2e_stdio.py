@@ -82,9 +82,8 @@ def test_every_tool_under_every_revision_with_schema_valid_messages(revision):
             if "result" in m and "content" in m["result"]
         ]
         if revision == "2024-11-05":
-            assert structured and all(
-                s is None for s in structured
-            )  # that revision has no structuredContent
+            # that revision has no structuredContent
+            assert structured and all(s is None for s in structured)
         else:
             assert all(isinstance(s, dict) for s in structured)
 
@@ -292,9 +291,8 @@ def test_call_asks_the_person_at_the_terminal(answer, outcome):
     tags = re.escape(" ".join(check["tags"]))
     assert re.search(f"tags: {tags}   status: {check['status']}   last ping: {stamp}", shown), shown
     body = json.loads(out)  # stdout carries the result alone, the prompt went to the terminal
-    approved = (
-        outcome == "approved_by_terminal"
-    )  # one name with the audit line's approved_by=terminal
+    # one name with the audit line's approved_by=terminal
+    approved = outcome == "approved_by_terminal"
     assert code == (0 if approved else 3) and body["outcome"] == outcome, body
     assert [c["uuid"] for c in body["deleted"]] == ([uuid] if approved else [])
     assert body["message"] == (

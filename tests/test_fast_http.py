@@ -158,9 +158,8 @@ def test_a_client_stays_on_its_connection_through_the_hand_over():
                 assert answer.status in (200, 202), answer
                 if answer.body:
                     messages.append(answer.json)
-            assert loaded(
-                fast.proc.pid, "msgspec", "orjson"
-            )  # the tools/call went to the full path
+            # the tools/call went to the full path
+            assert loaded(fast.proc.pid, "msgspec", "orjson")
         for message, method in zip(
             messages, ["initialize", "tools/list", "tools/call", "tools/list"]
         ):
@@ -170,9 +169,8 @@ def test_a_client_stays_on_its_connection_through_the_hand_over():
             not messages[2]["result"].get("isError")
             and messages[2]["result"]["structuredContent"]["checks"]
         )
-        assert (
-            messages[1]["result"] == messages[3]["result"]
-        )  # the fast tools/list and the full path's
+        # the fast tools/list and the full path's
+        assert messages[1]["result"] == messages[3]["result"]
         assert fast.stop() == 0
 
 
@@ -217,9 +215,8 @@ def test_pipelined_requests_are_answered_in_order_as_the_full_path_does(full):
         answers = []
         for server in (fast, full):
             with Raw(server.port) as raw:
-                raw.send(
-                    post(server.port, init_body()) + post(server.port, ping)
-                )  # ping without a session: 400
+                # ping without a session: 400
+                raw.send(post(server.port, init_body()) + post(server.port, ping))
                 answers.append([normal(raw_answer(raw)), raw_answer(raw)])
         assert answers[0] == answers[1]
         assert answers[0][1].startswith(b"HTTP/1.1 400 ")
@@ -249,9 +246,8 @@ def test_bad_requests_in_the_fast_phase_get_the_full_paths_answers(full):
     with spawn("hold", "--demo") as fast:
         raws = [Raw(fast.port) for _ in BAD]
         try:
-            for raw, data in zip(
-                raws, BAD.values()
-            ):  # all sent before one is answered: most reach the fast phase
+            # all sent before one is answered: most reach the fast phase
+            for raw, data in zip(raws, BAD.values()):
                 raw.send(data)
             got = {name: raw_answer(raw) for name, raw in zip(BAD, raws)}
         finally:
@@ -282,9 +278,8 @@ def test_it_answers_only_the_plain_initialize_and_hands_over_the_rest(examiner):
         good.replace(b"Host: 127.0.0.1:8000", b"Host: LOCALHOST"),
         post(8000, init_body(), {"Connection": "keep-alive", "User-Agent": "x/1"}),
         post(8000, init_body(), {"MCP-Protocol-Version": "2025-06-18"}),
-        post(
-            8000, init_body(), {"Authorization": "Bearer x"}
-        ),  # no token set: the guard ignores it
+        # no token set: the guard ignores it
+        post(8000, init_body(), {"Authorization": "Bearer x"}),
         good + b"GET / HTTP/1.1\r\n",
     ):
         assert examiner._examine(bytearray(variant)) is not False
@@ -355,9 +350,8 @@ def test_a_stale_handshake_file_leaves_everything_to_the_full_path(monkeypatch):
 
     config = load(KEY_ENV)
     fast = FastHttp.prepare("127.0.0.1:0", config, False)
-    assert (
-        fast is not None and fast.port != 0 and fast.handshake is not None
-    )  # fresh: it will answer
+    # fresh: it will answer
+    assert fast is not None and fast.port != 0 and fast.handshake is not None
     fast.sock.close()
     fresh = fast_start.is_fresh  # the stdio sources unchanged, the HTTP ones not
     monkeypatch.setattr(
@@ -365,9 +359,8 @@ def test_a_stale_handshake_file_leaves_everything_to_the_full_path(monkeypatch):
     )
     fast = FastHttp.prepare("127.0.0.1:0", config, False)
     assert fast.handshake is None
-    with socket.create_connection(
-        ("127.0.0.1", fast.port)
-    ) as client:  # connected before the hand-over
+    # connected before the hand-over
+    with socket.create_connection(("127.0.0.1", fast.port)) as client:
         client.sendall(post(fast.port, init_body()))
         handed: list = []
         fast.serve(lambda: "built", lambda built, hand_over: handed.append((built, hand_over)))
@@ -551,17 +544,15 @@ def test_a_tool_selection_the_full_path_refuses_is_refused_in_its_words():
 def test_once_built_the_full_server_takes_over_an_idle_connection_and_its_session():
     from http_raw import wait_for
 
-    with spawn(
-        "", "--demo"
-    ) as served:  # the default: built in the background, handed over when done
+    # the default: built in the background, handed over when done
+    with spawn("", "--demo") as served:
         port = served.port
         with Raw(port) as raw:
             raw.send(post(port, init_body()))
             sid = session_of(raw_answer(raw))
             assert wait_for(lambda: "_asyncio" in loaded(served.proc.pid, "_asyncio"), timeout=30)
-            time.sleep(
-                0.2
-            )  # (the hand-over follows the build at once; this only makes it likely done)
+            # (the hand-over follows the build at once; this only makes it likely done)
+            time.sleep(0.2)
             raw.send(
                 post(
                     port,

@@ -192,9 +192,8 @@ def test_a_flood_of_401s_is_logged_bounded_with_the_rest_counted():
             assert _post(served.port, {"Authorization": "Bearer nope"}) == 401
         spent = time.monotonic() - started
         time.sleep(1.1)
-        assert (
-            _post(served.port, {}) == 401
-        )  # the next line after the flood counts what was left out
+        # the next line after the flood counts what was left out
+        assert _post(served.port, {}) == 401
         served.stop()
     refused = _refusals(served.stderr)
     # a burst of 10, then at most one a second: 61 refusals write 10 lines and about one a second

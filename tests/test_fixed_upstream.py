@@ -42,9 +42,8 @@ def test_the_simulators_answers_come_back_byte_for_byte_on_one_connection() -> N
                 assert (status, body) == (200, one[2])
                 assert headers["content-type"] == one[1]["content-type"]
                 assert headers["content-length"] == str(len(one[2]))
-                status, _, body = _get(
-                    replay, "/api/v3/checks/?tag=prod"
-                )  # the query is not part of the key
+                # the query is not part of the key
+                status, _, body = _get(replay, "/api/v3/checks/?tag=prod")
                 assert (status, body) == (200, listed[2])
             status, _, body = _get(replay, "/api/v3/channels/")
             assert status == 404 and b"not recorded" in body

@@ -232,9 +232,8 @@ class HttpSide(Side):
         assert self.dialog_wire is not None
         try:
             final = self.portal.call(self.dialog_wire.next_message)
-            assert (
-                self.portal.call(self.dialog_wire.next_message) is None
-            )  # the stream ends with it
+            # the stream ends with it
+            assert self.portal.call(self.dialog_wire.next_message) is None
         finally:
             self.portal.call(self.dialog_wire.aclose)
             self.dialog_wire = None
@@ -391,9 +390,8 @@ def test_a_token_quoted_to_another_tool_does_nothing_there(side, three, era):
 def test_a_token_this_server_never_issued_is_refused(side, three, era):
     a = three[0]
     side.token(era, [a])
-    seal_like = Seal(STATE_KEY).seal("delete_check", confirm.fingerprint([a]))[
-        :128
-    ]  # the longest it may be
+    # the longest it may be
+    seal_like = Seal(STATE_KEY).seal("delete_check", confirm.fingerprint([a]))[:128]
     for forged in (secrets.token_hex(16), "0" * 32, seal_like):
         refused = side.token(era, [a], forged)
         assert (

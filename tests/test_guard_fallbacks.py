@@ -56,9 +56,8 @@ def test_stdio_without_notifications_initialized_the_token_comes_at_once_and_the
         assert (
             _call(peer, {"check": first, "confirm_token": token})["outcome"] == "approved_by_token"
         )
-        again = _call(
-            peer, {"check": first, "confirm_token": token}
-        )  # replayed within its lifetime
+        # replayed within its lifetime
+        again = _call(peer, {"check": first, "confirm_token": token})
         assert again["deleted"] == [] and again["already_deleted"] == [first]
         both = _call(peer, {"check": [first, second]})["confirm_token"]
         mixed = _call(peer, {"check": [first, second], "confirm_token": both})

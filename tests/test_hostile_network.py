@@ -110,9 +110,8 @@ def test_idle_unauthenticated_connections_cannot_hold_the_connection_cap():
                 sock.sendall(request("GET", "/healthz"))
                 idle.append(sock)
             probed = 0
-            for (
-                sock
-            ) in idle:  # each probe answered (or the connection refused, past the cap), then idle
+            # each probe answered (or the connection refused, past the cap), then idle
+            for sock in idle:
                 probed += sock.recv(65536).startswith(b"HTTP/1.1 200 ")
             assert probed >= 64
             # An authenticated client gets in, at once, however many sit there.
@@ -325,9 +324,8 @@ def test_a_flood_of_random_keys_asks_the_instance_at_most_eight_at_a_time():
                 )
                 real = pool.submit(_status_on_new_connection, served.port, REAL_KEY)
             assert set(statuses) <= {401, 503}, statuses
-            assert instance.most <= 8 * 2, (
-                instance.most
-            )  # 8 keys, each asked with one GET at a time
+            # 8 keys, each asked with one GET at a time
+            assert instance.most <= 8 * 2, instance.most
             assert max(instance.asked[key] for key in keys) <= 1
             assert sum(instance.asked[key] for key in keys) == statuses.count(401)
             assert real.result() in (200, 503)

@@ -44,9 +44,8 @@ OK_JSON = (
 class RawServer:
     port: int = 0
     connections: int = 0
-    requests: list[tuple[int, bytes]] = field(
-        default_factory=list
-    )  # (connection index, raw request)
+    # (connection index, raw request)
+    requests: list[tuple[int, bytes]] = field(default_factory=list)
     bytes_sent: int = 0
 
     @property

@@ -147,9 +147,8 @@ async def test_a_hanging_address_does_not_hold_up_the_next_one(
     with answering_server() as port, full_listen_queue() as hanging:
         resolving_to(monkeypatch, [hanging, ("127.0.0.1", port)])
         async with HttpClient(f"http://instance.test:{port}", connect_timeout=5) as client:
-            with anyio.fail_after(
-                4
-            ):  # the second attempt starts 0.25 s after the first: far below 5 s
+            # the second attempt starts 0.25 s after the first: far below 5 s
+            with anyio.fail_after(4):
                 response = await client.request("GET", "/x")
         assert response.status == 200
 
@@ -189,9 +188,8 @@ async def test_connect_failures_read_as_they_did_through_anyio(
         return found
 
     socket_path = await texts()
-    monkeypatch.setattr(
-        "hcmcp.http.client.client.running_asyncio_loop", lambda: None
-    )  # anyio's stream instead
+    # anyio's stream instead
+    monkeypatch.setattr("hcmcp.http.client.client.running_asyncio_loop", lambda: None)
     stream_path = await texts()
     assert socket_path == stream_path
     assert "refused" in socket_path[0]

@@ -136,9 +136,8 @@ async def test_a_2025_session_call_streams_its_progress():
             {"name": "test_tool_with_progress", "arguments": {}, "_meta": {"progressToken": 7}},
             id="p",
         )
-        reply = await wire.post(
-            message, session(session_id), revision="2025-11-25"
-        )  # _meta here is a 2025 one
+        # _meta here is a 2025 one
+        reply = await wire.post(message, session(session_id), revision="2025-11-25")
         assert reply.content_type == "text/event-stream"
         progress = [
             m["params"]["progress"]

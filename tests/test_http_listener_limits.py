@@ -221,9 +221,8 @@ def test_bodies_buffered_over_all_connections_are_bounded_and_their_memory_is_re
         answer = b""
         try:
             sock.sendall(head % size)
-            sock.settimeout(
-                4.0
-            )  # a refusal comes as soon as the head is read; an admitted body waits
+            # a refusal comes as soon as the head is read; an admitted body waits
+            sock.settimeout(4.0)
             try:
                 answer = sock.recv(100)
             except TimeoutError:
@@ -241,9 +240,8 @@ def test_bodies_buffered_over_all_connections_are_bounded_and_their_memory_is_re
     for thread in threads:
         thread.join(60)
     during = rss_kib(served.proc.pid)
-    for _ in range(
-        20
-    ):  # the admitted bodies may still sit in the kernel's buffers: let the server read them
+    # the admitted bodies may still sit in the kernel's buffers: let the server read them
+    for _ in range(20):
         time.sleep(0.1)
         during = max(during, rss_kib(served.proc.pid))
     refused = statuses.count(b"503")

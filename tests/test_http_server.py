@@ -106,9 +106,8 @@ async def test_requests_h11_parses_and_plain_ones_pipelined_together_are_answere
     seen = [json.loads(answer.body) for answer in answers]
     assert [s["path"] for s in seen] == ["/1", "/2", "/3", "/4", "/5", "/6"]
     assert [s["body"] for s in seen] == ["one", "two", "three", "", "five", "six"]
-    assert (
-        seen[2]["x-test"] == "caf\u00c3\u00a9" and seen[3]["x-test"] == "plain"
-    )  # UTF-8 bytes, read as latin-1
+    # UTF-8 bytes, read as latin-1
+    assert seen[2]["x-test"] == "caf\u00c3\u00a9" and seen[3]["x-test"] == "plain"
 
 
 async def test_chunked_upload_within_the_limit_is_reassembled():

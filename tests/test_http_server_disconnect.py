@@ -187,9 +187,8 @@ def server_connection(server):
 async def test_what_is_read_ahead_while_the_app_computes_is_bounded_and_nothing_is_lost():
     app = SlowApp()
     limits = ServerLimits(max_header_bytes=1024, max_body_bytes=1024)
-    ceiling = (
-        limits.max_header_bytes + 64 * 1024
-    )  # a head plus one read, whatever max_body_bytes is
+    # a head plus one read, whatever max_body_bytes is
+    ceiling = limits.max_header_bytes + 64 * 1024
     pipelined = b"".join(post(f"/{n}", b"b" * 1000) for n in range(200))  # ~220 KB
     async with running(app, limits) as server, connect(server.port) as client:
         await client.send(get("/slow"))

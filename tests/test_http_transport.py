@@ -99,9 +99,8 @@ async def test_an_idle_session_expires_but_one_with_a_call_in_flight_does_not():
     ):
         idle = await a.initialize()
         busy = await b.initialize()
-        await b.begin(
-            call("hold", id=1), session(busy)
-        )  # a JSON answer: its head waits for the call
+        # a JSON answer: its head waits for the call
+        await b.begin(call("hold", id=1), session(busy))
         await ep.gate.started.wait()
         clock.now += 61
         assert ep.transport.sweep() == 1

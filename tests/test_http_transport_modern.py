@@ -94,9 +94,8 @@ async def test_closing_the_connection_before_the_answer_cancels_the_call():
         async with ep.wire() as wire:
             await wire.begin(call("hold"), modern_headers(call("hold")))
             await ep.gate.started.wait()
-        with anyio.fail_after(
-            READ_TIMEOUT
-        ):  # the close is seen at once; a server that misses it fails here
+        # the close is seen at once; a server that misses it fails here
+        with anyio.fail_after(READ_TIMEOUT):
             await ep.gate.cancelled.wait()
         assert not ep.gate.finished.is_set()
         await wait_until(lambda: ep.transport.streams == 0 and ep.http.active_requests == 0)
@@ -193,9 +192,8 @@ async def test_a_name_outside_plain_ascii_travels_base64_encoded():
             message,
             {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call", "Mcp-Name": b64("échö")},
         )
-        assert (
-            reply.status == 200 and reply.error_code == -32602
-        )  # headers agree; the tool is unknown
+        # headers agree; the tool is unknown
+        assert reply.status == 200 and reply.error_code == -32602
 
 
 async def test_header_names_are_case_insensitive():

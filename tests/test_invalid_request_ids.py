@@ -104,14 +104,12 @@ def test_stdio_an_unreadable_id_is_left_out_never_null(stdio_peer, raw):
 def test_stdio_per_negotiated_revision_the_unanswerable_error_fits_its_schema(revision):
     """2025-11-25 allows an error without id: it is written. Up to 2025-06-18 every error needs
     an id: nothing is written to stdout (which would fail that schema), and stderr says why."""
-    with StdioPeer(
-        FIXTURE, revision=revision
-    ) as peer:  # every message validated against `revision`
+    # every message validated against `revision`
+    with StdioPeer(FIXTURE, revision=revision) as peer:
         assert peer.initialize(version=revision)["result"]["protocolVersion"] == revision
         peer.send_raw(b"this is not json")
-        peer.send_raw(
-            b'{"jsonrpc":"2.0","id":7,"method":7}'
-        )  # a readable id is answered in every revision
+        # a readable id is answered in every revision
+        peer.send_raw(b'{"jsonrpc":"2.0","id":7,"method":7}')
         if revision in ID_REQUIRED:
             first = peer.read()
             assert first["id"] == 7 and first["error"]["code"] == -32600

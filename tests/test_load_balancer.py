@@ -100,9 +100,8 @@ class Proxy:
 @contextmanager
 def nginx(binary: str, replicas: list[int]):
     """nginx in the foreground with the documented block; yields a Proxy."""
-    folder = Path(
-        tempfile.mkdtemp(prefix="hcmcp-nginx-", dir="/tmp")
-    )  # nginx runs as nobody: a parent it can enter; removed below
+    # nginx runs as nobody: a parent it can enter; removed below
+    folder = Path(tempfile.mkdtemp(prefix="hcmcp-nginx-", dir="/tmp"))
     try:
         folder.chmod(0o755)
         for sub in ("logs", "temp"):
@@ -185,9 +184,8 @@ def replicas(simulator, keys: list[str | None], **extra: str):
             served.__exit__()
 
 
-OPENER = urllib.request.build_opener(
-    urllib.request.ProxyHandler({})
-)  # 127.0.0.1 only, never a proxy
+# 127.0.0.1 only, never a proxy
+OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def on_simulator(simulator, uuid: str) -> bool:
@@ -250,9 +248,8 @@ def test_2026_the_answer_lands_on_the_other_replica_and_deletes_with_a_shared_ke
     assert not on_simulator(simulator, uuid)
     deletes = [line for line in proxy.log if line["name"] == "delete_check"]
     assert len(deletes) == 2 and all(line["version"] == "2026-07-28" for line in deletes)
-    assert {line["upstream"] for line in deletes} == {
-        f"127.0.0.1:{port}" for port in ports
-    }  # one each
+    # one each
+    assert {line["upstream"] for line in deletes} == {f"127.0.0.1:{port}" for port in ports}
 
 
 def test_2026_with_different_keys_nothing_is_deleted_and_the_question_says_why(
@@ -289,9 +286,8 @@ def test_2026_with_different_keys_nothing_is_deleted_and_the_question_says_why(
                     return uuid, again
 
         uuid, again = anyio.run(scenario)
-    assert isinstance(again, types.InputRequiredResult) and seen == [], (
-        again
-    )  # asked again, never a yes
+    # asked again, never a yes
+    assert isinstance(again, types.InputRequiredResult) and seen == [], again
     message = again.input_requests["confirm_delete"].params.message
     assert "sealed with another key" in message and "HEALTHCHECKS_STATE_KEY" in message
     assert on_simulator(simulator, uuid)
@@ -324,9 +320,8 @@ def test_2025_a_session_stays_on_one_replica_and_the_dialog_is_answered(simulato
     assert not on_simulator(simulator, uuid)
     lines = proxy.log
     posts = [line for line in lines if line["request"].startswith("POST")]
-    assert len(posts) >= 7, (
-        lines
-    )  # initialize, initialized, create, 3 lists, delete, the dialog's answer
+    # initialize, initialized, create, 3 lists, delete, the dialog's answer
+    assert len(posts) >= 7, lines
     assert len({line["upstream"] for line in lines}) == 1, lines
     assert sum(1 for line in posts if line["session"] not in ("", "-")) >= len(posts) - 1
     assert json.dumps(lines).count("2026-07-28") == 0
@@ -445,9 +440,7 @@ def test_request_mode_each_callers_key_passes_through_and_any_replica_opens_its_
         assert stolen["resultType"] == "input_required" and on_simulator(simulator, kept)
     assert not on_simulator(simulator, uuid)
     deletes = [line for line in proxy.log if line["name"] == "delete_check"]
-    assert (
-        len(deletes) == 4 and deletes[0]["upstream"] != deletes[1]["upstream"]
-    )  # asked on one, approved on the other
-    assert (
-        deletes[2]["upstream"] != deletes[3]["upstream"]
-    )  # B's replay reached the other replica too
+    # asked on one, approved on the other
+    assert len(deletes) == 4 and deletes[0]["upstream"] != deletes[1]["upstream"]
+    # B's replay reached the other replica too
+    assert deletes[2]["upstream"] != deletes[3]["upstream"]

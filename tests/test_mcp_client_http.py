@@ -106,10 +106,11 @@ def test_the_official_client_calls_every_tool_over_http(url, mode):
     "mode, asked_as",
     [
         ("legacy", "hcmcp-1"),  # a JSON-RPC request id: elicitation/create pushed on the SSE stream
+        # an inputRequests key: the question came back as input_required
         (
             "2026-07-28",
             "confirm_delete",
-        ),  # an inputRequests key: the question came back as input_required
+        ),
     ],
 )
 @pytest.mark.parametrize(

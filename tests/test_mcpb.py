@@ -210,9 +210,8 @@ def test_the_manifest_asks_for_the_key_as_a_secret_and_maps_every_setting_to_the
         "HEALTHCHECKS_READ_ONLY": "${user_config.read_only}",
         "HEALTHCHECKS_ALLOW_TOOLS": "${user_config.tools}",
     }
-    reference = (
-        ROOT / "docs" / "configuration.md"
-    ).read_text()  # the variables' table, linked from README
+    # the variables' table, linked from README
+    reference = (ROOT / "docs" / "configuration.md").read_text()
     assert all(f"| `{name}` |" in reference for name in env), (
         "each variable is one docs/configuration.md documents"
     )
@@ -248,10 +247,11 @@ def test_started_as_the_manifest_says_with_the_users_values_it_calls_a_tool_on_t
         with peer:
             assert peer.initialize()["result"]["serverInfo"]["name"] == "hcmcp"
             tools = {tool["name"] for tool in peer.request("tools/list")["result"]["tools"]}
+            # the selection, less delete_check: read-only
             assert tools == {
                 "list_checks",
                 "get_check",
-            }  # the selection, less delete_check: read-only
+            }
             result = peer.request("tools/call", {"name": "list_checks", "arguments": {}})["result"]
             assert result["structuredContent"]["checks"][0]["name"] == "Nightly backup", result
             assert peer.close(timeout=15) == 0

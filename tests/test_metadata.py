@@ -182,9 +182,8 @@ def test_one_version_everywhere(tmp_path):
         p["version"] if "version" in p else p["identifier"].rsplit(":", 1)[1]
         for p in doc["packages"]
     ] == [version] * 2
-    assert (
-        importlib.metadata.version("hcmcp") == version
-    )  # pyproject takes it from hcmcp/__init__.py
+    # pyproject takes it from hcmcp/__init__.py
+    assert importlib.metadata.version("hcmcp") == version
     assert f"\n## {version}\n" in (ROOT / "CHANGELOG.md").read_text()
     for argv in ([sys.executable, "-m", "hcmcp"], [sys.executable, str(built_pyz())]):
         done = subprocess.run(

@@ -205,9 +205,8 @@ def test_promtool_check_metrics_passes_on_the_exposition():
             arguments = {"check": "00000000-0000-4000-8000-000000000000"} if "check" in name else {}
             server.post(rpc("tools/call", {"name": name, "arguments": arguments}, 10 + n), session)
         kubelet(server.port, "/mcp", "GET")  # a refusal (403), counted
-        _session(
-            server, {}
-        )  # a second initialize: the full path's (the first was the fast phase's)
+        # a second initialize: the full path's (the first was the fast phase's)
+        _session(server, {})
         exposition = _metrics(server.port)
         assert server.stop() == 0
     checked = subprocess.run(

@@ -150,9 +150,8 @@ def test_logging_needs_set_level_and_honours_it(legacy):
     ]
     assert messages[3]["id"] == "log" and "result" in messages[3]
     assert legacy.request("logging/setLevel", {"level": "error"})["result"] == {}
-    assert "result" in legacy.request(
-        "tools/call", call
-    )  # info < error: nothing before the response
+    # info < error: nothing before the response
+    assert "result" in legacy.request("tools/call", call)
 
 
 def test_logging_2026_is_per_request_opt_in(modern):
@@ -330,9 +329,8 @@ def test_subscriptions_listen_acknowledges_then_relays_what_was_asked(modern):
     )
     ack = modern.read()
     assert ack["method"] == "notifications/subscriptions/acknowledged"
-    assert ack["params"]["notifications"] == {
-        "toolsListChanged": True
-    }  # resources' list never changes here
+    # resources' list never changes here
+    assert ack["params"]["notifications"] == {"toolsListChanged": True}
     assert ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "listen"
     modern.send(
         {
@@ -455,9 +453,8 @@ def test_tasks_cancel_failures_and_unknown_ids(modern):
         == "complete"
     )
     assert poll(modern, task_id)["status"] == "cancelled"
-    assert "result" in modern.request(
-        "tasks/cancel", {"_meta": meta, "taskId": task_id}
-    )  # idempotent ack
+    # idempotent ack
+    assert "result" in modern.request("tasks/cancel", {"_meta": meta, "taskId": task_id})
     tool_error = modern.request(
         "tools/call", {"_meta": meta, "name": "failing_job", "arguments": {}}
     )["result"]

@@ -30,9 +30,8 @@ import fuzz_strategies as fz
 from support import HCMCP, StdioPeer, validate_server_message
 from support.served import Served
 
-pytestmark = pytest.mark.filterwarnings(
-    "ignore::hypothesis.errors.HypothesisWarning"
-)  # big fuzzed reprs
+# big fuzzed reprs
+pytestmark = pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning")
 
 REVISION = "2025-11-25"
 ANSWER_TIMEOUT = 30.0  # generous: a loaded 2-core machine
@@ -98,9 +97,8 @@ class StdioFuzzer:
         assert line.endswith(b"\n"), line[:200]
         message = json.loads(line)  # nothing but JSON reaches stdout
         assert isinstance(message, dict) and message.get("jsonrpc") == "2.0", line[:200]
-        if (
-            message.get("method") == "notifications/progress"
-        ):  # for a request that carried a progressToken
+        # for a request that carried a progressToken
+        if message.get("method") == "notifications/progress":
             validate_server_message(self.revision, message)
             token = message["params"]["progressToken"]
             assert any(token == fz.progress_token(sent) for sent in self.current), message
@@ -601,9 +599,8 @@ def test_stdio_a_client_that_writes_thousands_of_requests_without_reading(fuzz_e
                     }
                 )
             methods[n] = requests[-1]["method"]
-        calls = {
-            n for n, method in methods.items() if method == "tools/call"
-        }  # each may be cancelled
+        # each may be cancelled
+        calls = {n for n, method in methods.items() if method == "tools/call"}
         expected = set(methods) - calls
         lines = [json.dumps(r).encode() + b"\n" for r in requests]
         written = [0]

@@ -166,9 +166,8 @@ def test_nothing_but_json_rpc_reaches_stdout(peer):
     peer.initialize()
     peer.request("tools/call", {"name": "echo", "arguments": {"text": "x\ny"}})
     peer.close()
-    assert (
-        peer.lines.get(timeout=2) is None
-    )  # every line was consumed as a valid, validated message
+    # every line was consumed as a valid, validated message
+    assert peer.lines.get(timeout=2) is None
 
 
 # -- 2026-07-28 ------------------------------------------------------------------------------

@@ -191,9 +191,8 @@ def test_processes_starting_at_once_unpack_once_and_each_sees_a_whole_directory(
     results = [(proc.wait(TIMEOUT), *proc.communicate()) for proc in procs]
     for code, out, err in results:
         assert code == 0 and out.startswith(b"hcmcp "), err
-    assert [path.name for path in cache.iterdir()] == [
-        payload_hash(place["pyz"])
-    ]  # no half-made leftovers
+    # no half-made leftovers
+    assert [path.name for path in cache.iterdir()] == [payload_hash(place["pyz"])]
 
 
 def test_a_later_run_reuses_the_directory_of_the_first(place):

@@ -160,9 +160,8 @@ def test_the_dockerfiles_build_steps_unchanged_make_an_arm64_image_that_serves(
                 *sources, target = args.split()
                 assert target == "/opt/hcmcp/", args
                 opt.mkdir(parents=True)
-                for (
-                    source
-                ) in sources:  # the build context: the universal .pyz and the files beside it
+                # the build context: the universal .pyz and the files beside it
+                for source in sources:
                     given = universal_pyz() if source == "dist/hcmcp.pyz" else Path(source)
                     data = given.read_bytes() if given.exists() else b"{}\n"
                     (opt / Path(source).name).write_bytes(data)

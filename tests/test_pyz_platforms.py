@@ -171,9 +171,8 @@ def test_the_loader_picks_a_complete_set_made_for_each_platform_carried(
         ]
         assert modules, native.keys()
         version = "%d%d" % python
-        for (
-            path
-        ) in modules:  # the extension's own suffix names the ABI: cpython-313-..., cp313-win_...
+        # the extension's own suffix names the ABI: cpython-313-..., cp313-win_...
+        for path in modules:
             assert f"cpython-{version}-" in path or f".cp{version}-" in path, path
             assert soabi in path, path
 
@@ -252,10 +251,11 @@ def test_the_payload_carries_every_platform_for_every_python_and_nothing_twice()
         "each wheel the loader may pick has its files, and only those are carried"
     )
     files = payload()
+    # a wheel's own copy of a shared file differs from it (CRLF on Windows)
     for (
         path,
         data,
-    ) in files.items():  # a wheel's own copy of a shared file differs from it (CRLF on Windows)
+    ) in files.items():
         if path.startswith("_wheels/") and path.split("/", 2)[2] in files:
             assert files[path.split("/", 2)[2]] != data, path
     own_python = {path for path in files if path.startswith("_wheels/") and path.endswith(".py")}

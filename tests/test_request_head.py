@@ -315,9 +315,8 @@ def test_a_head_called_plain_is_read_exactly_as_h11_reads_it():
     )
     @given(heads())
     @example(b"POST /mcp HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabcdef")
-    @example(
-        b"POST /mcp HTTP/1.1\r\nHost: t\r\nContent-Length: 007\r\n\r\n12"
-    )  # the body still to come
+    # the body still to come
+    @example(b"POST /mcp HTTP/1.1\r\nHost: t\r\nContent-Length: 007\r\n\r\n12")
     @example(b"GET / HTTP/1.1\r\nHost: t\r\nConnection: Keep-Alive ,keep-alive\r\n\r\n")
     def compare(data):
         verdict = assert_plain_agrees_with_h11(data)

@@ -45,10 +45,11 @@ def _h11_head(status: int, headers: list[tuple[str, str]]) -> bytes:
             [("content-type", "application/json"), ("retry-after", "1"), ("content-length", "9")],
         ),
         (405, [("allow", "POST, DELETE"), ("content-length", "3")]),
+        # no standard reason phrase: h11 sends none
         (
             299,
             [("x-odd", "a b c"), ("content-length", "1")],
-        ),  # no standard reason phrase: h11 sends none
+        ),
     ],
 )
 def test_the_hand_written_head_is_the_bytes_h11_writes(status, headers):
@@ -58,10 +59,11 @@ def test_the_hand_written_head_is_the_bytes_h11_writes(status, headers):
 @pytest.mark.parametrize(
     "status, headers",
     [
+        # h11 refuses it
         (
             200,
             [("content-type", "text/plain\r\nx-injected: 1"), ("content-length", "1")],
-        ),  # h11 refuses it
+        ),
         (200, [("bad name", "x"), ("content-length", "1")]),
         (200, [("x-tab", "a\tb"), ("content-length", "1")]),
         (200, [("x-space", " padded"), ("content-length", "1")]),

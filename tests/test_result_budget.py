@@ -59,9 +59,8 @@ def test_the_longest_string_gives_first_and_the_mark_says_how_much():
     assert fit_result(value) == ["check.desc"]
     desc = value["check"]["desc"]
     assert size(value) <= RESULT_BUDGET_BYTES and desc.startswith("d" * 1000)
-    assert (
-        len(desc) - len(cut_mark(left_out(desc))) + left_out(desc) == 200_000
-    )  # kept + left out = all
+    # kept + left out = all
+    assert len(desc) - len(cut_mark(left_out(desc))) + left_out(desc) == 200_000
     assert value["check"]["name"] == "n" * 500 and value["check"]["uuid"] == UUID
     assert (
         value["note"].startswith("Created. check.desc was shortened")
@@ -198,9 +197,8 @@ def test_fit_entries_keeps_what_fits_in_the_whole_result_and_not_one_more_at_eve
         untrusted: bool
         entries: list[Entry]
 
-    entries = [
-        Entry('x"\\' * (n * 7 % 23)) for n in range(12)
-    ]  # quotes and backslashes: escaped twice
+    # quotes and backslashes: escaped twice
+    entries = [Entry('x"\\' * (n * 7 % 23)) for n in range(12)]
 
     def whole(kept: int, skipped: int = 0) -> int:
         return size(msgspec.to_builtins(Envelope(True, entries[skipped : skipped + kept])))

@@ -215,9 +215,8 @@ def test_an_entry_too_large_for_any_page_is_skipped_and_paging_goes_on():
                 )["result"]
             )
             at_nine = call(9)
-            assert (
-                at_nine["matched"] == 15 and "next_offset" not in at_nine
-            )  # 11 to 15 fit: the last page
+            # 11 to 15 fit: the last page
+            assert at_nine["matched"] == 15 and "next_offset" not in at_nine
             assert (
                 "Check 10 of 15 is larger than the whole 8 KiB result budget and cannot be shown "
                 "(raise HCMCP_RESULT_BUDGET to see it). Showing checks 11 to 15 of 15: the last page."

@@ -457,9 +457,10 @@ def test_request_mode_two_tenants_keys_never_leave_in_any_form(hostile, mode):
                         headers,
                     )
                 )
+            # "": status/
             assert set(hostile.keys[before:]) - {""} == {key}, (
                 "a request went upstream with another key"
-            )  # "": status/
+            )
             # The other caller's session id with this key: not found, and nothing about the session.
             everything.append(
                 _raw_post(
@@ -581,9 +582,8 @@ def test_the_warning_is_given_when_serving_over_stdio_too_and_not_for_a_good_key
         stdin=subprocess.DEVNULL,
         env=clean_env(HEALTHCHECKS_URL=hostile.url),
     )
-    assert (
-        b"does not look like" not in done.stderr
-    )  # no key at all is another matter (the tools say so)
+    # no key at all is another matter (the tools say so)
+    assert b"does not look like" not in done.stderr
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")

@@ -78,9 +78,8 @@ OUTSIDE = [
 def our_files() -> list[Path]:
     found = []
     for folder, dirs, files in os.walk(ROOT):
-        dirs[:] = [
-            d for d in dirs if d not in NOT_OURS and not d.endswith(".egg-info")
-        ]  # never walked
+        # never walked
+        dirs[:] = [d for d in dirs if d not in NOT_OURS and not d.endswith(".egg-info")]
         for name in files:
             path = Path(folder) / name
             if path not in HISTORY and path.suffix in TEXT_SUFFIXES and path.is_file():

@@ -98,9 +98,8 @@ def test_sigterm_reaches_a_process_waiting_for_the_instance_in_place(hostile):
         _until_the_instance_was_asked(hostile, 1)
         time.sleep(0.2)
         started = time.monotonic()
-        peer.proc.send_signal(
-            signal.SIGTERM
-        )  # the first: stop reading, give the call its grace period
+        # the first: stop reading, give the call its grace period
+        peer.proc.send_signal(signal.SIGTERM)
         time.sleep(0.3)
         peer.proc.send_signal(signal.SIGTERM)  # the second, once the first was seen: exit now
         assert peer.proc.wait(5) == 0

@@ -29,11 +29,12 @@ async def _drain(reader: LineReader) -> list:
 def test_lines_crlf_and_a_last_line_without_newline():
     reader = LineReader(_pipe_with(b'{"a":1}\r\n\n{"b":2}\n{"c":3}'))
     assert reader.read_line() == b'{"a":1}'  # the synchronous phase takes one...
+    # ...the loop the rest, nothing lost
     assert anyio.run(_drain, reader) == [
         b"",
         b'{"b":2}',
         b'{"c":3}',
-    ]  # ...the loop the rest, nothing lost
+    ]
 
 
 def test_an_over_long_line_is_refused_once_and_the_next_line_survives(monkeypatch):

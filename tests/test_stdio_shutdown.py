@@ -123,9 +123,8 @@ def test_before_notifications_initialized_a_dialog_does_not_wait_either():
     """Before notifications/initialized no question is sent at all (issue 28: a bridge may never
     forward it): the tool is told at once that it cannot ask, and why."""
     with StdioPeer(FIXTURE) as peer:
-        _all_at_once(
-            peer, [HANDSHAKE[0], _call(5, "confirm_action", {"text": "x"})]
-        )  # never initialized
+        # never initialized
+        _all_at_once(peer, [HANDSHAKE[0], _call(5, "confirm_action", {"text": "x"})])
         answers = {m["id"]: m for m in _messages_until_exit(peer, timeout=8)}
         assert peer.proc.wait(10) == 0
     assert set(answers) == {1, 5}  # no elicitation/create was sent

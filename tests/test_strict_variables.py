@@ -146,9 +146,8 @@ def test_no_proxy_networks_match_the_addresses_inside_them():
     assert bypasses("10.0.0.0/8", "11.0.0.1", 443) is False
     assert bypasses("fd00::/8", "[fd12::1]", 443) is True
     assert bypasses("fd00::/8", "10.0.0.1", 443) is False
-    assert (
-        bypasses("10.0.0.0/8", "ten.example.com", 443) is False
-    )  # names are not resolved, as curl
+    # names are not resolved, as curl
+    assert bypasses("10.0.0.0/8", "ten.example.com", 443) is False
 
 
 @pytest.mark.parametrize("url", ["https://hc.example.com", "http://127.0.0.1:8000"])
@@ -162,6 +161,7 @@ def test_http_proxy_is_reported_ignored_whatever_the_instance_scheme(url):
 
 
 def test_an_upper_case_twin_shadowed_by_the_lower_case_one_is_reported_once():
+    # same value: nothing to say
     proc = run(
         ["tools"],
         HEALTHCHECKS_URL="https://hc.example.com",
@@ -169,7 +169,7 @@ def test_an_upper_case_twin_shadowed_by_the_lower_case_one_is_reported_once():
         HTTPS_PROXY="http://p:1",
         no_proxy="a.example.com",
         NO_PROXY="a.example.com",
-    )  # same value: nothing to say
+    )
     assert proc.returncode == 0
     assert proc.stderr.splitlines() == [
         "hcmcp: HTTPS_PROXY is ignored: https_proxy is set too, with another value, and the lower-case one wins "

@@ -169,6 +169,5 @@ def test_a_run_that_leaves_an_hcmcp_cache_behind_fails(tmp_path, leaks):
         assert done.returncode == 0 and "left hcmcp caches" not in done.stdout, (
             done.stdout + done.stderr
         )
-    assert not list(
-        tmp_path.glob("hcmcp-test-session-cache-*")
-    )  # the session's own cache is removed
+    # the session's own cache is removed
+    assert not list(tmp_path.glob("hcmcp-test-session-cache-*"))

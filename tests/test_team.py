@@ -231,11 +231,12 @@ def test_a_session_belongs_to_the_key_that_opened_it(simulator):
         session = open_session(wire, a)
         unknown = "x" * 43
         _, [never] = legacy(wire, b, unknown, "tools/list", id=7)
+        # another key, none (the env key's tenant), the env key
         for key in (
             b,
             None,
             keys["RO_KEY"],
-        ):  # another key, none (the env key's tenant), the env key
+        ):
             status, [refused] = legacy(wire, key, session, "tools/list", id=7)
             assert status == 404 and refused == never  # "not found", word for word as an unknown id
         status, _, _ = wire.post({}, {**key_header(b), "Mcp-Session-Id": session}, method="DELETE")
@@ -508,13 +509,15 @@ def test_each_key_has_its_share_of_the_requests_in_flight():
     try:
         with serve(f"http://127.0.0.1:{upstream.port}", HEALTHCHECKS_TIMEOUT="5") as served:
             wire = Wire(served.port)
+            # each key accepted by the instance first: only then a tenant (issue 30)
             for key in (
                 a,
                 b,
-            ):  # each key accepted by the instance first: only then a tenant (issue 30)
+            ):
                 assert wire.post(*_modern_list(key))[0] == 200
             upstream.requests.clear()
             upstream.mode = "never_answers"
+            # a quarter of the 64 slots
             held = [
                 threading.Thread(
                     target=lambda n=n: modern(
@@ -522,7 +525,7 @@ def test_each_key_has_its_share_of_the_requests_in_flight():
                     )
                 )
                 for n in range(16)
-            ]  # a quarter of the 64 slots
+            ]
             for thread in held:
                 thread.start()
             deadline = time.monotonic() + 10
@@ -532,9 +535,8 @@ def test_each_key_has_its_share_of_the_requests_in_flight():
             status, answer, [refused] = wire.post(*_modern_call(a, 99))
             assert status == 503 and answer["retry-after"] == "1"
             assert "with this API key already have 16 requests" in refused["error"]["message"]
-            status, _, [listed] = wire.post(
-                *_modern_list(b)
-            )  # another key still gets a slot at once
+            # another key still gets a slot at once
+            status, _, [listed] = wire.post(*_modern_list(b))
             assert status == 200 and "result" in listed
             upstream.mode = "healthy"
             for thread in held:

@@ -96,9 +96,8 @@ async def test_list_checks_summarises_the_project_and_says_how_many_it_holds() -
     async with instance() as env:
         result = await env.call("list_checks", {})
     assert result["untrusted"] is True and result["source"] == "healthchecks"
-    assert (
-        result["project_checks"] == 4 and result["returned"] == 4
-    )  # project B's check is not here
+    # project B's check is not here
+    assert result["project_checks"] == 4 and result["returned"] == 4
     by_uuid = {c["uuid"]: c for c in result["checks"]}
     assert set(by_uuid) == {BACKUPS, DB_DUMP, REPORT, PAUSED}
     assert by_uuid[BACKUPS]["tags"] == ["prod", "backup"] and by_uuid[BACKUPS]["timeout"] == 3600
@@ -237,9 +236,8 @@ async def test_get_check_404_403_and_key_errors_say_what_they_mean() -> None:
         other = await env.fails("get_check", {"check": OTHERS})
         gone = await env.fails("get_check", {"check": unique_key_of(MISSING)})
     assert "no check with the UUID" in missing.message and missing.details["status"] == 404
-    assert (
-        "<" not in missing.message and "Not Found" not in missing.message
-    )  # the HTML page is dropped
+    # the HTML page is dropped
+    assert "<" not in missing.message and "Not Found" not in missing.message
     assert "another project" in other.message and other.details["status"] == 403
     assert "unique_key" in gone.message
 
@@ -358,9 +356,8 @@ async def test_get_ping_body_removes_control_characters_and_counts_them() -> Non
 @pytest.mark.anyio
 async def test_get_ping_body_404_names_all_four_meanings() -> None:
     async with instance() as env:
-        error = await env.fails(
-            "get_ping_body", {"check": BACKUPS, "n": 1}
-        )  # the start ping: no body
+        # the start ping: no body
+        error = await env.fails("get_ping_body", {"check": BACKUPS, "n": 1})
     text = error.message
     for meaning in (
         "no such check",

@@ -73,11 +73,12 @@ async def test_annotations_and_essential_tags() -> None:
         name: (t.annotations.read_only, t.annotations.destructive, t.annotations.idempotent)
         for name, t in tools.items()
     }
+    # destructive (channels replaces), not guarded
     assert hints["update_check"] == (
         False,
         True,
         True,
-    )  # destructive (channels replaces), not guarded
+    )
     assert hints["delete_check"] == (False, True, True)
     assert hints["pause_check"] == (False, False, True)
     assert hints["resume_check"] == (False, False, True)

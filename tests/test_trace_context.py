@@ -54,11 +54,12 @@ def recording_upstream() -> Iterator[tuple[str, list[dict[str, str]]]]:
         (PARENT, STATE, {"traceparent": PARENT, "tracestate": STATE}),
         (PARENT, None, {"traceparent": PARENT}),
         (PARENT, "not a list member", {"traceparent": PARENT}),  # a bad tracestate alone is dropped
+        # all-zero parent id
         (
             "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
             STATE,
             {},
-        ),  # all-zero parent id
+        ),
         ("ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", None, {}),  # version ff
         ("00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", None, {}),  # upper case
         (12345, None, {}),

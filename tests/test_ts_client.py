@@ -168,10 +168,11 @@ def assert_guard_outcomes(rows: list[dict], outcomes: list[str]) -> None:
 def stdio_server() -> dict:
     env = clean_env()
     kept = {k: env[k] for k in ("PATH", "HOME", "TMPDIR") if k in env}
+    # a .pyz unpacks into the run's cache
     return {
         "command": [*HCMCP, "--demo"],
         "env": {**kept, **cache_env()},
-    }  # a .pyz unpacks into the run's cache
+    }
 
 
 def test_every_tools_errors_reach_the_ts_sdk_client_over_stdio():

@@ -57,11 +57,12 @@ TOP_LEVEL = {
     "needs",
     "steps",
 }
+# what a target lists (tools/list, resources/list, prompts/list)
 NEED_KINDS = (
     "tools",
     "resources",
     "prompts",
-)  # what a target lists (tools/list, resources/list, prompts/list)
+)
 
 
 class TranscriptError(Exception):
@@ -79,9 +80,8 @@ class Transcript:
     revision: str  # which schema a message is checked against before any negotiation
     transports: tuple[str, ...]
     steps: list[dict[str, Any]]
-    define: dict[str, Any] = field(
-        default_factory=dict
-    )  # named values, usable as ${name} from the start
+    # named values, usable as ${name} from the start
+    define: dict[str, Any] = field(default_factory=dict)
     # {"fails_at_step": N, "because": "...", "transports"?: [...]}: the server does not do this yet, so
     # the transcript must fail, at exactly that step, until the fix lands; then it passes and the mark
     # must go. With "transports", the bug shows only there, and elsewhere the transcript must pass.

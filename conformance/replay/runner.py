@@ -24,9 +24,8 @@ EXPECT_TIMEOUT_MS = 10_000
 sys.path.insert(0, str(ROOT / "tests"))
 import support  # noqa: E402  (tests/support/ holds the schema checks: validate_server_message)
 
-SCHEMAS = (
-    support.SCHEMAS
-)  # conformance/mcp-schema: the official schemas, vendored with their licence
+# conformance/mcp-schema: the official schemas, vendored with their licence
+SCHEMAS = support.SCHEMAS
 
 
 class StepFailed(Exception):
@@ -50,9 +49,8 @@ class Outcome:
     report: list[str] = field(default_factory=list)
     failed_step: int | None = None
     skipped: str | None = None  # not run at all: why (the target does not serve what it needs)
-    steps_not_run: dict[str, int] = field(
-        default_factory=dict
-    )  # why -> how many steps were left out
+    # why -> how many steps were left out
+    steps_not_run: dict[str, int] = field(default_factory=dict)
     strict: bool = True  # replayed against hcmcp itself (known_bug marks apply only then)
 
     @property
@@ -78,13 +76,11 @@ class Replay:
         self.strict = target.is_hcmcp
         self.captures: dict[str, Any] = {}
         self.methods: dict[Any, str] = {}  # request id -> method, to validate the result it gets
-        self.tools: dict[
-            Any, Any
-        ] = {}  # request id -> the tool a tools/call named (its outputSchema)
+        # request id -> the tool a tools/call named (its outputSchema)
+        self.tools: dict[Any, Any] = {}
         self.modern_ids: set[Any] = set()  # request ids sent with 2026-07-28 _meta
-        self.revision = (
-            transcript.revision
-        )  # the negotiated legacy revision, once initialize is answered
+        # the negotiated legacy revision, once initialize is answered
+        self.revision = transcript.revision
         self.not_run: dict[str, int] = {}
 
     def run(self) -> None:

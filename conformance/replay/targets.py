@@ -36,9 +36,8 @@ class Offers:
     listed: dict[str, set[str]] = field(
         default_factory=lambda: {kind: set() for kind in NEED_KINDS}
     )
-    output_schemas: dict[str, Any] = field(
-        default_factory=dict
-    )  # tool name -> its outputSchema (or None)
+    # tool name -> its outputSchema (or None)
+    output_schemas: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> str:
         name = self.server_info.get("name", "?") if isinstance(self.server_info, dict) else "?"

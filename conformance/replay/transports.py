@@ -303,9 +303,8 @@ class HttpPeer:
     def finish(self) -> list[str]:
         self.finished = True
         problems = _leftovers(self.inbox)
-        if (
-            self.process is None
-        ):  # a server we did not start: end our session, as a client that is done does
+        # a server we did not start: end our session, as a client that is done does
+        if self.process is None:
             self._end_session()
             for connection in self.connections:
                 connection.close()

@@ -186,9 +186,8 @@ def run_leg(
             f"No baseline {baseline}. Create it (an empty `server: []` is a valid start)."
         )
     results_dir = out / leg.name
-    shutil.rmtree(
-        results_dir, ignore_errors=True
-    )  # an earlier run's checks.json would be counted twice
+    # an earlier run's checks.json would be counted twice
+    shutil.rmtree(results_dir, ignore_errors=True)
     results_dir.mkdir(parents=True)
     command = [
         str(binary),

@@ -47,9 +47,8 @@ def build_server(like_hcmcp: bool = False):
             return types.EmptyResult()
 
         with warnings.catch_warnings():
-            warnings.simplefilter(
-                "ignore"
-            )  # logging is deprecated in 2026-07-28; hcmcp serves it for 2025
+            # logging is deprecated in 2026-07-28; hcmcp serves it for 2025
+            warnings.simplefilter("ignore")
             server._lowlevel_server.add_request_handler(
                 "logging/setLevel", types.SetLevelRequestParams, set_level
             )

@@ -340,12 +340,13 @@ def modern_meta(
 
 
 PY = sys.executable
+# the suite's fixtures: without --minimal
 FIXTURE = [
     PY,
     "-m",
     "conformance.fixture_server",
     "--minimal",
-]  # the suite's fixtures: without --minimal
+]
 # HCMCP_SERVER_CMD (e.g. "python3 dist/hcmcp.pyz") makes the stdio end-to-end tests spawn that instead.
 HCMCP = (
     shlex.split(os.environ["HCMCP_SERVER_CMD"])

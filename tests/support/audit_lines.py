@@ -37,9 +37,8 @@ def audits(stderr: str) -> list[dict]:
                 record,
             )
             assert before.get("approved_by") == record.get("approved_by"), (before, record)
-            if (
-                record["tool"] != "create_check"
-            ):  # a new check's uuid comes with the instance's answer
+            # a new check's uuid comes with the instance's answer
+            if record["tool"] != "create_check":
                 assert before["checks"] == record["checks"], (before, record)
         finals.append(record)
     return finals

@@ -117,9 +117,8 @@ class Env:
         params = tool.decode_arguments(arguments)
         value = await tool.handler(ctx, params)
         assert isinstance(value, tool.result), f"{name} returned {type(value).__name__}"
-        result, text = tool.present(
-            value
-        )  # the result budget and the untrusted marker, as tools/call
+        # the result budget and the untrusted marker, as tools/call
+        result, text = tool.present(value)
         jsonschema.validate(result, flat_schema(tool.result))
         if self.key:
             assert self.key not in text, f"{name} put the API key in its result"
