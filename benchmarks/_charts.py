@@ -78,7 +78,7 @@ def bars(
         xs = [g + (index - (len(series) - 1) / 2) * width for g in range(len(groups))]
         heights = [v if v is not None else 0 for v in values]
         drawn = axes.bar(xs, heights, width, label=name, color=colour(name, index))
-        for rect, value in zip(drawn, values):
+        for rect, value in zip(drawn, values, strict=True):
             if value is not None:
                 axes.annotate(
                     f"{value:.0f}" if value >= 10 else f"{value:.1f}",
@@ -110,11 +110,11 @@ def lines(plt, title: str, panels: list[tuple[str, str, dict[str, list[tuple[flo
     figure, all_axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.0))
     if len(panels) == 1:
         all_axes = [all_axes]
-    for axes, (panel, unit, series) in zip(all_axes, panels):
+    for axes, (panel, unit, series) in zip(all_axes, panels, strict=True):
         seen: dict[str, int] = {}
         for index, (name, points) in enumerate(series.items()):
             if points:
-                xs, ys = zip(*sorted(points))
+                xs, ys = zip(*sorted(points), strict=True)
                 shade = colour(name, index)
                 # variants of one server: same colour, own marker
                 nth = seen[shade] = seen.get(shade, -1) + 1

@@ -396,7 +396,7 @@ class Table:
         ]
 
         def line(cells: list[str]) -> str:
-            return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
+            return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False)) + " |"
 
         out = [
             f"### {self.title}",

@@ -82,9 +82,8 @@ def group_of(filename: str) -> str:
 
 def calls_by_group(stats_file: str, calls: int) -> dict[str, float]:
     counts = dict.fromkeys(GROUPS, 0.0)
-    for (filename, _line, _name), (_primitive, total, *_rest) in pstats.Stats(
-        stats_file
-    ).stats.items():  # type: ignore[attr-defined]
+    stats = pstats.Stats(stats_file).stats  # type: ignore[attr-defined]
+    for (filename, _line, _name), (_primitive, total, *_rest) in stats.items():
         counts[group_of(filename)] += total / calls
     return counts
 

@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
             for spec in all_specs:
                 if spec.argv is None or spec.key in failures:
                     continue
-                fresh = dict((s.key, f) for s, f in pyz_specs).get(spec.key)
+                fresh = {s.key: f for s, f in pyz_specs}.get(spec.key)
                 env = pyz_env(fresh) if fresh is not None else None
                 try:
                     init, listed, count = time_handshake(spec, env)

@@ -266,7 +266,7 @@ def render(runs: list[Run], command: str) -> str:
     ]
     for run in runs:
         if run.problem:
-            out.append(f"| {run.peer.label} | {run.transport} | – | – | – | {run.problem} |")
+            out.append(f"| {run.peer.label} | {run.transport} | – | – | – | {run.problem} |")  # noqa: RUF001  (a dash for an empty cell)
         else:
             out.append(
                 f"| {run.peer.label} | {run.transport} | {run.count('ok')} | {run.count('FAIL')} | "

@@ -12,6 +12,7 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
+import jsonschema
 import pytest
 
 from conformance import transcripts as runner
@@ -327,7 +328,7 @@ def test_a_message_outside_the_schema_fails(tmp_path):
     finally:
         replay_runner.validate_with_official_schema = original
     assert validated == [("2025-11-25", "initialize")]
-    with pytest.raises(Exception):
+    with pytest.raises(jsonschema.ValidationError):
         replay_runner.validate_with_official_schema(
             "2026-07-28", {"jsonrpc": "2.0", "id": 1, "result": {}}, "tools/list"
         )

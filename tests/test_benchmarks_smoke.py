@@ -142,7 +142,7 @@ def test_latency_reports_the_floor_and_each_servers_overhead_against_the_target(
             assert (tool, label) in pairs, f"no {tool} overhead row for {label}:\n{result.stdout}"
     for row in overhead:
         assert re.fullmatch(r"-?\d+ µs", row[4]), row
-    assert re.search(r"target ≥ 5× at p50: (met|missed)", result.stdout), result.stdout
+    assert re.search(r"target ≥ 5× at p50: (met|missed)", result.stdout), result.stdout  # noqa: RUF001  (the reports' ratio sign)
     every_pair = {
         (tool, label)
         for tool in ("list_checks", "get_check")
@@ -185,7 +185,7 @@ def test_http_measures_the_clients_own_cpu_per_call_for_the_floor_and_each_serve
         if row[1] != "the direct GET (the floor)":
             assert all(re.fullmatch(r"-?\d+ µs", cell) for cell in row[3:6]), row
             # a ratio, or why there is none
-            assert re.fullmatch(r"\d+(\.\d+)?×|— \(.*\)", row[6]), row
+            assert re.fullmatch(r"\d+(\.\d+)?×|— \(.*\)", row[6]), row  # noqa: RUF001  (the reports' ratio sign)
 
 
 def test_scaling_has_a_row_per_variant_and_size() -> None:

@@ -265,7 +265,7 @@ def test_tools_verbose_shows_every_argument():
     assert proc.returncode == 0, proc.stderr
     blocks = proc.stdout.decode().strip().split("\n\n")
     assert [block.split()[0] for block in blocks] == list(tools)
-    for block, tool in zip(blocks, tools.values()):
+    for block, tool in zip(blocks, tools.values(), strict=True):
         for field in tool["inputSchema"]["properties"]:
             assert f"    {field}: " in block, (tool["name"], field)
         if not tool["inputSchema"]["properties"]:

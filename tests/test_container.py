@@ -57,7 +57,7 @@ def test_the_recipe_is_multi_stage_non_root_and_serves_stdio_by_default():
     # exec form: no shell
     runs = [json.loads(args) for instruction, args in built if instruction == "RUN"]
     # unpacked by the interpreter that runs it
-    assert runs and runs[0] == entrypoint + ["--version"]
+    assert runs and runs[0] == [*entrypoint, "--version"]
     build_env = dict(re.findall(r"(\w+)=(\S+)", " ".join(a for i, a in built if i == "ENV")))
     assert build_env["HCMCP_PYZ_CACHE"] == env_of_final_stage()["HCMCP_PYZ_CACHE"]
     copied = " ".join(args for instruction, args in built if instruction == "COPY")

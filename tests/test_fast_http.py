@@ -161,7 +161,7 @@ def test_a_client_stays_on_its_connection_through_the_hand_over():
             # the tools/call went to the full path
             assert loaded(fast.proc.pid, "msgspec", "orjson")
         for message, method in zip(
-            messages, ["initialize", "tools/list", "tools/call", "tools/list"]
+            messages, ["initialize", "tools/list", "tools/call", "tools/list"], strict=True
         ):
             validate_server_message("2025-11-25", message, method, "list_checks")
             assert "result" in message, message
@@ -247,9 +247,9 @@ def test_bad_requests_in_the_fast_phase_get_the_full_paths_answers(full):
         raws = [Raw(fast.port) for _ in BAD]
         try:
             # all sent before one is answered: most reach the fast phase
-            for raw, data in zip(raws, BAD.values()):
+            for raw, data in zip(raws, BAD.values(), strict=True):
                 raw.send(data)
-            got = {name: raw_answer(raw) for name, raw in zip(BAD, raws)}
+            got = {name: raw_answer(raw) for name, raw in zip(BAD, raws, strict=True)}
         finally:
             for raw in raws:
                 raw.close()
@@ -387,7 +387,7 @@ def test_binds_it_serves_and_binds_it_leaves_to_the_full_path():
         "example.com:80",
         "[::ffff:127.0.0.1]:80",
         ":80",
-        "127.0.0.1:８０",
+        "127.0.0.1:８０",  # noqa: RUF001  (fullwidth digits on purpose: not a port)
     ):
         assert bind_address(bind) is None, bind
 
@@ -432,7 +432,7 @@ def test_a_configured_token_right_wrong_or_missing_answers_as_the_full_path():
     with spawn("hold", **env) as fast, spawn("0", **env) as reference:
         raws = [Raw(fast.port) for _ in variants]
         try:
-            for raw, extra in zip(raws, variants):
+            for raw, extra in zip(raws, variants, strict=True):
                 raw.send(post(fast.port, init_body(), extra))
             got = [normal(raw_answer(raw)) for raw in raws]
         finally:

@@ -302,8 +302,8 @@ def test_an_edited_source_makes_the_file_stale_and_the_fast_path_step_aside(tmp_
     probe = python_in(
         tmp_path,
         "import hcmcp, hcmcp.fast_start.handshake as h, hcmcp.config.settings as c\n"
-        "assert hcmcp.__file__.startswith(%r), hcmcp.__file__\n"
-        "print(h.Handshake.load(c.load({})))" % str(tmp_path),
+        f"assert hcmcp.__file__.startswith({str(tmp_path)!r}), hcmcp.__file__\n"
+        "print(h.Handshake.load(c.load({})))",
     )
     assert probe.returncode == 0, probe.stderr
     assert probe.stdout.strip() == "None"
@@ -444,7 +444,7 @@ def test_the_fast_path_imports_nothing_heavy_before_the_first_reply():
 
 _url_text = st.lists(
     st.sampled_from(
-        [*list("hHtTpPsS:/?#.-+@0123456789aAzZkK_ ~%"), "/api/v", "://", "é", "\n", "K"]
+        [*list("hHtTpPsS:/?#.-+@0123456789aAzZkK_ ~%"), "/api/v", "://", "é", "\n", "K"]  # noqa: RUF001  (the Kelvin sign on purpose: not a K)
     ),
     max_size=14,
 ).map("".join)

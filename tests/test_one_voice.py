@@ -19,7 +19,7 @@ from support.served import Served, clean_env, modern_call
 KEY = "hcr_" + "a" * 28
 NO_KEY = (
     "No Healthchecks API key is configured, so nothing was sent. Set HEALTHCHECKS_API_KEY to an API key of the "
-    "project to manage, from the Healthchecks web UI under Project Settings › API Access. A read-only key is "
+    "project to manage, from the Healthchecks web UI under Project Settings › API Access. A read-only key is "  # noqa: RUF001  (the web UI's own breadcrumb)
     "the right one for most uses: it lists and inspects checks and cannot change anything. Pings, ping "
     "bodies, integrations and every change need a read-write key."
 )

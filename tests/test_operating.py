@@ -141,7 +141,7 @@ def test_sigterm_drains_readyz_503_at_once_while_the_slow_call_finishes_and_is_d
         signalled = time.monotonic()
         server.proc.send_signal(signal.SIGTERM)
         time.sleep(0.1)
-        status, headers_, body = kubelet(server.port, "/readyz")
+        status, _, body = kubelet(server.port, "/readyz")
         assert status == 503 and json.loads(body) == {"status": "draining"}
         assert time.monotonic() - signalled < 1.5  # at once, not after the call
         assert kubelet(server.port, "/healthz")[0] == 200  # alive until exit

@@ -289,7 +289,9 @@ def test_an_interpreter_it_has_no_native_modules_for_is_told_so_in_one_line(plac
     )
     lines = done.stderr.decode().splitlines()
     assert done.returncode == 1 and done.stdout == b"" and len(lines) == 1, done.stderr
-    version = "%d.%d" % sys.version_info[:2] if place["python"] == sys._base_executable else ""
+    version = (
+        "{}.{}".format(*sys.version_info[:2]) if place["python"] == sys._base_executable else ""
+    )
     assert lines[0].startswith(
         "hcmcp.pyz: no native modules (msgspec, orjson) for this platform: CPython "
     ), lines[0]

@@ -95,7 +95,7 @@ def platform_tags(how: tuple, monkeypatch) -> list[str]:
 
 def interpreter_tags(python: tuple[int, int], platforms: list[str]) -> list[str]:
     """What pip's tags for CPython `python` on those platforms are, best first."""
-    abi = "cp%d%d" % python
+    abi = "cp{}{}".format(*python)
     return [
         str(tag)
         for tag in [
@@ -142,7 +142,7 @@ def expected_machine(kind: str, machine: str) -> int:
     return {"elf": ELF_MACHINE, "macho": MACHO_CPU, "pe": PE_MACHINE}[kind][machine]
 
 
-@pytest.mark.parametrize("python", PYTHONS, ids=lambda v: "cp%d%d" % v)
+@pytest.mark.parametrize("python", PYTHONS, ids=lambda v: "cp{}{}".format(*v))
 @pytest.mark.parametrize(("name", "how", "header"), PLATFORMS, ids=[p[0] for p in PLATFORMS])
 def test_the_loader_picks_a_complete_set_made_for_each_platform_carried(
     name, how, header, python, monkeypatch
@@ -151,7 +151,7 @@ def test_the_loader_picks_a_complete_set_made_for_each_platform_carried(
     assert set(chosen) == {"orjson", "msgspec"}, f"{name} cp{python[0]}{python[1]}: picked {chosen}"
     kind, machine, soabi = header
     files = payload()
-    for project, wheel in chosen.items():
+    for wheel in chosen.values():
         native = {
             path: data
             for path, data in files.items()
@@ -170,14 +170,14 @@ def test_the_loader_picks_a_complete_set_made_for_each_platform_carried(
             path for path in native if path.rsplit("/", 1)[-1].startswith(("_core.", "orjson."))
         ]
         assert modules, native.keys()
-        version = "%d%d" % python
+        version = "{}{}".format(*python)
         # the extension's own suffix names the ABI: cpython-313-..., cp313-win_...
         for path in modules:
             assert f"cpython-{version}-" in path or f".cp{version}-" in path, path
             assert soabi in path, path
 
 
-@pytest.mark.parametrize("python", PYTHONS, ids=lambda v: "cp%d%d" % v)
+@pytest.mark.parametrize("python", PYTHONS, ids=lambda v: "cp{}{}".format(*v))
 @pytest.mark.parametrize(("name", "how"), UNSUPPORTED, ids=[p[0] for p in UNSUPPORTED])
 def test_a_platform_outside_the_list_gets_no_complete_set(name, how, python, monkeypatch):
     chosen = loader()["choose"](interpreter_tags(python, platform_tags(how, monkeypatch)))
@@ -235,7 +235,7 @@ def test_the_loaders_cpython_tags_are_packagings(abis):
         str(t)
         for t in [
             *tags.cpython_tags(version, abis, platforms),
-            *tags.compatible_tags(version, "cp%d%d" % version, platforms),
+            *tags.compatible_tags(version, "cp{}{}".format(*version), platforms),
         ]
     ]
     assert loader()["cpython_tags"](version, abis, platforms) == expected
@@ -280,7 +280,7 @@ def test_unpacking_another_platforms_pick_gives_exactly_its_wheels_files(
     files = payload()
     natives = sorted(p.name for p in target.rglob("*") if p.suffix in (".so", ".pyd"))
     assert len(natives) == 2 and all(header[2] in name for name in natives), natives
-    for project, wheel in chosen.items():
+    for wheel in chosen.values():
         for path, data in files.items():
             if path.startswith(f"_wheels/{wheel}/"):
                 assert (target / path.split("/", 2)[2]).read_bytes() == data, path

@@ -159,7 +159,7 @@ def compare_json(expected: Any, actual: Any, where: str, problems: list[str]) ->
     elif isinstance(expected, list):
         if len(expected) != len(actual):
             problems.append(f"{where}: {len(expected)} items expected, got {len(actual)}")
-        for i, (e, a) in enumerate(zip(expected, actual)):
+        for i, (e, a) in enumerate(zip(expected, actual, strict=False)):
             compare_json(e, a, f"{where}[{i}]", problems)
     elif isinstance(expected, str) and where.endswith(".date"):
         # Ping dates: same second; the microseconds are the seed's, but always present.

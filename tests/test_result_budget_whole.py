@@ -209,11 +209,14 @@ def test_an_entry_too_large_for_any_page_is_skipped_and_paging_goes_on():
     try:
         with StdioPeer(HCMCP, env=env) as peer:
             peer.initialize()
-            call = lambda offset: within_budget(
-                peer.request(  # noqa: E731
-                    "tools/call", {"name": "list_checks", "arguments": {"offset": offset}}
-                )["result"]
-            )
+
+            def call(offset: int) -> dict:
+                arguments = {"offset": offset}
+                message = peer.request(
+                    "tools/call", {"name": "list_checks", "arguments": arguments}
+                )
+                return within_budget(message["result"])
+
             at_nine = call(9)
             # 11 to 15 fit: the last page
             assert at_nine["matched"] == 15 and "next_offset" not in at_nine

@@ -413,7 +413,7 @@ def test_request_mode_two_tenants_keys_never_leave_in_any_form(hostile, mode):
                 )
             )
         for n, (key, carrier) in enumerate(
-            zip(TENANT_KEYS, ("X-Healthchecks-Api-Key", "Authorization"))
+            zip(TENANT_KEYS, ("X-Healthchecks-Api-Key", "Authorization"), strict=True)
         ):
             value = key if carrier != "Authorization" else f"Bearer {key}"
             hostile.mode = "healthy"

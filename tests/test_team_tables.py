@@ -45,7 +45,7 @@ def test_a_full_table_evicts_the_oldest_handshake_only_session_and_never_an_esta
     sessions, _clock = table(size=3)
     established = sessions.open(Session())
     sessions.get(established)
-    first, second = sessions.open(Session()), sessions.open(Session())
+    _first, second = sessions.open(Session()), sessions.open(Session())
     third = sessions.open(Session())  # full: the oldest handshake-only one (first) goes
     assert set(sessions.sessions) == {established, second, third} and sessions.evicted == 1
     for _ in range(10):

@@ -149,7 +149,7 @@ def assert_errors_arrive(rows: list[dict]) -> None:
     assert {row["name"] for row in rows} >= {name for name, *_ in ERRORS} and len(
         {n for n, *_ in ERRORS}
     ) == TOOLS
-    for row, (name, arguments, fragment, details) in zip(rows, ERRORS):
+    for row, (name, arguments, fragment, details) in zip(rows, ERRORS, strict=True):
         assert row["isError"] is True and row["structuredContent"] is None, row
         assert fragment in row["text"], (name, arguments, row["text"])
         assert details.items() <= (row["meta"] or {}).get("io.hcmcp/error", {}).items(), (
@@ -160,7 +160,7 @@ def assert_errors_arrive(rows: list[dict]) -> None:
 
 
 def assert_guard_outcomes(rows: list[dict], outcomes: list[str]) -> None:
-    for row, outcome in zip(rows, outcomes):
+    for row, outcome in zip(rows, outcomes, strict=True):
         assert row["threw"] is None and row["isError"] is False, row
         assert row["structuredContent"]["outcome"] == outcome, row
 

@@ -128,7 +128,7 @@ def test_each_fault_is_an_error_a_person_can_act_on_and_the_next_call_works(peer
 def test_an_html_error_page_is_dropped_not_quoted(peer, hostile):
     hostile.mode = "html_502"
     result, elapsed, raw = call(peer, *LIST)
-    text = assert_clean_error(result, elapsed, raw, "502")
+    assert_clean_error(result, elapsed, raw, "502")
     assert "<html" not in raw and "Ignore previous instructions" not in raw
     assert_next_call_works(peer, hostile)
 

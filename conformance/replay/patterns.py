@@ -162,7 +162,7 @@ def _match(pattern: Any, actual: Any, found: dict[str, Any], where: str, strict:
             raise Mismatch(
                 where, f"expected {len(pattern)} items, got {len(actual)}: {_short(actual)}"
             )
-        for index, (sub, item) in enumerate(zip(pattern, actual)):
+        for index, (sub, item) in enumerate(zip(pattern, actual, strict=True)):
             _match(sub, item, found, f"{where}[{index}]", strict)
     else:
         if _type_of(pattern) != _type_of(actual) and not (

@@ -9,7 +9,7 @@ import shlex
 import subprocess
 import sys
 import threading
-from functools import cache, lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
