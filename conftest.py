@@ -1,5 +1,6 @@
-"""Lets tests/ and conformance/ share tests/support.py; the long-run option of the fuzzing families;
-the session's own .pyz cache, and the check that a run leaves no hcmcp cache behind."""
+"""What the whole session needs, for tests/ and conformance/ alike: tests/ on the import path (both
+use its support package), the session's own .pyz cache, and the check that a run leaves no hcmcp
+cache behind. The fixtures tests/ shares are in tests/conftest.py."""
 
 import os
 import shlex
@@ -27,12 +28,20 @@ def _unpacked_payloads() -> set[str]:
     $XDG_CACHE_HOME's) and ${TMPDIR:-/tmp}/hcmcp-<uid>/pyz/<hash> (the fallback without HOME).
     .ci/node.sh's Node 22 and conformance suites under ~/.cache/hcmcp are kept there on purpose and
     never looked at."""
-    roots = {Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hcmcp" / "pyz",
-             Path.home() / ".cache" / "hcmcp" / "pyz"}
+    roots = {
+        Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "hcmcp" / "pyz",
+        Path.home() / ".cache" / "hcmcp" / "pyz",
+    }
     for temp in {tempfile.gettempdir(), "/tmp"}:
         roots |= set(Path(temp).glob("hcmcp-[0-9]*/pyz"))
-    return {str(entry) for root in roots if root.is_dir() for entry in root.iterdir()
-            if not entry.name.startswith(".")}   # a dot: another process's copy being unpacked
+    # a dot: another process's copy being unpacked
+    return {
+        str(entry)
+        for root in roots
+        if root.is_dir()
+        for entry in root.iterdir()
+        if not entry.name.startswith(".")
+    }
 
 
 # What was there before this session ran anything: a user's own cache (they ran ./dist/hcmcp.pyz as
@@ -45,15 +54,19 @@ def _payloads_of_this_run() -> set[str]:
     or was given, the one HCMCP_SERVER_CMD names (.ci/run's second pass) and this checkout's dist/.
     Another checkout's run on the same machine, at another commit, unpacks other payloads."""
     from pyz_build import SEEN, payload_hash
+
     hashes = set(SEEN)
-    named = [os.environ.get("HCMCP_PYZ", ""), *shlex.split(os.environ.get("HCMCP_SERVER_CMD", "")),
-             *map(str, (Path(__file__).parent / "dist").glob("*.pyz"))]
+    named = [
+        os.environ.get("HCMCP_PYZ", ""),
+        *shlex.split(os.environ.get("HCMCP_SERVER_CMD", "")),
+        *map(str, (Path(__file__).parent / "dist").glob("*.pyz")),
+    ]
     for name in named:
         if name.endswith(".pyz") and Path(name).is_file():
             try:
                 hashes.add(payload_hash(Path(name)))
             except (OSError, KeyError, IndexError, ValueError, zipfile.BadZipFile):
-                pass   # not a .pyz of ours: nothing of it can be in the cache
+                pass  # not a .pyz of ours: nothing of it can be in the cache
     return hashes
 
 
@@ -63,34 +76,6 @@ def _hcmcp_caches() -> set[str]:
     nothing behind, so it is not counted.)"""
     ours = _payloads_of_this_run()
     return {path for path in _unpacked_payloads() - _BEFORE if Path(path).name in ours}
-
-# How many examples each fuzz family ran in this session, for the summary (issue 13).
-FUZZ_EXAMPLES: dict[str, int] = {}
-
-
-def pytest_addoption(parser):
-    # tests/test_http_load.py: how long the 50-session load runs (default: a few seconds).
-    parser.addoption("--load-seconds", type=float, default=None,
-                     help="run the HTTP load test (tests/test_http_load.py) for this many seconds")
-    # tests/test_protocol_fuzz_wire.py: the long run of the wire fuzzing.
-    parser.addoption("--fuzz-examples", type=int, default=None, metavar="N",
-                     help="the long run of the wire fuzzing families: N examples per test instead of the "
-                          "default run's small budget (.ci/run uses this)")
-
-
-@pytest.fixture
-def fuzz_examples(request):
-    """``fuzz_examples(default)``: how many examples to run; ``--fuzz-examples N`` overrides the default."""
-    given = request.config.getoption("--fuzz-examples")
-    return lambda default: given if given is not None else default
-
-
-@pytest.fixture
-def fuzz_record():
-    """``fuzz_record(name, count)``: counted in the session's summary line."""
-    def record(name: str, count: int) -> None:
-        FUZZ_EXAMPLES[name] = FUZZ_EXAMPLES.get(name, 0) + count
-    return record
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -105,9 +90,8 @@ def pytest_sessionfinish(session, exitstatus):
 def pytest_terminal_summary(terminalreporter):
     left = getattr(terminalreporter.config, "_hcmcp_left_behind", None)
     if left:
-        terminalreporter.write_line("FAILED: the run left hcmcp caches outside its temporary directories "
-                                    "(a test must point HCMCP_PYZ_CACHE or TMPDIR into its tmp_path): "
-                                    + ", ".join(left), red=True)
-    if FUZZ_EXAMPLES:
-        counts = ", ".join(f"{name}: {count}" for name, count in sorted(FUZZ_EXAMPLES.items()))
-        terminalreporter.write_line(f"fuzz examples run: {sum(FUZZ_EXAMPLES.values())} ({counts})")
+        terminalreporter.write_line(
+            "FAILED: the run left hcmcp caches outside its temporary directories "
+            "(a test must point HCMCP_PYZ_CACHE or TMPDIR into its tmp_path): " + ", ".join(left),
+            red=True,
+        )

@@ -20,22 +20,31 @@ NAMES = ("startup", "latency", "memory", "scaling", "http", "profile", "stages",
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="few runs, small inputs: a check that it works")
-    parser.add_argument("--no-install", action="store_true",
-                        help="never create a venv under benchmarks/.venvs")
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="few runs, small inputs: a check that it works"
+    )
+    parser.add_argument(
+        "--no-install", action="store_true", help="never create a venv under benchmarks/.venvs"
+    )
     parser.add_argument("names", nargs="*", metavar="name", help=f"any of {', '.join(NAMES)}")
     args = parser.parse_args(argv)
     unknown = [name for name in args.names if name not in NAMES]
     if unknown:
         parser.error(f"unknown benchmark(s) {', '.join(unknown)}: choose from {', '.join(NAMES)}")
-    flags = [flag for flag, on in (("--quick", args.quick), ("--no-install", args.no_install)) if on]
+    flags = [
+        flag for flag, on in (("--quick", args.quick), ("--no-install", args.no_install)) if on
+    ]
 
     command = " ".join(["python -m benchmarks", *(argv if argv is not None else sys.argv[1:])])
     print("# hcmcp benchmarks\n", flush=True)
     print(f"- date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    print(f"- machine: {os.cpu_count()} CPUs (nproc), {platform.system()} {platform.release()}, "
-          f"Python {platform.python_version()}")
+    print(
+        f"- machine: {os.cpu_count()} CPUs (nproc), {platform.system()} {platform.release()}, "
+        f"Python {platform.python_version()}"
+    )
     print(f"- command: `{command}`")
     print(f"- hcmcp at commit {_commit()}")
     # Other work on the machine moves every number; the load average says how much there was.
@@ -52,16 +61,35 @@ def _commit() -> str:
     import subprocess
 
     try:
-        found = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=Path(__file__).parent,
-                               capture_output=True, text=True, timeout=10)
+        found = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=Path(__file__).parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         # The measured code and the measuring code; the Markdown beside them changes nothing.
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "hcmcp", "benchmarks",
-                                ":(exclude)benchmarks/*.md"], cwd=Path(__file__).parent.parent,
-                               capture_output=True, text=True, timeout=10).stdout.splitlines()
+        dirty = subprocess.run(
+            [
+                "git",
+                "status",
+                "--porcelain",
+                "--",
+                "hcmcp",
+                "benchmarks",
+                ":(exclude)benchmarks/*.md",
+            ],
+            cwd=Path(__file__).parent.parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.splitlines()
         dirty = [line[3:] for line in dirty]
     except (OSError, subprocess.TimeoutExpired):
         return "unknown (no git)"
-    return found.stdout.strip() + (f" with uncommitted changes in {', '.join(dirty)}" if dirty else "")
+    return found.stdout.strip() + (
+        f" with uncommitted changes in {', '.join(dirty)}" if dirty else ""
+    )
 
 
 def _load() -> str:

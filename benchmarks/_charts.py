@@ -32,8 +32,10 @@ def colour(label: str, index: int) -> str:
 
 def _pyplot():
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     return plt
 
 
@@ -57,25 +59,43 @@ def draw(directory: Path | None, name: str, painter) -> str:
     return f"chart: {shown}"
 
 
-def bars(plt, title: str, groups: list[str], series: dict[str, list[float | None]], unit: str,
-         floor: tuple[str, float] | None = None, log: bool = False, horizontal_labels: bool = False):
+def bars(
+    plt,
+    title: str,
+    groups: list[str],
+    series: dict[str, list[float | None]],
+    unit: str,
+    floor: tuple[str, float] | None = None,
+    log: bool = False,
+    horizontal_labels: bool = False,
+):
     """Grouped bars: one group per entry of ``groups``, one bar per series in each."""
-    figure, axes = plt.subplots(figsize=(max(6.0, 1.1 * len(groups) * max(1, len(series)) ** 0.5 + 2), 4.2))
+    figure, axes = plt.subplots(
+        figsize=(max(6.0, 1.1 * len(groups) * max(1, len(series)) ** 0.5 + 2), 4.2)
+    )
     width = 0.8 / max(1, len(series))
     for index, (name, values) in enumerate(series.items()):
         xs = [g + (index - (len(series) - 1) / 2) * width for g in range(len(groups))]
         heights = [v if v is not None else 0 for v in values]
         drawn = axes.bar(xs, heights, width, label=name, color=colour(name, index))
-        for rect, value in zip(drawn, values):
+        for rect, value in zip(drawn, values, strict=True):
             if value is not None:
-                axes.annotate(f"{value:.0f}" if value >= 10 else f"{value:.1f}",
-                              (rect.get_x() + rect.get_width() / 2, rect.get_height()),
-                              ha="center", va="bottom", fontsize=7)
+                axes.annotate(
+                    f"{value:.0f}" if value >= 10 else f"{value:.1f}",
+                    (rect.get_x() + rect.get_width() / 2, rect.get_height()),
+                    ha="center",
+                    va="bottom",
+                    fontsize=7,
+                )
     if floor:
         axes.axhline(floor[1], color=COLOURS["floor"], linestyle="--", linewidth=1, label=floor[0])
     axes.set_xticks(range(len(groups)))
-    axes.set_xticklabels(groups, rotation=0 if horizontal_labels else 15, ha="center" if horizontal_labels else "right",
-                         fontsize=8)
+    axes.set_xticklabels(
+        groups,
+        rotation=0 if horizontal_labels else 15,
+        ha="center" if horizontal_labels else "right",
+        fontsize=8,
+    )
     axes.set_ylabel(unit)
     if log:
         axes.set_yscale("log")
@@ -90,15 +110,23 @@ def lines(plt, title: str, panels: list[tuple[str, str, dict[str, list[tuple[flo
     figure, all_axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.0))
     if len(panels) == 1:
         all_axes = [all_axes]
-    for axes, (panel, unit, series) in zip(all_axes, panels):
+    for axes, (panel, unit, series) in zip(all_axes, panels, strict=True):
         seen: dict[str, int] = {}
         for index, (name, points) in enumerate(series.items()):
             if points:
-                xs, ys = zip(*sorted(points))
+                xs, ys = zip(*sorted(points), strict=True)
                 shade = colour(name, index)
-                nth = seen[shade] = seen.get(shade, -1) + 1   # variants of one server: same colour, own marker
-                axes.plot(xs, ys, label=name, color=shade, marker="os^Dv"[nth % 5],
-                          linestyle=("-", "--", ":", "-.")[nth % 4], alpha=1.0 - 0.15 * min(nth, 3))
+                # variants of one server: same colour, own marker
+                nth = seen[shade] = seen.get(shade, -1) + 1
+                axes.plot(
+                    xs,
+                    ys,
+                    label=name,
+                    color=shade,
+                    marker="os^Dv"[nth % 5],
+                    linestyle=("-", "--", ":", "-.")[nth % 4],
+                    alpha=1.0 - 0.15 * min(nth, 3),
+                )
         axes.set_xscale("log")
         axes.set_xlabel("checks in the project")
         axes.set_ylabel(unit)

@@ -59,14 +59,15 @@ def stop(proc: subprocess.Popen, grace: float = 3.0) -> None:
     _live.discard(proc)
 
 
-def spawn(argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None,
-          **kwargs: Any) -> subprocess.Popen:
+def spawn(
+    argv: list[str], env: dict[str, str] | None = None, cwd: Path | None = None, **kwargs: Any
+) -> subprocess.Popen:
     proc = subprocess.Popen(argv, env=env, cwd=cwd or REPO, **kwargs)
     _live.add(proc)
     return proc
 
 
-ANY_KEY = "hcw_" + "b" * 28   # a well-formed key, for servers whose upstream does not check it
+ANY_KEY = "hcw_" + "b" * 28  # a well-formed key, for servers whose upstream does not check it
 
 
 def server_env(url: str = "http://127.0.0.1:9", api_key: str = ANY_KEY) -> dict[str, str]:
@@ -76,7 +77,9 @@ def server_env(url: str = "http://127.0.0.1:9", api_key: str = ANY_KEY) -> dict[
     may ever be pointed off this machine.
     """
     # Every server runs its default configuration, whatever HEALTHCHECKS_* the shell has.
-    env = {name: value for name, value in os.environ.items() if not name.startswith("HEALTHCHECKS_")}
+    env = {
+        name: value for name, value in os.environ.items() if not name.startswith("HEALTHCHECKS_")
+    }
     env.update(HEALTHCHECKS_URL=url, HEALTHCHECKS_API_KEY=api_key, PYTHONUNBUFFERED="1")
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     return env
@@ -122,8 +125,15 @@ class StdioServer:
         self.argv = argv
         self._stderr = tempfile.TemporaryFile()
         self.started_at = time.perf_counter()
-        self.proc = spawn(argv, env=env or server_env(), stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0, cwd=cwd)
+        self.proc = spawn(
+            argv,
+            env=env or server_env(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            bufsize=0,
+            cwd=cwd,
+        )
         self._replies: queue.Queue[Reply | None] = queue.Queue()
         self._next_id = 0
         self._write_lock = threading.Lock()
@@ -174,8 +184,13 @@ class StdioServer:
         if message["method"] == "ping":
             self.send({"jsonrpc": "2.0", "id": message["id"], "result": {}})
         else:
-            self.send({"jsonrpc": "2.0", "id": message["id"],
-                       "error": {"code": -32601, "message": "the benchmark client offers nothing"}})
+            self.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": message["id"],
+                    "error": {"code": -32601, "message": "the benchmark client offers nothing"},
+                }
+            )
 
     def send(self, message: dict[str, Any]) -> None:
         data = json.dumps(message, separators=(",", ":")).encode() + b"\n"
@@ -215,22 +230,28 @@ class StdioServer:
             if reply.message.get("id") == request_id:
                 return reply
 
-    def request(self, method: str, params: dict[str, Any] | None = None, timeout: float = 30.0) -> Reply:
+    def request(
+        self, method: str, params: dict[str, Any] | None = None, timeout: float = 30.0
+    ) -> Reply:
         sent_at = time.perf_counter()
         reply = self.wait_for(self.send_request(method, params), timeout)
         reply.sent_at = sent_at
         return reply
 
     def initialize(self, timeout: float = 30.0) -> Reply:
-        reply = self.request("initialize", {"protocolVersion": PROTOCOL_VERSION, "capabilities": {},
-                                            "clientInfo": CLIENT_INFO}, timeout)
+        reply = self.request(
+            "initialize",
+            {"protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": CLIENT_INFO},
+            timeout,
+        )
         if "result" not in reply.message:
             raise ServerGone(f"initialize was refused: {reply.message.get('error')}")
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return reply
 
-    def call_tool_watched(self, name: str, arguments: dict[str, Any], timeout: float,
-                          rss_limit_kib: int) -> Reply | str:
+    def call_tool_watched(
+        self, name: str, arguments: dict[str, Any], timeout: float, rss_limit_kib: int
+    ) -> Reply | str:
         """A tools/call whose server is killed if its RSS passes `rss_limit_kib` first.
 
         Returns the reply, or a sentence saying the server was stopped and when: a peer
@@ -247,8 +268,10 @@ class StdioServer:
                 if rss > rss_limit_kib:
                     waited = time.perf_counter() - sent_at
                     self.proc.kill()
-                    return (f"killed by the benchmark after {waited * 1000:.0f} ms: RSS reached "
-                            f"{rss / 1024:.0f} MiB (limit {rss_limit_kib / 1024:.0f} MiB)")
+                    return (
+                        f"killed by the benchmark after {waited * 1000:.0f} ms: RSS reached "
+                        f"{rss / 1024:.0f} MiB (limit {rss_limit_kib / 1024:.0f} MiB)"
+                    )
                 continue
             if reply is None:
                 self._replies.put(None)
@@ -258,14 +281,18 @@ class StdioServer:
                 return reply
         raise ServerGone(self._gone_text(f"no reply within {timeout:g} s"))
 
-    def call_tool(self, name: str, arguments: dict[str, Any] | None = None, timeout: float = 30.0) -> Reply:
+    def call_tool(
+        self, name: str, arguments: dict[str, Any] | None = None, timeout: float = 30.0
+    ) -> Reply:
         return self.request("tools/call", {"name": name, "arguments": arguments or {}}, timeout)
 
     def _gone_text(self, what: str) -> str:
         code = self.proc.poll()
         state = f"exited with {code}" if code is not None else "still running"
         tail = self.stderr_tail()
-        return f"{Path(self.argv[-1]).name}: {what} ({state})" + (f"; stderr ends: {tail}" if tail else "")
+        return f"{Path(self.argv[-1]).name}: {what} ({state})" + (
+            f"; stderr ends: {tail}" if tail else ""
+        )
 
     def memory(self) -> dict[str, int]:
         return read_memory(self.pid)
@@ -312,7 +339,9 @@ def mib(kib: int | float | None) -> str:
 def one_line(text: str, limit: int = 160) -> str:
     """A failure fit for a table cell: whitespace folded, the start and end kept."""
     text = " ".join(str(text).split()).replace("|", "/")
-    return text if len(text) <= limit else text[: limit // 2 - 2] + " … " + text[-(limit // 2 - 2):]
+    return (
+        text if len(text) <= limit else text[: limit // 2 - 2] + " … " + text[-(limit // 2 - 2) :]
+    )
 
 
 _failures = 0
@@ -361,14 +390,20 @@ class Table:
         self.notes.append(text)
 
     def render(self) -> str:
-        widths = [max(len(h), *(len(r[i]) for r in self.rows)) if self.rows else len(h)
-                  for i, h in enumerate(self.headers)]
+        widths = [
+            max(len(h), *(len(r[i]) for r in self.rows)) if self.rows else len(h)
+            for i, h in enumerate(self.headers)
+        ]
 
         def line(cells: list[str]) -> str:
-            return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
+            return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths, strict=False)) + " |"
 
-        out = [f"### {self.title}", "", line(self.headers),
-               "|" + "|".join("-" * (w + 2) for w in widths) + "|"]
+        out = [
+            f"### {self.title}",
+            "",
+            line(self.headers),
+            "|" + "|".join("-" * (w + 2) for w in widths) + "|",
+        ]
         out += [line(row + [""] * (len(widths) - len(row))) for row in self.rows]
         if self.notes:
             out.append("")
@@ -383,27 +418,51 @@ class Table:
 
 
 def common_arguments(parser: Any, default_runs: int = 15) -> None:
-    parser.add_argument("--quick", action="store_true", help="few runs, small inputs: a check that it works")
+    parser.add_argument(
+        "--quick", action="store_true", help="few runs, small inputs: a check that it works"
+    )
     parser.add_argument("--runs", type=int, help=f"repetitions (default {default_runs}, --quick 3)")
-    parser.add_argument("--no-install", action="store_true",
-                        help="never create a venv; peers whose venv is missing are reported as such")
-    parser.add_argument("--servers", default="hcmcp,mcpserver,fastmcp1",
-                        help="comma-separated subset of hcmcp,mcpserver,fastmcp1")
-    parser.add_argument("--charts", metavar="DIR",
-                        help="draw this program's charts (PNG) there (default: benchmarks/ for a full run, "
-                             "none with --quick)")
+    parser.add_argument(
+        "--no-install",
+        action="store_true",
+        help="never create a venv; peers whose venv is missing are reported as such",
+    )
+    parser.add_argument(
+        "--servers",
+        default="hcmcp,mcpserver,fastmcp1",
+        help="comma-separated subset of hcmcp,mcpserver,fastmcp1",
+    )
+    parser.add_argument(
+        "--charts",
+        metavar="DIR",
+        help="draw this program's charts (PNG) there (default: benchmarks/ for a full run, "
+        "none with --quick)",
+    )
 
 
-def tree_program_arguments(argv: list[str] | None, name: str, description: str, verb: str) -> tuple[Any, int]:
+def tree_program_arguments(
+    argv: list[str] | None, name: str, description: str, verb: str
+) -> tuple[Any, int]:
     """Parse the arguments of a program that looks inside one checkout of hcmcp (profile, stages):
     (the arguments, with ``tree``; the calls per row)."""
     import argparse
 
     parser = argparse.ArgumentParser(prog=f"python -m benchmarks.{name}", description=description)
     parser.add_argument("--quick", action="store_true", help="few calls: a check that it works")
-    parser.add_argument("--no-install", action="store_true", help="(accepted for `python -m benchmarks`; installs nothing)")
-    parser.add_argument("--calls", type=int, help=f"{verb} calls per row (default 1000, --quick 20)")
-    parser.add_argument("--tree", type=Path, default=REPO, help="the hcmcp checkout to look into (default: this one)")
+    parser.add_argument(
+        "--no-install",
+        action="store_true",
+        help="(accepted for `python -m benchmarks`; installs nothing)",
+    )
+    parser.add_argument(
+        "--calls", type=int, help=f"{verb} calls per row (default 1000, --quick 20)"
+    )
+    parser.add_argument(
+        "--tree",
+        type=Path,
+        default=REPO,
+        help="the hcmcp checkout to look into (default: this one)",
+    )
     args = parser.parse_args(argv)
     return args, args.calls or (20 if args.quick else 1000)
 
@@ -417,19 +476,26 @@ def runs_from(args: Any, default_runs: int = 15) -> int:
 
 @dataclass
 class CallStats:
-    latencies: list[float]   # seconds, one per call, send -> reply
-    elapsed: float           # first send -> last reply
+    latencies: list[float]  # seconds, one per call, send -> reply
+    elapsed: float  # first send -> last reply
     errors: int
     first_error: str = ""
-    client_cpu: list[float] = field(default_factory=list)   # the calling thread's CPU seconds per call, where measured
+    # the calling thread's CPU seconds per call, where measured
+    client_cpu: list[float] = field(default_factory=list)
 
     @property
     def per_second(self) -> float:
         return len(self.latencies) / self.elapsed if self.elapsed else 0.0
 
 
-def calls_in_flight(server: StdioServer, tool: str, arguments: dict[str, Any], total: int,
-                    in_flight: int = 1, timeout: float = 60.0) -> CallStats:
+def calls_in_flight(
+    server: StdioServer,
+    tool: str,
+    arguments: dict[str, Any],
+    total: int,
+    in_flight: int = 1,
+    timeout: float = 60.0,
+) -> CallStats:
     """`total` tools/call requests, keeping `in_flight` of them outstanding at all times.
 
     in_flight=1 is the sequential case. The whole loop has one deadline, so a server that
@@ -465,12 +531,18 @@ def calls_in_flight(server: StdioServer, tool: str, arguments: dict[str, Any], t
 PEER_LABELS = (("mcpserver", "MCPServer"), ("fastmcp1", "FastMCP 1.x"))
 
 
-def add_ratio_notes(table: Table, tools: list[str], p50s: dict[tuple[str, str], float],
-                    rates: dict[tuple[str, str], float]) -> None:
+def add_ratio_notes(
+    table: Table,
+    tools: list[str],
+    p50s: dict[tuple[str, str], float],
+    rates: dict[tuple[str, str], float],
+) -> None:
     """One note per tool and peer: peer p50 / hcmcp p50, and hcmcp calls/s / peer calls/s."""
     for tool in tools:
         for key, label in PEER_LABELS:
             if ("hcmcp", tool) in p50s and (key, tool) in p50s:
-                table.note(f"{tool}: {label} p50 / hcmcp p50 = "
-                           f"{ratio(p50s[key, tool], p50s['hcmcp', tool])}; hcmcp calls/s / "
-                           f"{label} calls/s = {ratio(rates['hcmcp', tool], rates[key, tool])}")
+                table.note(
+                    f"{tool}: {label} p50 / hcmcp p50 = "
+                    f"{ratio(p50s[key, tool], p50s['hcmcp', tool])}; hcmcp calls/s / "
+                    f"{label} calls/s = {ratio(rates['hcmcp', tool], rates[key, tool])}"
+                )

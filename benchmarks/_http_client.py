@@ -42,8 +42,11 @@ class HttpMcpClient:
 
     def post(self, conn: http.client.HTTPConnection, message: dict[str, Any]) -> Reply | None:
         """Send one message; the reply to it (None for a notification's 202)."""
-        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-                   "MCP-Protocol-Version": PROTOCOL_VERSION}
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": PROTOCOL_VERSION,
+        }
         if self.session_id:
             headers["Mcp-Session-Id"] = self.session_id
         sent_at = time.perf_counter()
@@ -77,14 +80,19 @@ class HttpMcpClient:
             elif not line and data:
                 event = json.loads("\n".join(data))
                 data = []
-                if isinstance(event, dict) and event.get("id") == request_id and "method" not in event:
+                if (
+                    isinstance(event, dict)
+                    and event.get("id") == request_id
+                    and "method" not in event
+                ):
                     found = event
         if found is None:
             raise ServerGone(f"the event stream ended without a response to request {request_id}")
         return found
 
-    def request(self, conn: http.client.HTTPConnection, method: str,
-                params: dict[str, Any] | None = None) -> Reply:
+    def request(
+        self, conn: http.client.HTTPConnection, method: str, params: dict[str, Any] | None = None
+    ) -> Reply:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": next(self._ids), "method": method}
         if params is not None:
             message["params"] = params
@@ -93,19 +101,25 @@ class HttpMcpClient:
         return reply
 
     def initialize(self, conn: http.client.HTTPConnection) -> Reply:
-        reply = self.request(conn, "initialize", {"protocolVersion": PROTOCOL_VERSION,
-                                                  "capabilities": {}, "clientInfo": CLIENT_INFO})
+        reply = self.request(
+            conn,
+            "initialize",
+            {"protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": CLIENT_INFO},
+        )
         if "result" not in reply.message:
             raise ServerGone(f"initialize was refused: {reply.message.get('error')}")
         self.post(conn, {"jsonrpc": "2.0", "method": "notifications/initialized"})
         return reply
 
-    def call_tool(self, conn: http.client.HTTPConnection, name: str, arguments: dict[str, Any]) -> Reply:
+    def call_tool(
+        self, conn: http.client.HTTPConnection, name: str, arguments: dict[str, Any]
+    ) -> Reply:
         return self.request(conn, "tools/call", {"name": name, "arguments": arguments})
 
 
-def initialize_when_listening(client: HttpMcpClient, deadline: float,
-                              is_alive: Any) -> tuple[http.client.HTTPConnection, Reply]:
+def initialize_when_listening(
+    client: HttpMcpClient, deadline: float, is_alive: Any
+) -> tuple[http.client.HTTPConnection, Reply]:
     """Retry initialize until the server listens: the first answer marks the end of start-up."""
     while True:
         conn = client.connect()

@@ -24,11 +24,13 @@ LOAD_WORKLOADS = ("tools/list", "list_checks")
 
 @dataclass
 class LoadStats:
-    latencies: list[float] = field(default_factory=list)   # seconds, request written -> answer read
+    latencies: list[float] = field(default_factory=list)  # seconds, request written -> answer read
     errors: int = 0
     first_error: str = ""
     elapsed: float = 0.0
-    server_cpu: float | None = None   # seconds of CPU (user + system) the server process used meanwhile
+    server_cpu: float | None = (
+        None  # seconds of CPU (user + system) the server process used meanwhile
+    )
 
     @property
     def per_second(self) -> float:
@@ -36,7 +38,11 @@ class LoadStats:
 
     @property
     def cpu_per_request(self) -> float | None:
-        return self.server_cpu / len(self.latencies) if self.server_cpu is not None and self.latencies else None
+        return (
+            self.server_cpu / len(self.latencies)
+            if self.server_cpu is not None and self.latencies
+            else None
+        )
 
 
 def cpu_seconds(pid: int) -> float | None:
@@ -50,8 +56,13 @@ def cpu_seconds(pid: int) -> float | None:
 
 
 def _post_bytes(port: int, body: bytes, headers: dict[str, str]) -> bytes:
-    lines = ["POST /mcp HTTP/1.1", f"Host: 127.0.0.1:{port}", "Content-Type: application/json",
-             "Accept: application/json, text/event-stream", f"Content-Length: {len(body)}"]
+    lines = [
+        "POST /mcp HTTP/1.1",
+        f"Host: 127.0.0.1:{port}",
+        "Content-Type: application/json",
+        "Accept: application/json, text/event-stream",
+        f"Content-Length: {len(body)}",
+    ]
     lines += [f"{name}: {value}" for name, value in headers.items()]
     return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
 
@@ -71,7 +82,7 @@ class _Answers:
         for line in lines[1:]:
             name, _, value = line.partition(":")
             headers[name.strip().lower()] = value.strip()
-        status, rest = int(lines[0].split(" ")[1]), self.buffer[end + 4:]
+        status, rest = int(lines[0].split(" ")[1]), self.buffer[end + 4 :]
         if headers.get("transfer-encoding") != "chunked":
             length = int(headers.get("content-length", "0"))
             if len(rest) < length:
@@ -87,11 +98,11 @@ class _Answers:
             if size == 0:
                 if len(rest) < line_end + 4:
                     return None
-                self.buffer = rest[line_end + 4:]   # no trailers from these servers
+                self.buffer = rest[line_end + 4 :]  # no trailers from these servers
                 return status, headers, b"".join(parts)
             if len(rest) < line_end + 4 + size:
                 return None
-            parts.append(rest[line_end + 2:line_end + 2 + size])
+            parts.append(rest[line_end + 2 : line_end + 2 + size])
             position = line_end + 4 + size
 
 
@@ -113,7 +124,9 @@ class _LoadConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         if self.pending is not None and not self.pending.done():
-            self.pending.set_exception(ConnectionError(f"the server closed the connection ({exc or 'EOF'})"))
+            self.pending.set_exception(
+                ConnectionError(f"the server closed the connection ({exc or 'EOF'})")
+            )
 
     async def exchange(self, request: bytes) -> tuple[int, dict[str, str], bytes]:
         self.pending, self.request = asyncio.get_running_loop().create_future(), b""
@@ -148,13 +161,17 @@ class _LoadConnection(asyncio.Protocol):
         self.stats.latencies.append(latency)
         if status != 200 or b'"result"' not in body or b'"isError":true' in body:
             self.stats.errors += 1
-            self.stats.first_error = self.stats.first_error or f"HTTP {status}: {body[:200].decode(errors='replace')}"
+            self.stats.first_error = (
+                self.stats.first_error or f"HTTP {status}: {body[:200].decode(errors='replace')}"
+            )
 
 
 def _modern_meta() -> dict[str, Any]:
-    return {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": CLIENT_INFO}
+    return {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": CLIENT_INFO,
+    }
 
 
 def _load_request(workload: str, era: str) -> tuple[bytes, dict[str, str]]:
@@ -162,7 +179,12 @@ def _load_request(workload: str, era: str) -> tuple[bytes, dict[str, str]]:
     if workload == "tools/list":
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     else:
-        message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": workload, "arguments": {}}}
+        message = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": workload, "arguments": {}},
+        }
     headers = {"MCP-Protocol-Version": era}
     if era == "2026-07-28":
         message["params"]["_meta"] = _modern_meta()
@@ -173,30 +195,51 @@ def _load_request(workload: str, era: str) -> tuple[bytes, dict[str, str]]:
 
 
 async def _open_load_connection(port: int, era: str) -> _LoadConnection:
-    _, connection = await asyncio.get_running_loop().create_connection(_LoadConnection, "127.0.0.1", port)
-    if era == "2025-11-25":   # a session per connection, as separate clients would have
-        initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                      "params": {"protocolVersion": era, "capabilities": {}, "clientInfo": CLIENT_INFO}}
-        status, headers, body = await connection.exchange(_post_bytes(port, json.dumps(initialize).encode(), {}))
+    _, connection = await asyncio.get_running_loop().create_connection(
+        _LoadConnection, "127.0.0.1", port
+    )
+    if era == "2025-11-25":  # a session per connection, as separate clients would have
+        initialize = {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {"protocolVersion": era, "capabilities": {}, "clientInfo": CLIENT_INFO},
+        }
+        status, headers, body = await connection.exchange(
+            _post_bytes(port, json.dumps(initialize).encode(), {})
+        )
         if status != 200 or "mcp-session-id" not in headers:
             raise ConnectionError(f"initialize answered HTTP {status}: {body[:200]!r}")
         connection.session = {"Mcp-Session-Id": headers["mcp-session-id"]}
         initialized = b'{"jsonrpc":"2.0","method":"notifications/initialized"}'
-        await connection.exchange(_post_bytes(port, initialized, {"MCP-Protocol-Version": era, **connection.session}))
+        await connection.exchange(
+            _post_bytes(port, initialized, {"MCP-Protocol-Version": era, **connection.session})
+        )
     return connection
 
 
-async def _run_load(port: int, era: str, workload: str, connections: int, warm_up: float,
-                    seconds: float, pid: int | None) -> LoadStats:
+async def _run_load(
+    port: int,
+    era: str,
+    workload: str,
+    connections: int,
+    warm_up: float,
+    seconds: float,
+    pid: int | None,
+) -> LoadStats:
     opened = [await _open_load_connection(port, era) for _ in range(connections)]
     body, headers = _load_request(workload, era)
     try:
-        for span in (warm_up, seconds):   # the warm-up's numbers are dropped
+        for span in (warm_up, seconds):  # the warm-up's numbers are dropped
             stats = LoadStats()
             cpu_before = cpu_seconds(pid) if pid else None
             started = time.perf_counter()
-            await asyncio.gather(*(c.loop(_post_bytes(port, body, {**headers, **c.session}), stats, started + span)
-                                   for c in opened))
+            await asyncio.gather(
+                *(
+                    c.loop(_post_bytes(port, body, {**headers, **c.session}), stats, started + span)
+                    for c in opened
+                )
+            )
             stats.elapsed = time.perf_counter() - started
             cpu_after = cpu_seconds(pid) if pid else None
             if cpu_before is not None and cpu_after is not None:
@@ -207,13 +250,24 @@ async def _run_load(port: int, era: str, workload: str, connections: int, warm_u
             connection.transport.close()
 
 
-def run_load(port: int, era: str, workload: str, connections: int, warm_up: float, seconds: float,
-             pid: int | None = None) -> LoadStats:
+def run_load(
+    port: int,
+    era: str,
+    workload: str,
+    connections: int,
+    warm_up: float,
+    seconds: float,
+    pid: int | None = None,
+) -> LoadStats:
     """One closed-loop measurement (the server's CPU use too, given its pid); bounded: a server
     that stops answering ends it with an error."""
+
     async def bounded() -> LoadStats:
-        return await asyncio.wait_for(_run_load(port, era, workload, connections, warm_up, seconds, pid),
-                                      warm_up + seconds + 30)
+        return await asyncio.wait_for(
+            _run_load(port, era, workload, connections, warm_up, seconds, pid),
+            warm_up + seconds + 30,
+        )
+
     return asyncio.run(bounded())
 
 
@@ -221,19 +275,34 @@ def speaks(port: int, era: str) -> str:
     """'' if the server serves this era on /mcp, else why not (a table cell)."""
     if era == "2025-11-25":
         return ""
-    body, headers = _load_request("tools/list", era)
+    _body, headers = _load_request("tools/list", era)
     headers["Mcp-Method"] = "server/discover"
-    discover = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
-                           "params": {"_meta": _modern_meta()}}).encode()
+    discover = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "server/discover",
+            "params": {"_meta": _modern_meta()},
+        }
+    ).encode()
 
     async def probe() -> tuple[int, dict[str, str], bytes]:
-        _, connection = await asyncio.get_running_loop().create_connection(_LoadConnection, "127.0.0.1", port)
+        _, connection = await asyncio.get_running_loop().create_connection(
+            _LoadConnection, "127.0.0.1", port
+        )
         try:
-            return await asyncio.wait_for(connection.exchange(_post_bytes(port, discover, headers)), 10)
+            return await asyncio.wait_for(
+                connection.exchange(_post_bytes(port, discover, headers)), 10
+            )
         finally:
             connection.transport.close()
+
     try:
         status, _, answer = asyncio.run(probe())
-    except (OSError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, OSError) as exc:
         return f"server/discover failed: {exc}"
-    return "" if status == 200 and b"supportedVersions" in answer else f"does not speak {era} (HTTP {status})"
+    return (
+        ""
+        if status == 200 and b"supportedVersions" in answer
+        else f"does not speak {era} (HTTP {status})"
+    )

@@ -8,8 +8,9 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator
+from typing import Any
 
 from benchmarks._harness import CallStats, ServerGone, server_env, spawn, stop
 from benchmarks._http_client import HttpMcpClient, free_port, initialize_when_listening
@@ -28,8 +29,14 @@ class HttpServerProcess:
         self.url = f"http://127.0.0.1:{self.port}/mcp"
         self._log = tempfile.TemporaryFile()
         self.started_at = time.perf_counter()
-        self.proc = spawn([*spec.argv, "--http", f"127.0.0.1:{self.port}"], env=env or server_env(), cwd=spec.cwd,
-                          stdin=subprocess.DEVNULL, stdout=self._log, stderr=subprocess.STDOUT)
+        self.proc = spawn(
+            [*spec.argv, "--http", f"127.0.0.1:{self.port}"],
+            env=env or server_env(),
+            cwd=spec.cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
         self.client = HttpMcpClient(self.url)
 
     def __enter__(self) -> HttpServerProcess:
@@ -46,8 +53,9 @@ class HttpServerProcess:
     def first_session(self) -> tuple[Any, float]:
         """(keep-alive connection, spawn -> initialize answered)."""
         try:
-            conn, reply = initialize_when_listening(self.client, self.started_at + START_DEADLINE,
-                                                    lambda: self.proc.poll() is None)
+            conn, reply = initialize_when_listening(
+                self.client, self.started_at + START_DEADLINE, lambda: self.proc.poll() is None
+            )
         except ServerGone as exc:
             raise ServerGone(f"{exc}; output ends: {self.log_tail()}") from None
         return conn, reply.at - self.started_at
@@ -61,8 +69,9 @@ def time_startup(spec: ServerSpec) -> tuple[float, float]:
         return init, listed.at - server.started_at
 
 
-def calls_over_http(server: HttpServerProcess, tool: str, arguments: dict[str, Any], total: int,
-                    in_flight: int) -> CallStats:
+def calls_over_http(
+    server: HttpServerProcess, tool: str, arguments: dict[str, Any], total: int, in_flight: int
+) -> CallStats:
     """`total` calls spread over `in_flight` threads, each with its own connection."""
     latencies: list[float] = []
     client_cpu: list[float] = []
@@ -99,7 +108,13 @@ def calls_over_http(server: HttpServerProcess, tool: str, arguments: dict[str, A
         thread.start()
     for thread in threads:
         thread.join(timeout=120)
-    return CallStats(latencies, time.perf_counter() - started, len(errors), errors[0] if errors else "", client_cpu)
+    return CallStats(
+        latencies,
+        time.perf_counter() - started,
+        len(errors),
+        errors[0] if errors else "",
+        client_cpu,
+    )
 
 
 @contextmanager
@@ -110,7 +125,9 @@ def serving(spec: ServerSpec, env: dict[str, str]) -> Iterator[HttpServerProcess
         yield server
 
 
-def sequential_calls(server: HttpServerProcess, tool: str, arguments: dict[str, Any], calls: int) -> CallStats:
+def sequential_calls(
+    server: HttpServerProcess, tool: str, arguments: dict[str, Any], calls: int
+) -> CallStats:
     """WARM_UP_CALLS uncounted calls on a connection of their own (the session's first connection would
     sit idle past uvicorn's 5 s keep-alive, under the peers, while calls run on others), then ``calls``
     sequential ones on another."""

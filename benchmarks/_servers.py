@@ -15,7 +15,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks._harness import PYTHON, REPO, StdioServer, ServerGone
+from benchmarks._harness import PYTHON, REPO, ServerGone, StdioServer
 
 # The SDK peers and their cached venvs are conformance's (it replays the transcripts against
 # them); the benchmarks use the same ones. ensure_venv is re-exported for memory.py.
@@ -32,11 +32,11 @@ from conformance.sdk_peers import (  # noqa: F401
 
 @dataclass
 class ServerSpec:
-    key: str            # what --servers names it
-    label: str          # what the tables call it
+    key: str  # what --servers names it
+    label: str  # what the tables call it
     argv: list[str] | None
-    unavailable: str = ""   # why argv is None
-    cwd: Path | None = None   # None: the repository
+    unavailable: str = ""  # why argv is None
+    cwd: Path | None = None  # None: the repository
 
     def start(self, env: dict[str, str] | None = None) -> StdioServer:
         assert self.argv is not None, self.unavailable
@@ -72,8 +72,11 @@ def installed_hcmcp(allow_install: bool) -> tuple[Path | None, str]:
         return python, ""
     if not allow_install:
         return None, f"venv {root.relative_to(REPO)} not created (run without --no-install)"
-    print(f"[creating {root.relative_to(REPO)}: pip install of this checkout, not editable]",
-          file=sys.stderr, flush=True)
+    print(
+        f"[creating {root.relative_to(REPO)}: pip install of this checkout, not editable]",
+        file=sys.stderr,
+        flush=True,
+    )
     for old in VENVS.glob(INSTALL_PREFIX + "*"):
         shutil.rmtree(old, ignore_errors=True)
     try:
@@ -83,11 +86,29 @@ def installed_hcmcp(allow_install: bool) -> tuple[Path | None, str]:
             source.mkdir()
             for name in ("pyproject.toml", "README.md"):
                 shutil.copy2(REPO / name, source / name)
-            shutil.copytree(REPO / "hcmcp", source / "hcmcp", ignore=shutil.ignore_patterns("__pycache__"))
-            subprocess.run([PYTHON, "-m", "venv", str(root)], check=True, capture_output=True,
-                           timeout=INSTALL_TIMEOUT)
-            subprocess.run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q",
-                            str(source)], check=True, capture_output=True, timeout=INSTALL_TIMEOUT)
+            shutil.copytree(
+                REPO / "hcmcp", source / "hcmcp", ignore=shutil.ignore_patterns("__pycache__")
+            )
+            subprocess.run(
+                [PYTHON, "-m", "venv", str(root)],
+                check=True,
+                capture_output=True,
+                timeout=INSTALL_TIMEOUT,
+            )
+            subprocess.run(
+                [
+                    str(python),
+                    "-m",
+                    "pip",
+                    "install",
+                    "--disable-pip-version-check",
+                    "-q",
+                    str(source),
+                ],
+                check=True,
+                capture_output=True,
+                timeout=INSTALL_TIMEOUT,
+            )
     except subprocess.CalledProcessError as exc:
         tail = (exc.stderr or b"").decode(errors="replace").strip().splitlines()[-1:] or ["?"]
         return None, f"could not pip install this checkout: {tail[0]}"
@@ -131,19 +152,30 @@ def find_pyz(path: str | None, allow_build: bool) -> tuple[Path | None, str]:
     print("[building dist/hcmcp.pyz with .ci/build-pyz]", file=sys.stderr, flush=True)
     try:
         # A Python script; wheels for this interpreter only (the release build makes all of them).
-        subprocess.run([PYTHON, str(PYZ_BUILD), "--python", "host"], cwd=REPO, check=True, capture_output=True,
-                       timeout=INSTALL_TIMEOUT)
+        subprocess.run(
+            [PYTHON, str(PYZ_BUILD), "--python", "host"],
+            cwd=REPO,
+            check=True,
+            capture_output=True,
+            timeout=INSTALL_TIMEOUT,
+        )
     except subprocess.CalledProcessError as exc:
         tail = (exc.stderr or b"").decode(errors="replace").strip().splitlines()[-1:] or ["?"]
         return None, f".ci/build-pyz failed: {tail[0]}"
     except subprocess.TimeoutExpired:
         return None, f".ci/build-pyz took over {INSTALL_TIMEOUT} s"
-    return (PYZ_DEFAULT, "") if PYZ_DEFAULT.is_file() else (None, ".ci/build-pyz made no dist/hcmcp.pyz")
+    return (
+        (PYZ_DEFAULT, "")
+        if PYZ_DEFAULT.is_file()
+        else (None, ".ci/build-pyz made no dist/hcmcp.pyz")
+    )
 
 
 def hcmcp_spec(allow_install: bool = True, extra: tuple[str, ...] = ()) -> ServerSpec:
-    python, cwd, _ = hcmcp_python(allow_install)   # startup.py notes where it ran from
-    return ServerSpec("hcmcp", " ".join(["hcmcp", *extra]), [python, "-m", "hcmcp", *extra], cwd=cwd)
+    python, cwd, _ = hcmcp_python(allow_install)  # startup.py notes where it ran from
+    return ServerSpec(
+        "hcmcp", " ".join(["hcmcp", *extra]), [python, "-m", "hcmcp", *extra], cwd=cwd
+    )
 
 
 def mcpserver_spec() -> ServerSpec:
@@ -155,16 +187,22 @@ def fastmcp1_spec(allow_install: bool) -> ServerSpec:
     return ServerSpec("fastmcp1", FASTMCP1_LABEL, argv, why)
 
 
-def selected(servers: str, allow_install: bool, among: tuple[str, ...] = ("hcmcp", "mcpserver", "fastmcp1")
-             ) -> list[ServerSpec]:
+def selected(
+    servers: str, allow_install: bool, among: tuple[str, ...] = ("hcmcp", "mcpserver", "fastmcp1")
+) -> list[ServerSpec]:
     """The specs named in a --servers value, in the order of `among`."""
     wanted = {name.strip() for name in servers.split(",") if name.strip()}
     unknown = wanted - {"hcmcp", "mcpserver", "fastmcp1"}
     if unknown:
-        raise SystemExit(f"unknown server(s) {', '.join(sorted(unknown))}: "
-                         "choose from hcmcp, mcpserver, fastmcp1")
-    makers = {"hcmcp": lambda: hcmcp_spec(allow_install), "mcpserver": mcpserver_spec,
-              "fastmcp1": lambda: fastmcp1_spec(allow_install)}
+        raise SystemExit(
+            f"unknown server(s) {', '.join(sorted(unknown))}: "
+            "choose from hcmcp, mcpserver, fastmcp1"
+        )
+    makers = {
+        "hcmcp": lambda: hcmcp_spec(allow_install),
+        "mcpserver": mcpserver_spec,
+        "fastmcp1": lambda: fastmcp1_spec(allow_install),
+    }
     return [makers[name]() for name in among if name in wanted]
 
 

@@ -15,9 +15,10 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 from benchmarks._harness import PYTHON, spawn, stop
 
@@ -54,7 +55,9 @@ _KEY_LINE = re.compile(r"^\s*([A-Za-z_][\w ]*?)\s*[:=]\s*(\S+)\s*$")
 
 
 @contextmanager
-def simulator(seed: str = "demo", flood: int | None = None, timeout: float = 20.0) -> Iterator[Simulator]:
+def simulator(
+    seed: str = "demo", flood: int | None = None, timeout: float = 20.0
+) -> Iterator[Simulator]:
     """A simulated Healthchecks instance on 127.0.0.1, for as long as the block runs.
 
     It prints its URL as the first stdout line, then its keys (`name: value` or
@@ -64,7 +67,9 @@ def simulator(seed: str = "demo", flood: int | None = None, timeout: float = 20.
     if flood is not None:
         argv += ["--flood", str(flood)]
     stderr_file = tempfile.TemporaryFile()
-    proc = spawn(argv, stdout=subprocess.PIPE, stderr=stderr_file, stdin=subprocess.DEVNULL, text=True)
+    proc = spawn(
+        argv, stdout=subprocess.PIPE, stderr=stderr_file, stdin=subprocess.DEVNULL, text=True
+    )
     try:
         lines: queue.Queue[str | None] = queue.Queue()
 
@@ -79,7 +84,9 @@ def simulator(seed: str = "demo", flood: int | None = None, timeout: float = 20.
         if not url:
             stderr_file.seek(0)
             tail = stderr_file.read().decode(errors="replace")[-600:]
-            raise SimulatorFailed(f"the simulator printed no URL (exit {proc.poll()}): {tail.strip()}")
+            raise SimulatorFailed(
+                f"the simulator printed no URL (exit {proc.poll()}): {tail.strip()}"
+            )
         yield Simulator(url, keys, proc, stderr_file)
     finally:
         stop(proc)
@@ -144,7 +151,9 @@ class DirectClient:
 
         parts = urlsplit(url)
         if parts.hostname != "127.0.0.1":
-            raise ValueError(f"refusing to connect to {url!r}: the benchmarks only talk to 127.0.0.1")
+            raise ValueError(
+                f"refusing to connect to {url!r}: the benchmarks only talk to 127.0.0.1"
+            )
         self._connection = http.client.HTTPConnection("127.0.0.1", parts.port, timeout=timeout)
         self._headers = {"X-Api-Key": api_key}
 
@@ -191,7 +200,9 @@ class CountingRelay:
         host_port = upstream_url.removeprefix("http://").split("/")[0]
         host, _, port = host_port.rpartition(":")
         if host != "127.0.0.1":
-            raise ValueError(f"refusing to relay to {host!r}: the benchmarks only talk to 127.0.0.1")
+            raise ValueError(
+                f"refusing to relay to {host!r}: the benchmarks only talk to 127.0.0.1"
+            )
         self._upstream = (host, int(port))
         self._listener = socket.create_server(("127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{self._listener.getsockname()[1]}"

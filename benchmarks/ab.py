@@ -85,7 +85,9 @@ def startup_stdio(venv: Path) -> float:
     return took
 
 
-def _post(conn: http.client.HTTPConnection, body: dict, session: str | None) -> tuple[int, bytes, str | None]:
+def _post(
+    conn: http.client.HTTPConnection, body: dict, session: str | None
+) -> tuple[int, bytes, str | None]:
     headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
     if session:
         headers["mcp-session-id"] = session
@@ -214,15 +216,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=21, help="start-ups per side and mode")
     parser.add_argument("--rounds", type=int, default=6, help="per-call rounds per side and mode")
     parser.add_argument("--calls", type=int, default=300, help="calls per round")
-    parser.add_argument("--load-seconds", type=float, default=2.0, help="length of one throughput round")
+    parser.add_argument(
+        "--load-seconds", type=float, default=2.0, help="length of one throughput round"
+    )
     args = parser.parse_args(argv)
     sides = {"A": args.a.resolve(), "B": args.b.resolve()}
     measures = [
         ("start-up stdio, spawn -> initialize (ms)", lambda v: startup_stdio(v), args.runs, 1e3),
         ("start-up --http, spawn -> initialize (ms)", lambda v: startup_http(v), args.runs, 1e3),
-        ("per call stdio, get_check p50 (us)", lambda v: calls_stdio(v, args.calls), args.rounds, 1e6),
-        ("per call HTTP, get_check p50 (us)", lambda v: calls_http(v, args.calls), args.rounds, 1e6),
-        ("HTTP throughput, tools/list (req/s)", lambda v: throughput_http(v, args.load_seconds), args.rounds, 1),
+        (
+            "per call stdio, get_check p50 (us)",
+            lambda v: calls_stdio(v, args.calls),
+            args.rounds,
+            1e6,
+        ),
+        (
+            "per call HTTP, get_check p50 (us)",
+            lambda v: calls_http(v, args.calls),
+            args.rounds,
+            1e6,
+        ),
+        (
+            "HTTP throughput, tools/list (req/s)",
+            lambda v: throughput_http(v, args.load_seconds),
+            args.rounds,
+            1,
+        ),
     ]
     print(f"A = {sides['A']}\nB = {sides['B']}")
     print(f"{'measure':44} {'A median':>10} {'B median':>10} {'B/A':>6}   rounds B/A (min-max)")

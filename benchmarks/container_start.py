@@ -23,17 +23,41 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PODMAN = ["podman", "--runtime", "runc", "--cgroup-manager=cgroupfs"]
-FLAGS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024", "--read-only",
-         "--read-only-tmpfs=false", "--ipc=none", "--cap-drop=ALL", "--network=none", "--user", "65532"]
-INITIALIZE = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-11-25", "capabilities": {},
-    "clientInfo": {"name": "bench", "version": "1"}}}).encode() + b"\n"
+FLAGS = [
+    "--ulimit",
+    "nofile=1024:1024",
+    "--ulimit",
+    "nproc=1024:1024",
+    "--read-only",
+    "--read-only-tmpfs=false",
+    "--ipc=none",
+    "--cap-drop=ALL",
+    "--network=none",
+    "--user",
+    "65532",
+]
+INITIALIZE = (
+    json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "bench", "version": "1"},
+            },
+        }
+    ).encode()
+    + b"\n"
+)
 
 
 def once(argv: list[str], env: dict[str, str] | None = None) -> float:
     started = time.perf_counter()
-    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(
+        argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+    )
     assert proc.stdin and proc.stdout
     proc.stdin.write(INITIALIZE)
     proc.stdin.flush()
@@ -47,7 +71,9 @@ def once(argv: list[str], env: dict[str, str] | None = None) -> float:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(prog="benchmarks.container_start", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="benchmarks.container_start", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--pyz", type=Path, default=ROOT / "dist" / "hcmcp.pyz")
     parser.add_argument("--image", default=os.environ.get("HCMCP_IMAGE", "localhost/hcmcp:test"))
@@ -68,9 +94,11 @@ def main() -> int:
             hosts.append(once(host, env))
             containers.append(once(container))
     h, c = statistics.median(hosts), statistics.median(containers)
-    print(f"spawn -> initialize reply, medians of {options.runs} interleaved runs: "
-          f"python3 -I {options.pyz.name} {h * 1000:.0f} ms (min {min(hosts) * 1000:.0f}); "
-          f"podman run {c * 1000:.0f} ms (min {min(containers) * 1000:.0f}); podman run / host {c / h:.1f}x")
+    print(
+        f"spawn -> initialize reply, medians of {options.runs} interleaved runs: "
+        f"python3 -I {options.pyz.name} {h * 1000:.0f} ms (min {min(hosts) * 1000:.0f}); "
+        f"podman run {c * 1000:.0f} ms (min {min(containers) * 1000:.0f}); podman run / host {c / h:.1f}x"
+    )
     return 0
 
 

@@ -47,9 +47,15 @@ def record(url: str, api_key: str, paths: list[str]) -> dict[str, str]:
             response = connection.getresponse()
             body = response.read()
             if response.status != 200:
-                raise OSError(f"GET {path} on the simulator answered {response.status}: {body[:200]!r}")
+                raise OSError(
+                    f"GET {path} on the simulator answered {response.status}: {body[:200]!r}"
+                )
             head = [f"HTTP/1.1 {response.status} {response.reason}"]
-            head += [f"{name}: {value}" for name, value in response.getheaders() if name.lower() not in _HOP_BY_HOP]
+            head += [
+                f"{name}: {value}"
+                for name, value in response.getheaders()
+                if name.lower() not in _HOP_BY_HOP
+            ]
             head.append(f"Content-Length: {len(body)}")
             answers[path] = "\r\n".join(head) + "\r\n\r\n" + body.decode("latin-1")
     finally:
@@ -57,7 +63,9 @@ def record(url: str, api_key: str, paths: list[str]) -> dict[str, str]:
     return answers
 
 
-def _serve_connection(connection: socket.socket, answers: dict[bytes, bytes], missing: bytes) -> None:
+def _serve_connection(
+    connection: socket.socket, answers: dict[bytes, bytes], missing: bytes
+) -> None:
     connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     pending = b""
     with connection:
@@ -87,15 +95,20 @@ def _serve_connection(connection: socket.socket, answers: dict[bytes, bytes], mi
 def serve(answers: dict[str, str]) -> None:
     """Listen on a free loopback port, print its URL, answer until killed."""
     canned = {path.encode(): text.encode("latin-1") for path, text in answers.items()}
-    missing = (b"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
-               % len(_NOT_FOUND) + _NOT_FOUND)
+    missing = (
+        b"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+        % len(_NOT_FOUND)
+        + _NOT_FOUND
+    )
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
     listener.listen(64)
     print(f"http://127.0.0.1:{listener.getsockname()[1]}", flush=True)
     while True:
         connection, _ = listener.accept()
-        threading.Thread(target=_serve_connection, args=(connection, canned, missing), daemon=True).start()
+        threading.Thread(
+            target=_serve_connection, args=(connection, canned, missing), daemon=True
+        ).start()
 
 
 @contextmanager
@@ -103,8 +116,12 @@ def fixed_upstream(answers: dict[str, str]) -> Iterator[str]:
     """The replaying upstream in a process of its own (not sharing this client's GIL); yields its URL."""
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as out:
         json.dump(answers, out)
-    proc = spawn([PYTHON, "-m", "benchmarks.fixed_upstream", out.name], stdout=subprocess.PIPE,
-                 stdin=subprocess.DEVNULL, text=True)
+    proc = spawn(
+        [PYTHON, "-m", "benchmarks.fixed_upstream", out.name],
+        stdout=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         url = proc.stdout.readline().strip()

@@ -14,17 +14,29 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import os
+import sys
 from pathlib import Path
 
 from benchmarks._harness import (
-    REPO, Reply, ServerGone, Table, common_arguments, exit_status, failed, median, mib, ms, not_run, ratio,
-    runs_from, server_env,
+    REPO,
+    Reply,
+    ServerGone,
+    Table,
+    common_arguments,
+    exit_status,
+    failed,
+    median,
+    mib,
+    ms,
+    not_run,
+    ratio,
+    runs_from,
+    server_env,
 )
+from benchmarks._servers import ServerSpec, ensure_venv, selected
 from benchmarks._upstream import CountingRelay, Simulator, SimulatorFailed, simulator
 from benchmarks.latency import first_check_uuid
-from benchmarks._servers import ServerSpec, ensure_venv, selected
 
 FLOOD_BYTES = 1_000_000_000
 QUICK_FLOOD_BYTES = 20_000_000
@@ -34,7 +46,7 @@ FLOOD_TIMEOUT = 120.0  # seconds for one flooded call; an SDK peer reads the who
 PIP_ITSELF = ("pip", "setuptools", "_distutils_hack", "pkg_resources", "distutils-precedence.pth")
 
 
-FLOOD_TARGET_MIB = 8.0   # peak RSS during the flood at most this far above idle (issue 11)
+FLOOD_TARGET_MIB = 8.0  # peak RSS during the flood at most this far above idle (issue 11)
 
 
 def settle(server) -> None:
@@ -46,8 +58,10 @@ def settle(server) -> None:
 
 
 def startup_memory(specs: list[ServerSpec], runs: int) -> Table:
-    table = Table(f"RSS after start-up (initialize + tools/list + one call of an unknown tool; median of {runs})",
-                  ["server", "VmRSS", "VmHWM (peak)", "× hcmcp RSS"])
+    table = Table(
+        f"RSS after start-up (initialize + tools/list + one call of an unknown tool; median of {runs})",
+        ["server", "VmRSS", "VmHWM (peak)", "× hcmcp RSS"],
+    )
     results: dict[str, tuple[float, float]] = {}
     for spec in specs:
         if spec.argv is None:
@@ -74,10 +88,20 @@ def startup_memory(specs: list[ServerSpec], runs: int) -> Table:
 
 
 def flood_calls(specs: list[ServerSpec], flood_bytes: int) -> Table:
-    table = Table(f"Flooded instance: a {flood_bytes / 1e6:,.0f} MB chunked body, no Content-Length",
-                  ["server", "tool", "answer", "time to answer", "RSS before (idle)", "peak RSS after",
-                   "peak − idle", "bytes that reached it"])
-    table.deltas = []   # type: ignore[attr-defined]
+    table = Table(
+        f"Flooded instance: a {flood_bytes / 1e6:,.0f} MB chunked body, no Content-Length",
+        [
+            "server",
+            "tool",
+            "answer",
+            "time to answer",
+            "RSS before (idle)",
+            "peak RSS after",
+            "peak − idle",
+            "bytes that reached it",
+        ],
+    )
+    table.deltas = []  # type: ignore[attr-defined]
     try:
         with simulator(FLOOD_SEED, flood=flood_bytes) as sim:
             # The flood covers GET checks/, so the UUID comes from a calm instance of the
@@ -93,33 +117,58 @@ def flood_calls(specs: list[ServerSpec], flood_bytes: int) -> Table:
                     flood_one(spec, sim, tool, arguments, table)
     except SimulatorFailed as exc:
         table.add("simulator", "", failed(str(exc)), "", "", "", "", "")
-    for tool, delta in table.deltas:   # type: ignore[attr-defined]
+    for tool, delta in table.deltas:  # type: ignore[attr-defined]
         verdict = "met" if delta <= FLOOD_TARGET_MIB * 1024 else "missed"
-        table.note(f"hcmcp {tool}: peak RSS − idle RSS = {mib(delta)} (target ≤ {FLOOD_TARGET_MIB:g} MiB: {verdict})")
-    table.note("Idle is the same process's VmRSS just before the flooded call, after initialize, tools/list "
-               "and one call of an unknown tool (so every module is loaded); peak is VmHWM after the answer.")
-    table.note("A fresh server process per row, so each peak belongs to one call. 'refused' is an "
-               "isError result or a JSON-RPC error, shown by the start of its text. Bytes are counted "
-               "by a relay between server and simulator: what reached the server's socket before it "
-               "hung up.")
+        table.note(
+            f"hcmcp {tool}: peak RSS − idle RSS = {mib(delta)} (target ≤ {FLOOD_TARGET_MIB:g} MiB: {verdict})"
+        )
+    table.note(
+        "Idle is the same process's VmRSS just before the flooded call, after initialize, tools/list "
+        "and one call of an unknown tool (so every module is loaded); peak is VmHWM after the answer."
+    )
+    table.note(
+        "A fresh server process per row, so each peak belongs to one call. 'refused' is an "
+        "isError result or a JSON-RPC error, shown by the start of its text. Bytes are counted "
+        "by a relay between server and simulator: what reached the server's socket before it "
+        "hung up."
+    )
     return table
 
 
 def flood_one(spec: ServerSpec, sim: Simulator, tool: str, arguments: dict, table: Table) -> None:
     try:
-        with CountingRelay(sim.url) as relay, spec.start(server_env(relay.url, sim.rw_key)) as server:
+        with (
+            CountingRelay(sim.url) as relay,
+            spec.start(server_env(relay.url, sim.rw_key)) as server,
+        ):
             settle(server)
             idle = server.memory()["VmRSS"]
             reply = server.call_tool_watched(tool, arguments, FLOOD_TIMEOUT, RSS_LIMIT_KIB)
             if isinstance(reply, str):  # killed for its memory: that is the measurement
-                table.add(spec.label, tool, reply, "", mib(idle), f"> {mib(RSS_LIMIT_KIB)}", "",
-                          f"{relay.downstream_bytes / 1e6:,.1f} MB")
+                table.add(
+                    spec.label,
+                    tool,
+                    reply,
+                    "",
+                    mib(idle),
+                    f"> {mib(RSS_LIMIT_KIB)}",
+                    "",
+                    f"{relay.downstream_bytes / 1e6:,.1f} MB",
+                )
                 return
             peak = server.memory()["VmHWM"]
-            table.add(spec.label, tool, describe_answer(reply), ms(reply.elapsed), mib(idle), mib(peak),
-                      mib(peak - idle), f"{relay.downstream_bytes / 1e6:,.1f} MB")
+            table.add(
+                spec.label,
+                tool,
+                describe_answer(reply),
+                ms(reply.elapsed),
+                mib(idle),
+                mib(peak),
+                mib(peak - idle),
+                f"{relay.downstream_bytes / 1e6:,.1f} MB",
+            )
             if spec.key == "hcmcp":
-                table.deltas.append((tool, peak - idle))   # type: ignore[attr-defined]
+                table.deltas.append((tool, peak - idle))  # type: ignore[attr-defined]
     except ServerGone as exc:
         table.add(spec.label, tool, failed(str(exc)), "", "", "", "", "")
 
@@ -137,7 +186,8 @@ def _result_text(reply: Reply) -> str:
         for key in ("body", "text"):
             if isinstance(structured.get(key), str):
                 return f"{key} of {len(structured[key]):,} chars" + (
-                    ", truncated" if structured.get("truncated") else "")
+                    ", truncated" if structured.get("truncated") else ""
+                )
     content = result.get("content") or [{}]
     return f"{len(str(content[0].get('text', ''))):,} chars of text"
 
@@ -156,16 +206,23 @@ def site_packages_size(venv: Path) -> int:
 def _tree_size(path: Path) -> int:
     if path.is_file():
         return path.stat().st_size
-    return sum(os.path.getsize(os.path.join(root, name))
-               for root, _, names in os.walk(path) for name in names)
+    return sum(
+        os.path.getsize(os.path.join(root, name))
+        for root, _, names in os.walk(path)
+        for name in names
+    )
 
 
 def installed_sizes(allow_install: bool) -> Table:
-    table = Table("Installed size of site-packages (pip and setuptools left out)",
-                  ["venv", "holds", "size", "× hcmcp's dependencies"])
-    rows = (("core", "anyio, h11, orjson, msgspec (hcmcp's dependencies)"),
-            ("mcp2", "mcp==2.3.0 and its dependencies"),
-            ("mcp1", "mcp==1.30.0, httpx and their dependencies"))
+    table = Table(
+        "Installed size of site-packages (pip and setuptools left out)",
+        ["venv", "holds", "size", "× hcmcp's dependencies"],
+    )
+    rows = (
+        ("core", "anyio, h11, orjson, msgspec (hcmcp's dependencies)"),
+        ("mcp2", "mcp==2.3.0 and its dependencies"),
+        ("mcp1", "mcp==1.30.0, httpx and their dependencies"),
+    )
     sizes: dict[str, int] = {}
     for name, holds in rows:
         python, why = ensure_venv(name, allow_install)
@@ -175,21 +232,34 @@ def installed_sizes(allow_install: bool) -> Table:
         sizes[name] = site_packages_size(python.parent.parent)
     for name, holds in rows:
         if name in sizes:
-            table.add(f"benchmarks/.venvs/{name}", holds, mib(sizes[name] / 1024),
-                      ratio(sizes[name], sizes.get("core")))
+            table.add(
+                f"benchmarks/.venvs/{name}",
+                holds,
+                mib(sizes[name] / 1024),
+                ratio(sizes[name], sizes.get("core")),
+            )
     own = sum(_tree_size(p) for p in (REPO / "hcmcp").rglob("*.py"))
-    table.note(f"hcmcp's own code adds {own / 1024:.0f} KiB of .py files on top of its dependencies.")
+    table.note(
+        f"hcmcp's own code adds {own / 1024:.0f} KiB of .py files on top of its dependencies."
+    )
     return table
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.memory", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.memory", description=__doc__.splitlines()[0]
+    )
     common_arguments(parser, default_runs=5)
-    parser.add_argument("--flood-bytes", type=int,
-                        help=f"size of the flooding body (default {FLOOD_BYTES:,}, "
-                             f"--quick {QUICK_FLOOD_BYTES:,})")
-    parser.add_argument("--flood-servers", default="hcmcp,mcpserver",
-                        help="servers to flood (default hcmcp,mcpserver)")
+    parser.add_argument(
+        "--flood-bytes",
+        type=int,
+        help=f"size of the flooding body (default {FLOOD_BYTES:,}, --quick {QUICK_FLOOD_BYTES:,})",
+    )
+    parser.add_argument(
+        "--flood-servers",
+        default="hcmcp,mcpserver",
+        help="servers to flood (default hcmcp,mcpserver)",
+    )
     args = parser.parse_args(argv)
     allow_install = not args.no_install
     runs = runs_from(args, default_runs=5)

@@ -22,7 +22,15 @@ import sys
 import time
 import urllib.request
 
-from benchmarks._harness import Table, common_arguments, exit_status, failed, median, runs_from, server_env
+from benchmarks._harness import (
+    Table,
+    common_arguments,
+    exit_status,
+    failed,
+    median,
+    runs_from,
+    server_env,
+)
 from benchmarks._http_server import calls_over_http, serving
 from benchmarks._servers import hcmcp_spec
 from benchmarks._upstream import SimulatorFailed, simulator
@@ -74,10 +82,14 @@ def in_process_overhead(rounds: int, iterations: int) -> Table:
         return Done(True)
 
     read_only = Annotations(read_only=True, destructive=False, idempotent=True)
-    server = McpServer(ServerIdentity(name="bench", version="0"),
-                       [Tool("t", "T", "Returns at once.", NoParams, Done, read_only, handler)])
+    server = McpServer(
+        ServerIdentity(name="bench", version="0"),
+        [Tool("t", "T", "Returns at once.", NoParams, Done, read_only, handler)],
+    )
     session = Session(revision="2025-11-25", initialized=True)
-    message = decode(b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{}}}')
+    message = decode(
+        b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":{}}}'
+    )
     metrics.enable()
     observer = Observer(set(server.methods), set(server.tools))
     logs.configure("json", "info")
@@ -92,7 +104,7 @@ def in_process_overhead(rounds: int, iterations: int) -> Table:
         try:
             for round_number in range(rounds):
                 names = list(variants)
-                names = names[round_number % 3:] + names[:round_number % 3]
+                names = names[round_number % 3 :] + names[: round_number % 3]
                 for name in names:
                     server.observer = variants[name]
                     if name.endswith("line"):
@@ -110,8 +122,11 @@ def in_process_overhead(rounds: int, iterations: int) -> Table:
 
     anyio.run(measure)
     metrics.disable()
-    table = Table(f"In process: McpServer.handle of one tools/call ({rounds} interleaved rounds of "
-                  f"{iterations})", ["variant", "per call", "added"])
+    table = Table(
+        f"In process: McpServer.handle of one tools/call ({rounds} interleaved rounds of "
+        f"{iterations})",
+        ["variant", "per call", "added"],
+    )
     base = median(times["off"])
     for name in variants:
         value = median(times[name])
@@ -120,19 +135,35 @@ def in_process_overhead(rounds: int, iterations: int) -> Table:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.operating", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.operating", description=__doc__.splitlines()[0]
+    )
     common_arguments(parser, default_runs=7)
-    parser.add_argument("--calls", type=int, help="calls per server, per round and per measurement "
-                        "(default 400, --quick 40)")
+    parser.add_argument(
+        "--calls",
+        type=int,
+        help="calls per server, per round and per measurement (default 400, --quick 40)",
+    )
     args = parser.parse_args(argv)
     runs = runs_from(args, 7)
     calls = args.calls or (40 if args.quick else 400)
     spec = hcmcp_spec(not args.no_install)
-    table = Table(f"Metrics and JSON logs, on against off ({runs} interleaved rounds of {calls} get_check calls)",
-                  ["configuration", "p50 sequential", "server CPU per call", "calls/s (4 in flight)",
-                   "p50 ratio", "CPU ratio", "calls/s ratio"])
-    resources = Table("The `on` server after the run (for a container's resource requests)",
-                      ["RSS", "CPU per call", "CPU at 50 calls/s"])
+    table = Table(
+        f"Metrics and JSON logs, on against off ({runs} interleaved rounds of {calls} get_check calls)",
+        [
+            "configuration",
+            "p50 sequential",
+            "server CPU per call",
+            "calls/s (4 in flight)",
+            "p50 ratio",
+            "CPU ratio",
+            "calls/s ratio",
+        ],
+    )
+    resources = Table(
+        "The `on` server after the run (for a container's resource requests)",
+        ["RSS", "CPU per call", "CPU at 50 calls/s"],
+    )
     try:
         with simulator() as sim:
             uuid = first_check_uuid(sim.url, sim.rw_key)
@@ -142,7 +173,9 @@ def main(argv: list[str] | None = None) -> int:
 
             with ExitStack() as stack:
                 for name, extra in CONFIGS.items():
-                    servers[name] = stack.enter_context(serving(spec, {**server_env(sim.url, sim.rw_key), **extra}))
+                    servers[name] = stack.enter_context(
+                        serving(spec, {**server_env(sim.url, sim.rw_key), **extra})
+                    )
                 p50: dict[str, list[float]] = {name: [] for name in CONFIGS}
                 cpu: dict[str, list[float]] = {name: [] for name in CONFIGS}
                 rate: dict[str, list[float]] = {name: [] for name in CONFIGS}
@@ -150,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
                 for name in names:  # warm-up: every path once, uncounted
                     calls_over_http(servers[name], "get_check", arguments, 20, 1)
                 for round_number in range(runs):
-                    order = names[round_number % len(names):] + names[:round_number % len(names)]
+                    order = names[round_number % len(names) :] + names[: round_number % len(names)]
                     for name in order:
                         server = servers[name]
                         before = cpu_seconds(server.proc.pid)
@@ -164,34 +197,61 @@ def main(argv: list[str] | None = None) -> int:
                         rate[name].append(flight.per_second)
                         if name != "off":
                             with urllib.request.urlopen(
-                                    f"http://127.0.0.1:{server.port}/metrics", timeout=10) as answer:
-                                assert b"mcp_server_operation_duration_seconds_count" in answer.read()
+                                f"http://127.0.0.1:{server.port}/metrics", timeout=10
+                            ) as answer:
+                                assert (
+                                    b"mcp_server_operation_duration_seconds_count" in answer.read()
+                                )
+
                 def paired(values: dict[str, list[float]], name: str) -> float:
                     # The median of the per-round ratios: each round's pair ran back to back, so a
                     # change of the machine's load between rounds cancels out.
                     # A round whose `off` figure is 0 (CPU read in clock ticks, a --quick round too
                     # short to tick) has no ratio: it is left out, and none left is "nan" (no verdict).
-                    pairs = [on / off for on, off in zip(values[name], values["off"], strict=True) if off > 0]
+                    pairs = [
+                        on / off
+                        for on, off in zip(values[name], values["off"], strict=True)
+                        if off > 0
+                    ]
                     return median(pairs) if pairs else float("nan")
 
-                ratios = {name: (paired(p50, name), paired(cpu, name), paired(rate, name)) for name in names}
+                ratios = {
+                    name: (paired(p50, name), paired(cpu, name), paired(rate, name))
+                    for name in names
+                }
                 for name in names:
                     row = (median(p50[name]), median(cpu[name]), median(rate[name]))
-                    table.add(name, f"{row[0] * 1e6:.0f} us", f"{row[1] * 1e6:.0f} us", f"{row[2]:.0f}",
-                              *(f"{value:.3f}" for value in ratios[name]))
+                    table.add(
+                        name,
+                        f"{row[0] * 1e6:.0f} us",
+                        f"{row[1] * 1e6:.0f} us",
+                        f"{row[2]:.0f}",
+                        *(f"{value:.3f}" for value in ratios[name]),
+                    )
                 on = servers["on"]
                 total_calls = (runs * 2 + 1) * calls + 20
                 per_call = cpu_seconds(on.proc.pid) / total_calls
-                resources.add(f"{rss_kib(on.proc.pid) / 1024:.1f} MiB", f"{per_call * 1e6:.0f} us",
-                              f"{per_call * 50 * 1000:.0f} mCPU")
+                resources.add(
+                    f"{rss_kib(on.proc.pid) / 1024:.1f} MiB",
+                    f"{per_call * 1e6:.0f} us",
+                    f"{per_call * 50 * 1000:.0f} mCPU",
+                )
             ratio_on = ratios["on"]
             met = ratio_on[0] <= TARGET and ratio_on[1] <= TARGET and ratio_on[2] >= 2 - TARGET
-            table.note(f"target (on vs off): at most {round((TARGET - 1) * 100)}% on latency, CPU per call "
-                       f"and calls/s: {'met' if met else 'MISSED'} in this run")
-            table.note("ratios: the median over the rounds of each round's on/off ratio (the pair ran back to back)")
-            table.note("on+info writes one JSON line per call to stderr (a file here): shown, not held to the target")
-            resources.note("CPU per call: the process's whole CPU time (start-up included) over every call it "
-                           "answered in this run")
+            table.note(
+                f"target (on vs off): at most {round((TARGET - 1) * 100)}% on latency, CPU per call "
+                f"and calls/s: {'met' if met else 'MISSED'} in this run"
+            )
+            table.note(
+                "ratios: the median over the rounds of each round's on/off ratio (the pair ran back to back)"
+            )
+            table.note(
+                "on+info writes one JSON line per call to stderr (a file here): shown, not held to the target"
+            )
+            resources.note(
+                "CPU per call: the process's whole CPU time (start-up included) over every call it "
+                "answered in this run"
+            )
     except (SimulatorFailed, RuntimeError, OSError) as exc:
         table.add(failed(str(exc)), "", "", "", "", "", "")
         print(str(exc), file=sys.stderr)
@@ -201,8 +261,10 @@ def main(argv: list[str] | None = None) -> int:
     overhead = in_process_overhead(3 if args.quick else 11, 500 if args.quick else 5000)
     if table.rows and "failed" not in table.rows[0][0]:
         cpu_off = table.rows[0][2]
-        overhead.note(f"against the HTTP server's CPU per get_check call in the table above ({cpu_off}): "
-                      "the difference of the metrics row is the instrumentation's share of it")
+        overhead.note(
+            f"against the HTTP server's CPU per get_check call in the table above ({cpu_off}): "
+            "the difference of the metrics row is the instrumentation's share of it"
+        )
     overhead.print()
     return exit_status()
 

@@ -21,10 +21,18 @@ import time
 from pathlib import Path
 
 from benchmarks._harness import (
-    PYTHON, ServerGone, StdioServer, Table, exit_status, failed, server_env, stop, tree_program_arguments,
+    PYTHON,
+    ServerGone,
+    StdioServer,
+    Table,
+    exit_status,
+    failed,
+    server_env,
+    stop,
+    tree_program_arguments,
 )
-from benchmarks._upstream import SimulatorFailed, simulator
 from benchmarks._http_client import HttpMcpClient, free_port, initialize_when_listening
+from benchmarks._upstream import SimulatorFailed, simulator
 from benchmarks.latency import first_check_uuid
 
 WARM_UP = 50
@@ -43,8 +51,18 @@ profile.enable()
 from hcmcp.__main__ import main
 main()
 """
-GROUPS = ("h11", "anyio", "asyncio", "hcmcp.http", "hcmcp.protocol", "hcmcp.tools", "hcmcp.healthchecks",
-          "hcmcp (other)", "other stdlib", "C builtins")
+GROUPS = (
+    "h11",
+    "anyio",
+    "asyncio",
+    "hcmcp.http",
+    "hcmcp.protocol",
+    "hcmcp.tools",
+    "hcmcp.healthchecks",
+    "hcmcp (other)",
+    "other stdlib",
+    "C builtins",
+)
 
 
 def group_of(filename: str) -> str:
@@ -64,7 +82,8 @@ def group_of(filename: str) -> str:
 
 def calls_by_group(stats_file: str, calls: int) -> dict[str, float]:
     counts = dict.fromkeys(GROUPS, 0.0)
-    for (filename, _line, _name), (_primitive, total, *_rest) in pstats.Stats(stats_file).stats.items():  # type: ignore[attr-defined]
+    stats = pstats.Stats(stats_file).stats  # type: ignore[attr-defined]
+    for (filename, _line, _name), (_primitive, total, *_rest) in stats.items():
         counts[group_of(filename)] += total / calls
     return counts
 
@@ -78,10 +97,12 @@ def _signal_and_wait(pid: int, signum: int, stats_file: str | None = None) -> No
         if time.monotonic() > deadline:
             raise ServerGone("the server did not write its profile within 10 s")
         time.sleep(0.05)
-    time.sleep(0.2 if stats_file is None else 0.3)   # the handler has run; the file is complete
+    time.sleep(0.2 if stats_file is None else 0.3)  # the handler has run; the file is complete
 
 
-def profile_stdio(tree: Path, env: dict[str, str], tool: str, arguments: dict, calls: int, out: str) -> dict[str, float]:
+def profile_stdio(
+    tree: Path, env: dict[str, str], tool: str, arguments: dict, calls: int, out: str
+) -> dict[str, float]:
     server = StdioServer([PYTHON, "-c", SERVER], env={**env, "HCMCP_PROFILE_OUT": out}, cwd=tree)
     try:
         server.initialize()
@@ -96,14 +117,23 @@ def profile_stdio(tree: Path, env: dict[str, str], tool: str, arguments: dict, c
     return calls_by_group(out, calls)
 
 
-def profile_http(tree: Path, env: dict[str, str], tool: str, arguments: dict, calls: int, out: str) -> dict[str, float]:
+def profile_http(
+    tree: Path, env: dict[str, str], tool: str, arguments: dict, calls: int, out: str
+) -> dict[str, float]:
     port = free_port()
-    proc = subprocess.Popen([PYTHON, "-c", SERVER, "--http", f"127.0.0.1:{port}"], cwd=tree,
-                            env={**env, "HCMCP_PROFILE_OUT": out}, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [PYTHON, "-c", SERVER, "--http", f"127.0.0.1:{port}"],
+        cwd=tree,
+        env={**env, "HCMCP_PROFILE_OUT": out},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         client = HttpMcpClient(f"http://127.0.0.1:{port}/mcp")
-        conn, _ = initialize_when_listening(client, time.perf_counter() + 30, lambda: proc.poll() is None)
+        conn, _ = initialize_when_listening(
+            client, time.perf_counter() + 30, lambda: proc.poll() is None
+        )
         for _ in range(WARM_UP):
             client.call_tool(conn, tool, arguments)
         _signal_and_wait(proc.pid, signal.SIGUSR2)
@@ -118,25 +148,44 @@ def profile_http(tree: Path, env: dict[str, str], tool: str, arguments: dict, ca
 
 def main(argv: list[str] | None = None) -> int:
     args, calls = tree_program_arguments(argv, "profile", __doc__.splitlines()[0], "profiled")
-    table = Table(f"Python function calls per tool call in the server process, by package ({calls} calls, "
-                  f"after {WARM_UP} warm-ups)", ["transport", "tool", *GROUPS, "total"])
+    table = Table(
+        f"Python function calls per tool call in the server process, by package ({calls} calls, "
+        f"after {WARM_UP} warm-ups)",
+        ["transport", "tool", *GROUPS, "total"],
+    )
     try:
         with simulator("demo") as sim, tempfile.TemporaryDirectory() as scratch:
             env = server_env(sim.url, sim.rw_key)
-            workloads = {"get_check": {"check": first_check_uuid(sim.url, sim.rw_key)}, "list_checks": {}}
+            workloads = {
+                "get_check": {"check": first_check_uuid(sim.url, sim.rw_key)},
+                "list_checks": {},
+            }
             for transport, run in (("stdio", profile_stdio), ("http", profile_http)):
                 for tool, arguments in workloads.items():
                     try:
-                        counts = run(args.tree, env, tool, arguments, calls, os.path.join(scratch, "profile.out"))
+                        counts = run(
+                            args.tree,
+                            env,
+                            tool,
+                            arguments,
+                            calls,
+                            os.path.join(scratch, "profile.out"),
+                        )
                     except (ServerGone, OSError) as exc:
                         table.add(transport, tool, failed(str(exc)))
                         continue
-                    table.add(transport, tool, *(f"{counts[group]:.0f}" for group in GROUPS),
-                              f"{sum(counts.values()):.0f}")
+                    table.add(
+                        transport,
+                        tool,
+                        *(f"{counts[group]:.0f}" for group in GROUPS),
+                        f"{sum(counts.values()):.0f}",
+                    )
     except SimulatorFailed as exc:
         table.add("simulator", "", failed(str(exc)))
     table.note(f"hcmcp from {args.tree}; every call is answered by the simulator over loopback.")
-    table.note("The HTTP client is the benchmarks' stdlib http.client one (2025-11-25, one session, keep-alive).")
+    table.note(
+        "The HTTP client is the benchmarks' stdlib http.client one (2025-11-25, one session, keep-alive)."
+    )
     table.print()
     return exit_status()
 

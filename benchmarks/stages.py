@@ -26,19 +26,39 @@ import time
 from pathlib import Path
 
 from benchmarks._harness import (
-    PYTHON, ServerGone, StdioServer, Table, exit_status, failed, server_env, stop, tree_program_arguments,
+    PYTHON,
+    ServerGone,
+    StdioServer,
+    Table,
+    exit_status,
+    failed,
+    server_env,
+    stop,
+    tree_program_arguments,
 )
-from benchmarks._upstream import DirectClient, SimulatorFailed, simulator
 from benchmarks._http_client import HttpMcpClient, free_port, initialize_when_listening
+from benchmarks._upstream import DirectClient, SimulatorFailed, simulator
 from benchmarks.latency import first_check_uuid
 
 WARM_UP = 50
 # (module, class or "", function, point name, after the call?): a point is taken as the function is
 # entered, or as it returns. The first of each name within a call counts.
 PROBES = [
-    ("hcmcp.http.server.request_reader", "RequestReader", "read_socket", "request bytes read (HTTP)", True),
+    (
+        "hcmcp.http.server.request_reader",
+        "RequestReader",
+        "read_socket",
+        "request bytes read (HTTP)",
+        True,
+    ),
     ("hcmcp.http.server.request_reader", "RequestReader", "head", "request head parsed", True),
-    ("hcmcp.protocol.streamable_http.transport", "StreamableHttp", "app", "MCP transport entered", False),
+    (
+        "hcmcp.protocol.streamable_http.transport",
+        "StreamableHttp",
+        "app",
+        "MCP transport entered",
+        False,
+    ),
     ("hcmcp.protocol.server", "McpServer", "handle", "MCP server entered", False),
     ("hcmcp.http.client.client", "HttpClient", "request", "HTTP client entered", False),
     ("hcmcp.http.client.connection", "StreamConnection", "send", "GET sent", False),
@@ -111,7 +131,9 @@ def _dump(pid: int, path: str) -> dict:
         return json.load(data)
 
 
-def stages(points: list[tuple[str, float]], calls: list[tuple[float, float]]) -> dict[str, list[float]]:
+def stages(
+    points: list[tuple[str, float]], calls: list[tuple[float, float]]
+) -> dict[str, list[float]]:
     """Per call (client send, client receive): the gaps between its consecutive first-of-a-name points."""
     gaps: dict[str, list[float]] = {}
     points = sorted(points, key=lambda point: point[1])
@@ -128,7 +150,9 @@ def stages(points: list[tuple[str, float]], calls: list[tuple[float, float]]) ->
     return gaps
 
 
-def run_stdio(tree: Path, env: dict[str, str], tool: str, arguments: dict, calls: int, out: str) -> tuple[dict, list]:
+def run_stdio(
+    tree: Path, env: dict[str, str], tool: str, arguments: dict, calls: int, out: str
+) -> tuple[dict, list]:
     server = StdioServer([PYTHON, "-c", SERVER], env=env, cwd=tree)
     try:
         server.initialize()
@@ -145,13 +169,23 @@ def run_stdio(tree: Path, env: dict[str, str], tool: str, arguments: dict, calls
         server.close()
 
 
-def run_http(tree: Path, env: dict[str, str], tool: str, arguments: dict, calls: int, out: str) -> tuple[dict, list]:
+def run_http(
+    tree: Path, env: dict[str, str], tool: str, arguments: dict, calls: int, out: str
+) -> tuple[dict, list]:
     port = free_port()
-    proc = subprocess.Popen([PYTHON, "-c", SERVER, "--http", f"127.0.0.1:{port}"], cwd=tree, env=env,
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [PYTHON, "-c", SERVER, "--http", f"127.0.0.1:{port}"],
+        cwd=tree,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         client = HttpMcpClient(f"http://127.0.0.1:{port}/mcp")
-        conn, _ = initialize_when_listening(client, time.perf_counter() + 30, lambda: proc.poll() is None)
+        conn, _ = initialize_when_listening(
+            client, time.perf_counter() + 30, lambda: proc.poll() is None
+        )
         for _ in range(WARM_UP):
             client.call_tool(conn, tool, arguments)
         _dump(proc.pid, out)
@@ -172,30 +206,45 @@ def main(argv: list[str] | None = None) -> int:
     missing: set[str] = set()
     try:
         with simulator("demo") as sim, tempfile.TemporaryDirectory() as scratch:
-            env = {**server_env(sim.url, sim.rw_key), "HCMCP_STAGES_OUT": os.path.join(scratch, "points.json"),
-                   "HCMCP_STAGES_PROBES": json.dumps(PROBES)}
+            env = {
+                **server_env(sim.url, sim.rw_key),
+                "HCMCP_STAGES_OUT": os.path.join(scratch, "points.json"),
+                "HCMCP_STAGES_PROBES": json.dumps(PROBES),
+            }
             check = first_check_uuid(sim.url, sim.rw_key)
-            workloads = {"get_check": ({"check": check}, f"/api/v3/checks/{check}"),
-                         "list_checks": ({}, "/api/v3/checks/")}
+            workloads = {
+                "get_check": ({"check": check}, f"/api/v3/checks/{check}"),
+                "list_checks": ({}, "/api/v3/checks/"),
+            }
             with DirectClient(sim.url, sim.rw_key) as direct:
                 for transport, run in (("stdio", run_stdio), ("http", run_http)):
                     for tool, (arguments, path) in workloads.items():
-                        table = Table(f"Stages of a {tool} over {transport} ({calls} calls, median per stage)",
-                                      ["from → to", "median", "calls"])
+                        table = Table(
+                            f"Stages of a {tool} over {transport} ({calls} calls, median per stage)",
+                            ["from → to", "median", "calls"],
+                        )
                         tables.append(table)
                         try:
-                            dumped, timed = run(args.tree, env, tool, arguments, calls, env["HCMCP_STAGES_OUT"])
+                            dumped, timed = run(
+                                args.tree, env, tool, arguments, calls, env["HCMCP_STAGES_OUT"]
+                            )
                         except (ServerGone, OSError) as exc:
                             table.add(failed(str(exc)), "", "")
                             continue
                         missing.update(dumped["missing"])
                         for gap, values in stages(dumped["points"], timed).items():
                             if len(values) >= calls // 2:
-                                table.add(gap, f"{statistics.median(values) * 1e6:.1f} µs", str(len(values)))
+                                table.add(
+                                    gap,
+                                    f"{statistics.median(values) * 1e6:.1f} µs",
+                                    str(len(values)),
+                                )
                         floor = statistics.median(direct.timed(path, calls)[1])
                         whole = statistics.median(received - sent for sent, received in timed)
-                        table.note(f"whole call (client send → answer) {whole * 1e6:.0f} µs; the same GET "
-                                   f"straight to the simulator (the floor) {floor * 1e6:.0f} µs.")
+                        table.note(
+                            f"whole call (client send → answer) {whole * 1e6:.0f} µs; the same GET "
+                            f"straight to the simulator (the floor) {floor * 1e6:.0f} µs."
+                        )
     except SimulatorFailed as exc:
         table = Table("Stages", ["from → to", "median", "calls"])
         table.add(failed(f"the simulator: {exc}"), "", "")
@@ -203,8 +252,10 @@ def main(argv: list[str] | None = None) -> int:
     for table in tables:
         if missing:
             table.note(f"probes skipped (their function is gone): {', '.join(sorted(missing))}")
-        table.note("Rows with a point in fewer than half the calls are left out (a receive that found its bytes "
-                   "already there is not a stage).")
+        table.note(
+            "Rows with a point in fewer than half the calls are left out (a receive that found its bytes "
+            "already there is not a stage)."
+        )
         table.print()
     return exit_status()
 

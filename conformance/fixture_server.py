@@ -17,16 +17,16 @@ from pathlib import Path
 import anyio
 import msgspec
 
-if __package__ in (None, ""):   # run as a script: make `conformance` importable
+if __package__ in (None, ""):  # run as a script: make `conformance` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hcmcp.protocol.features.completion import Completions
 from hcmcp.protocol.features.log_messages import Logging
 from hcmcp.protocol.features.prompts import Prompts
 from hcmcp.protocol.features.resources import Resources
-from hcmcp.protocol.server import McpServer, ServerIdentity
 from hcmcp.protocol.features.subscriptions import Subscriptions
 from hcmcp.protocol.features.tasks import Tasks
+from hcmcp.protocol.server import McpServer, ServerIdentity
 from hcmcp.protocol.stdio import run_stdio
 from hcmcp.protocol.tool import Annotations, Tool, ToolError
 
@@ -88,10 +88,17 @@ async def confirm_action(ctx, params: EchoParams) -> ConfirmResult:
     """Asks before acting; a requestState that does not verify is a JSON-RPC error here."""
     if ctx.why_no_dialog is not None:
         raise ToolError(f"cannot ask: {ctx.why_no_dialog}")
-    answer = await ctx.elicit(key="confirm", message=f"Do it for {params.text}?",
-                              requested_schema={"type": "object", "properties": {"ok": {"type": "boolean"}},
-                                                "required": ["ok"]},
-                              fingerprint=hashlib.sha256(params.text.encode()).hexdigest(), bad_state="error")
+    answer = await ctx.elicit(
+        key="confirm",
+        message=f"Do it for {params.text}?",
+        requested_schema={
+            "type": "object",
+            "properties": {"ok": {"type": "boolean"}},
+            "required": ["ok"],
+        },
+        fingerprint=hashlib.sha256(params.text.encode()).hexdigest(),
+        bad_state="error",
+    )
     if answer.action == "accept" and (answer.content or {}).get("ok") is True:
         return ConfirmResult("done")
     return ConfirmResult(answer.action)
@@ -108,14 +115,42 @@ def fixture_tools() -> list[Tool]:
     return [
         Tool("echo", "Echo", "Repeats text.", EchoParams, EchoResult, READ, echo),
         Tool("add", "Add", "Adds two integers.", AddParams, AddResult, READ, add),
-        Tool("sleep_forever", "Sleep", "Never returns (for cancellation tests).", NoParams, EchoResult, READ,
-             sleep_forever),
-        Tool("sleep", "Sleep a while", "Answers after the given seconds (cancellation tests).", SleepParams,
-             EchoResult, READ, sleep_then_answer),
-        Tool("confirm_action", "Confirm action", "Asks the person before acting.", EchoParams, ConfirmResult,
-             Annotations(read_only=False, destructive=True, idempotent=False, open_world=False), confirm_action),
-        Tool("test_simple_text", "Simple text", "Tests simple text content response", NoParams, SimpleText, READ,
-             simple_text),
+        Tool(
+            "sleep_forever",
+            "Sleep",
+            "Never returns (for cancellation tests).",
+            NoParams,
+            EchoResult,
+            READ,
+            sleep_forever,
+        ),
+        Tool(
+            "sleep",
+            "Sleep a while",
+            "Answers after the given seconds (cancellation tests).",
+            SleepParams,
+            EchoResult,
+            READ,
+            sleep_then_answer,
+        ),
+        Tool(
+            "confirm_action",
+            "Confirm action",
+            "Asks the person before acting.",
+            EchoParams,
+            ConfirmResult,
+            Annotations(read_only=False, destructive=True, idempotent=False, open_world=False),
+            confirm_action,
+        ),
+        Tool(
+            "test_simple_text",
+            "Simple text",
+            "Tests simple text content response",
+            NoParams,
+            SimpleText,
+            READ,
+            simple_text,
+        ),
     ]
 
 
@@ -137,9 +172,21 @@ def fixture_server(minimal: bool = False, **kwargs) -> McpServer:
     subscriptions = Subscriptions(tools=True, prompts=True, resource_updates=True)
     resources.listeners.append(subscriptions.resource_updated)
     triggers.subscriptions, triggers.prompts, triggers.resources = subscriptions, prompts, resources
-    tools = fixture_tools() + content_tools() + input_required_tools(triggers) + schema_tools() + task_tools()
-    features = (resources, prompts, Completions(catalog.complete), Logging(), subscriptions,
-                Tasks(TASK_SUPPORT, mrtr_first=MRTR_FIRST))
+    tools = (
+        fixture_tools()
+        + content_tools()
+        + input_required_tools(triggers)
+        + schema_tools()
+        + task_tools()
+    )
+    features = (
+        resources,
+        prompts,
+        Completions(catalog.complete),
+        Logging(),
+        subscriptions,
+        Tasks(TASK_SUPPORT, mrtr_first=MRTR_FIRST),
+    )
     return McpServer(identity, tools, features=features, **kwargs)
 
 
@@ -149,6 +196,7 @@ def main(argv: list[str]) -> None:
     if "--http" in argv:
         from hcmcp.protocol.streamable_http.serving import serve_http
         from hcmcp.protocol.streamable_http.transport import HttpSettings
+
         bind = argv[argv.index("--http") + 1]
         server = fixture_server(minimal, elicitation_timeout=5.0)
         settings = HttpSettings(stateless="--stateless" in argv)
@@ -156,6 +204,7 @@ def main(argv: list[str]) -> None:
     else:
         # The tests shorten the shutdown drain to see a call cut by it without waiting 10 s.
         import os
+
         grace = os.environ.get("FIXTURE_SHUTDOWN_GRACE")
         run_stdio(fixture_server(minimal), **({"grace": float(grace)} if grace else {}))
 

@@ -31,62 +31,106 @@ from conformance.sdk_peers import FASTMCP1_LABEL, MCPSERVER_LABEL, fastmcp1_argv
 START_TIMEOUT_S = 60.0
 JSONRPC = "JSON-RPC 2.0 (which MCP's base protocol requires every message to follow), §5"
 
-REPLY = ('"When a rpc call is made, the Server MUST reply with a Response, except for in the case of '
-         'Notifications."')
-SAME_ID = ('"id: This member is REQUIRED. It MUST be the same as the value of the id member in the Request '
-           'Object. If there was an error in detecting the id in the Request object (e.g. Parse error/Invalid '
-           'Request), it MUST be Null."')
-LOGGING = ('"Servers that emit log message notifications MUST declare the logging capability" (its initialize '
-           'result declares no logging), and nothing but ping and logging before initialize')
+REPLY = (
+    '"When a rpc call is made, the Server MUST reply with a Response, except for in the case of '
+    'Notifications."'
+)
+SAME_ID = (
+    '"id: This member is REQUIRED. It MUST be the same as the value of the id member in the Request '
+    "Object. If there was an error in detecting the id in the Request object (e.g. Parse error/Invalid "
+    'Request), it MUST be Null."'
+)
+LOGGING = (
+    '"Servers that emit log message notifications MUST declare the logging capability" (its initialize '
+    "result declares no logging), and nothing but ping and logging before initialize"
+)
 # (peer, transport, transcript, failing step) -> (level, what breaks which rule, where the rule is written).
 # Written by reading each peer's actual output (the "first difference" column, and by hand: see the notes
 # in PEERS.md); a failure not listed here is reported as unclassified rather than guessed.
 RULES: dict[tuple[str, str, str, int], tuple[str, str, str]] = {
     ("mcpserver", "stdio", "2025/malformed-messages", 2): (
-        "MUST", "nothing at all comes back for a line that is not JSON (no -32700): " + REPLY, JSONRPC),
+        "MUST",
+        "nothing at all comes back for a line that is not JSON (no -32700): " + REPLY,
+        JSONRPC,
+    ),
     ("mcpserver", "stdio", "2025/initialize-bad-params", 2): (
-        "MUST", "an initialize with array params (id 1) is never answered: " + REPLY, JSONRPC),
+        "MUST",
+        "an initialize with array params (id 1) is never answered: " + REPLY,
+        JSONRPC,
+    ),
     ("mcpserver", "stdio", "2025/errors-after-initialize", 9): (
-        "MUST", "tools/call with params [1, 2] (id 4) is never answered: " + REPLY, JSONRPC),
+        "MUST",
+        "tools/call with params [1, 2] (id 4) is never answered: " + REPLY,
+        JSONRPC,
+    ),
     ("mcpserver", "stdio", "2026/removed-methods", 4): (
-        "code", "a 2026-07-28 request for initialize (removed in 2026-07-28: an unknown method, -32601) gets "
-                "-32022 UnsupportedProtocolVersion whose data.requested \"2026-07-28\" is inside its own "
-                "data.supported", "mcp-protocol.md §1 (error codes) and §2 (2026-07-28: \"Unsupported version: "
-                                  "reply -32022\")"),
+        "code",
+        "a 2026-07-28 request for initialize (removed in 2026-07-28: an unknown method, -32601) gets "
+        '-32022 UnsupportedProtocolVersion whose data.requested "2026-07-28" is inside its own '
+        "data.supported",
+        'mcp-protocol.md §1 (error codes) and §2 (2026-07-28: "Unsupported version: reply -32022")',
+    ),
     ("mcpserver", "http", "2025/initialize-bad-params", 2): (
-        "MUST", "the error for id 1 carries \"id\": null (JSON-RPC allows array params, so the id was read): "
-                + SAME_ID, JSONRPC),
+        "MUST",
+        'the error for id 1 carries "id": null (JSON-RPC allows array params, so the id was read): '
+        + SAME_ID,
+        JSONRPC,
+    ),
     ("mcpserver", "http", "2025/errors-after-initialize", 9): (
-        "MUST", "the error for id 4 carries \"id\": null: " + SAME_ID, JSONRPC),
+        "MUST",
+        'the error for id 4 carries "id": null: ' + SAME_ID,
+        JSONRPC,
+    ),
     ("mcpserver", "http", "2025/malformed-messages", 8): (
-        "code", 'a body that is a bare JSON string gets -32602; JSON-RPC defines -32600 "Invalid Request: The '
-                'JSON sent is not a valid Request object." for it (and shows this very case in its examples)',
-        JSONRPC + ".1"),
+        "code",
+        'a body that is a bare JSON string gets -32602; JSON-RPC defines -32600 "Invalid Request: The '
+        'JSON sent is not a valid Request object." for it (and shows this very case in its examples)',
+        JSONRPC + ".1",
+    ),
     ("mcpserver", "http", "2026/http-header-validation", 4): (
-        "code", "MCP-Protocol-Version 2025-11-25 on a POST whose _meta says 2026-07-28 gets 400 (right) with "
-                "-32600 \"Missing session ID\" and \"id\": null (the header routed it to the 2025 era, where "
-                "a POST without a session is refused) instead of -32020: "
-                "\"MCP-Protocol-Version on every POST, equal to _meta protocolVersion; mismatch → 400 + -32020\"",
-        "mcp-protocol.md §4, 2026-07-28 changes (required headers)"),
+        "code",
+        "MCP-Protocol-Version 2025-11-25 on a POST whose _meta says 2026-07-28 gets 400 (right) with "
+        '-32600 "Missing session ID" and "id": null (the header routed it to the 2025 era, where '
+        "a POST without a session is refused) instead of -32020: "
+        '"MCP-Protocol-Version on every POST, equal to _meta protocolVersion; mismatch → 400 + -32020"',
+        "mcp-protocol.md §4, 2026-07-28 changes (required headers)",
+    ),
     ("fastmcp1", "stdio", "2025/malformed-messages", 2): (
-        "MUST", "a line that is not JSON gets no -32700 response, only a notifications/message \"Internal "
-                "Server Error\" before initialize: " + REPLY + "; and " + LOGGING,
-        JSONRPC + "; MCP 2025-11-25, server utilities: logging"),
+        "MUST",
+        'a line that is not JSON gets no -32700 response, only a notifications/message "Internal '
+        'Server Error" before initialize: ' + REPLY + "; and " + LOGGING,
+        JSONRPC + "; MCP 2025-11-25, server utilities: logging",
+    ),
     ("fastmcp1", "stdio", "2025/initialize-bad-params", 2): (
-        "MUST", "an initialize with array params (id 1) gets no response, only a notifications/message: "
-                + REPLY + "; and " + LOGGING, JSONRPC + "; MCP 2025-11-25, server utilities: logging"),
+        "MUST",
+        "an initialize with array params (id 1) gets no response, only a notifications/message: "
+        + REPLY
+        + "; and "
+        + LOGGING,
+        JSONRPC + "; MCP 2025-11-25, server utilities: logging",
+    ),
     ("fastmcp1", "stdio", "2025/errors-after-initialize", 5): (
-        "code", 'a method no revision defines gets -32602 "Invalid request parameters"; JSON-RPC defines '
-                '-32601 "Method not found: The method does not exist / is not available."',
-        JSONRPC + ".1; mcp-protocol.md §1 (error codes)"),
+        "code",
+        'a method no revision defines gets -32602 "Invalid request parameters"; JSON-RPC defines '
+        '-32601 "Method not found: The method does not exist / is not available."',
+        JSONRPC + ".1; mcp-protocol.md §1 (error codes)",
+    ),
     ("fastmcp1", "http", "2025/malformed-messages", 2): (
-        "MUST", 'the -32700 for a body that is not JSON carries "id": "server-error": ' + SAME_ID, JSONRPC),
+        "MUST",
+        'the -32700 for a body that is not JSON carries "id": "server-error": ' + SAME_ID,
+        JSONRPC,
+    ),
     ("fastmcp1", "http", "2025/initialize-bad-params", 2): (
-        "MUST", 'the error for id 1 carries "id": "server-error": ' + SAME_ID, JSONRPC),
+        "MUST",
+        'the error for id 1 carries "id": "server-error": ' + SAME_ID,
+        JSONRPC,
+    ),
     ("fastmcp1", "http", "2025/errors-after-initialize", 5): (
-        "code", 'a method no revision defines gets -32602 "Invalid request parameters"; JSON-RPC defines '
-                '-32601 "Method not found: The method does not exist / is not available."',
-        JSONRPC + ".1; mcp-protocol.md §1 (error codes)"),
+        "code",
+        'a method no revision defines gets -32602 "Invalid request parameters"; JSON-RPC defines '
+        '-32601 "Method not found: The method does not exist / is not available."',
+        JSONRPC + ".1; mcp-protocol.md §1 (error codes)",
+    ),
 }
 
 
@@ -165,8 +209,13 @@ def replay(peer: Peer, transport: str, paths: list[Path]) -> Run:
             target = Target(command=peer.argv)
         else:
             port = free_port()
-            server = subprocess.Popen([*peer.argv, "--http", f"127.0.0.1:{port}"], cwd=ROOT,
-                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            server = subprocess.Popen(
+                [*peer.argv, "--http", f"127.0.0.1:{port}"],
+                cwd=ROOT,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             wait_for_port(port, server)
             target = Target(url=f"http://127.0.0.1:{port}/mcp")
         target.offers = discover(target)
@@ -176,7 +225,9 @@ def replay(peer: Peer, transport: str, paths: list[Path]) -> Run:
             if transport in transcript.transports:
                 outcome = run_transcript(transcript, transport, target)
                 outcomes.append(outcome)
-                print(f"  {peer.key} [{transport}] {outcome.verdict:4} {transcript.name}", flush=True)
+                print(
+                    f"  {peer.key} [{transport}] {outcome.verdict:4} {transcript.name}", flush=True
+                )
         return Run(peer, transport, target.offers.summary(), outcomes)
     except RuntimeError as error:
         return Run(peer, transport, "", [], f"not run: {error}")
@@ -194,31 +245,43 @@ def first_difference(outcome: Outcome) -> str:
     """The step and why it failed, then what the peer sent (the expectation is in the transcript itself)."""
     lines = [line.strip() for line in outcome.report]
     why = lines[0] if lines else "?"
-    got = next((line[len("got:"):].strip() for line in lines if line.startswith("got:")), None)
+    got = next((line[len("got:") :].strip() for line in lines if line.startswith("got:")), None)
     return why + (f" — the peer sent: {got[:600]}{'…' if len(got) > 600 else ''}" if got else "")
 
 
 def render(runs: list[Run], command: str) -> str:
-    out = ["# The transcripts against the SDK peers", "",
-           f"Generated by `{command}` on {datetime.date.today().isoformat()} — re-run it to refresh this file.",
-           "Each peer is replayed the way any implementer replays their own server: "
-           "`python -m conformance.transcripts --server-command \"…\"` (stdio) and `--url http://127.0.0.1:PORT/mcp` "
-           "(Streamable HTTP). Transcripts that need hcmcp itself, a tool the peer does not list, or an era the "
-           "peer does not speak are skipped, each with its reason; steps that need them are left out of the others. "
-           "Only what the spec fixes is matched against a peer (no hcmcp texts), and every message is validated "
-           "against the official schema of the revision it answers in.", "",
-           "| peer | transport | passed | failed | skipped | target |", "| --- | --- | --- | --- | --- | --- |"]
+    out = [
+        "# The transcripts against the SDK peers",
+        "",
+        f"Generated by `{command}` on {datetime.date.today().isoformat()} — re-run it to refresh this file.",
+        "Each peer is replayed the way any implementer replays their own server: "
+        '`python -m conformance.transcripts --server-command "…"` (stdio) and `--url http://127.0.0.1:PORT/mcp` '
+        "(Streamable HTTP). Transcripts that need hcmcp itself, a tool the peer does not list, or an era the "
+        "peer does not speak are skipped, each with its reason; steps that need them are left out of the others. "
+        "Only what the spec fixes is matched against a peer (no hcmcp texts), and every message is validated "
+        "against the official schema of the revision it answers in.",
+        "",
+        "| peer | transport | passed | failed | skipped | target |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
     for run in runs:
         if run.problem:
-            out.append(f"| {run.peer.label} | {run.transport} | – | – | – | {run.problem} |")
+            out.append(f"| {run.peer.label} | {run.transport} | – | – | – | {run.problem} |")  # noqa: RUF001  (a dash for an empty cell)
         else:
-            out.append(f"| {run.peer.label} | {run.transport} | {run.count('ok')} | {run.count('FAIL')} | "
-                       f"{run.count('skip')} | {run.summary} |")
-    out += ["", "## What each peer breaks", "",
-            "One row per failing transcript: the first step that differs, what the peer actually sent, and the "
-            "rule. *MUST* rows break a MUST of the spec (or of JSON-RPC 2.0, which MCP requires); *code* rows "
-            "answer with an error code other than the one the spec defines for the case (not worded as a MUST); "
-            "*unclassified* rows have not been read by a person yet.", ""]
+            out.append(
+                f"| {run.peer.label} | {run.transport} | {run.count('ok')} | {run.count('FAIL')} | "
+                f"{run.count('skip')} | {run.summary} |"
+            )
+    out += [
+        "",
+        "## What each peer breaks",
+        "",
+        "One row per failing transcript: the first step that differs, what the peer actually sent, and the "
+        "rule. *MUST* rows break a MUST of the spec (or of JSON-RPC 2.0, which MCP requires); *code* rows "
+        "answer with an error code other than the one the spec defines for the case (not worded as a MUST); "
+        "*unclassified* rows have not been read by a person yet.",
+        "",
+    ]
     for run in runs:
         failures = [o for o in run.outcomes if o.verdict == "FAIL"]
         out.append(f"### {run.peer.label}, {run.transport}: {len(failures)} failing")
@@ -226,19 +289,31 @@ def render(runs: list[Run], command: str) -> str:
         if not failures:
             out += ["Nothing fails." if not run.problem else run.problem, ""]
             continue
-        out += ["| transcript | level | first difference (the peer's own output) | rule | where |",
-                "| --- | --- | --- | --- | --- |"]
+        out += [
+            "| transcript | level | first difference (the peer's own output) | rule | where |",
+            "| --- | --- | --- | --- | --- |",
+        ]
         for outcome in failures:
-            level, rule, source = RULES.get((run.peer.key, run.transport, outcome.transcript.name,
-                                             outcome.failed_step or 0),
-                                            ("unclassified", "not read yet: compare the step with the spec", ""))
+            level, rule, source = RULES.get(
+                (run.peer.key, run.transport, outcome.transcript.name, outcome.failed_step or 0),
+                ("unclassified", "not read yet: compare the step with the spec", ""),
+            )
             diff = first_difference(outcome).replace("|", "\\|")
-            out.append(f"| `{outcome.transcript.name}` step {outcome.failed_step} | {level} | `{diff}` "
-                       f"| {rule.replace('|', chr(92) + '|')} | {source} |")
+            out.append(
+                f"| `{outcome.transcript.name}` step {outcome.failed_step} | {level} | `{diff}` "
+                f"| {rule.replace('|', chr(92) + '|')} | {source} |"
+            )
         out.append("")
-    out += ["## How the breaks were checked", "", re.sub(r"(?<=\S) {2,}(?=\S)", " ", VERIFIED), "",
-            "## Every transcript", "", "| transcript | " + " | ".join(f"{r.peer.key} {r.transport}" for r in runs) + " |",
-            "| --- |" + " --- |" * len(runs)]
+    out += [
+        "## How the breaks were checked",
+        "",
+        re.sub(r"(?<=\S) {2,}(?=\S)", " ", VERIFIED),
+        "",
+        "## Every transcript",
+        "",
+        "| transcript | " + " | ".join(f"{r.peer.key} {r.transport}" for r in runs) + " |",
+        "| --- |" + " --- |" * len(runs),
+    ]
     names = sorted({o.transcript.name for r in runs for o in r.outcomes})
     for name in names:
         cells = []
@@ -248,9 +323,18 @@ def render(runs: list[Run], command: str) -> str:
                 cells.append("n/a")
             elif outcome.verdict == "skip":
                 why = outcome.skipped
-                cells.append("skip: " + ("hcmcp-only" if why.startswith("hcmcp-only") else
-                                         "no 2026-07-28" if "2026-07-28 era" in why else
-                                         "no 2025 era" if "2025 era" in why else why.split(", which")[0]))
+                cells.append(
+                    "skip: "
+                    + (
+                        "hcmcp-only"
+                        if why.startswith("hcmcp-only")
+                        else "no 2026-07-28"
+                        if "2026-07-28 era" in why
+                        else "no 2025 era"
+                        if "2025 era" in why
+                        else why.split(", which")[0]
+                    )
+                )
             else:
                 left = sum(outcome.steps_not_run.values())
                 cells.append(outcome.verdict + (f" ({left} steps left out)" if left else ""))
@@ -260,23 +344,40 @@ def render(runs: list[Run], command: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m conformance.peers", description=__doc__.splitlines()[0])
-    parser.add_argument("--peers", default="mcpserver,fastmcp1", help="mcpserver, fastmcp1 (comma-separated)")
+    parser = argparse.ArgumentParser(
+        prog="python -m conformance.peers", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--peers", default="mcpserver,fastmcp1", help="mcpserver, fastmcp1 (comma-separated)"
+    )
     parser.add_argument("--transports", default="stdio,http")
     parser.add_argument("--out", default=str(ROOT / "conformance" / "PEERS.md"))
-    parser.add_argument("--no-install", action="store_true", help="do not create benchmarks/.venvs/mcp1")
+    parser.add_argument(
+        "--no-install", action="store_true", help="do not create benchmarks/.venvs/mcp1"
+    )
     args = parser.parse_args(argv)
     wanted = [p.strip() for p in args.peers.split(",") if p.strip()]
     transports = [t.strip() for t in args.transports.split(",") if t.strip()]
     paths = find_transcripts()
-    runs = [replay(peer, transport, paths) for peer in peers(not args.no_install) if peer.key in wanted
-            for transport in transports]
-    command = "python -m conformance.peers" + ("" if argv is None or not argv else " " + " ".join(argv))
+    runs = [
+        replay(peer, transport, paths)
+        for peer in peers(not args.no_install)
+        if peer.key in wanted
+        for transport in transports
+    ]
+    command = "python -m conformance.peers" + (
+        "" if argv is None or not argv else " " + " ".join(argv)
+    )
     Path(args.out).write_text(render(runs, command), encoding="utf-8")
     print(f"wrote {args.out}")
     for run in runs:
-        print(f"{run.peer.key} [{run.transport}]: " + (run.problem or
-              f"{run.count('ok')} passed, {run.count('FAIL')} failed, {run.count('skip')} skipped"))
+        print(
+            f"{run.peer.key} [{run.transport}]: "
+            + (
+                run.problem
+                or f"{run.count('ok')} passed, {run.count('FAIL')} failed, {run.count('skip')} skipped"
+            )
+        )
     return 0
 
 

@@ -42,14 +42,33 @@ def ensure_venv(name: str, allow_install: bool) -> tuple[Path | None, str]:
         return python, ""
     if not allow_install:
         return None, f"venv {root.relative_to(REPO)} not created (run without --no-install)"
-    print(f"[creating {root.relative_to(REPO)}: pip install {' '.join(requirements)}]",
-          file=sys.stderr, flush=True)
+    print(
+        f"[creating {root.relative_to(REPO)}: pip install {' '.join(requirements)}]",
+        file=sys.stderr,
+        flush=True,
+    )
     shutil.rmtree(root, ignore_errors=True)
     try:
-        subprocess.run([PYTHON, "-m", "venv", str(root)], check=True, capture_output=True,
-                       timeout=INSTALL_TIMEOUT)
-        subprocess.run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q",
-                        *requirements], check=True, capture_output=True, timeout=INSTALL_TIMEOUT)
+        subprocess.run(
+            [PYTHON, "-m", "venv", str(root)],
+            check=True,
+            capture_output=True,
+            timeout=INSTALL_TIMEOUT,
+        )
+        subprocess.run(
+            [
+                str(python),
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                "-q",
+                *requirements,
+            ],
+            check=True,
+            capture_output=True,
+            timeout=INSTALL_TIMEOUT,
+        )
     except subprocess.CalledProcessError as exc:
         tail = (exc.stderr or b"").decode(errors="replace").strip().splitlines()[-1:] or ["?"]
         return None, f"could not install {' '.join(requirements)}: {tail[0]}"

@@ -19,14 +19,39 @@ import argparse
 import sys
 from pathlib import Path
 
-from conformance.replay.format import (ROOT, SERVERS, TRANSCRIPTS, TRANSPORTS, Transcript,
-                                       TranscriptError, find_transcripts, load)
+from conformance.replay.format import (
+    ROOT,
+    SERVERS,
+    TRANSCRIPTS,
+    TRANSPORTS,
+    Transcript,
+    TranscriptError,
+    find_transcripts,
+    load,
+)
 from conformance.replay.patterns import Mismatch, match, substitute
 from conformance.replay.runner import SCHEMAS, Outcome, run_transcript
 from conformance.replay.targets import Target, discover
 
-__all__ = ["Path", "ROOT", "SERVERS", "TRANSCRIPTS", "TRANSPORTS", "Mismatch", "Outcome", "Target", "Transcript",
-           "TranscriptError", "discover", "find_transcripts", "load", "main", "match", "run_transcript", "substitute"]
+__all__ = [
+    "ROOT",
+    "SERVERS",
+    "TRANSCRIPTS",
+    "TRANSPORTS",
+    "Mismatch",
+    "Outcome",
+    "Path",
+    "Target",
+    "Transcript",
+    "TranscriptError",
+    "discover",
+    "find_transcripts",
+    "load",
+    "main",
+    "match",
+    "run_transcript",
+    "substitute",
+]
 
 
 def print_outcome(outcome: Outcome) -> None:
@@ -35,16 +60,27 @@ def print_outcome(outcome: Outcome) -> None:
     if verdict == "skip":
         print(f"skip {transcript.name} [{transport}]: {outcome.skipped}")
         return
-    left_out = "".join(f"; {count} step(s) not run: {why}" for why, count in outcome.steps_not_run.items())
-    print(f"{verdict if verdict != 'ok' else 'ok  '} {transcript.name} [{transport}] {outcome.seconds:.2f}s  "
-          f"{transcript.title}{left_out}")
+    left_out = "".join(
+        f"; {count} step(s) not run: {why}" for why, count in outcome.steps_not_run.items()
+    )
+    print(
+        f"{verdict if verdict != 'ok' else 'ok  '} {transcript.name} [{transport}] {outcome.seconds:.2f}s  "
+        f"{transcript.title}{left_out}"
+    )
     bug = transcript.bug_on(transport) if outcome.strict else None
     if verdict == "known bug":
-        print(f"     known bug, at step {outcome.failed_step} as expected: {transcript.known_bug['because']}")
+        print(
+            f"     known bug, at step {outcome.failed_step} as expected: {transcript.known_bug['because']}"
+        )
     elif bug is not None:
-        print(f"     marked known_bug at step {bug['fails_at_step']}, but "
-              + ("it passes: the fix is in, remove the mark" if outcome.passed
-                 else f"it failed at step {outcome.failed_step}: a different failure"))
+        print(
+            f"     marked known_bug at step {bug['fails_at_step']}, but "
+            + (
+                "it passes: the fix is in, remove the mark"
+                if outcome.passed
+                else f"it failed at step {outcome.failed_step}: a different failure"
+            )
+        )
     if verdict != "ok":
         for line in outcome.report:
             print(f"     {line}")
@@ -54,18 +90,32 @@ def print_outcome(outcome: Outcome) -> None:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m conformance.transcripts",
-        description="Replay MCP conformance transcripts against hcmcp (default) or any MCP server.")
-    parser.add_argument("--transport", choices=("stdio", "http", "both"), default=None,
-                        help="against hcmcp: which transport (default stdio)")
+        description="Replay MCP conformance transcripts against hcmcp (default) or any MCP server.",
+    )
+    parser.add_argument(
+        "--transport",
+        choices=("stdio", "http", "both"),
+        default=None,
+        help="against hcmcp: which transport (default stdio)",
+    )
     where = parser.add_mutually_exclusive_group()
-    where.add_argument("--server-command", metavar='"CMD ARGS…"',
-                       help="spawn this MCP server (one process per transcript) and speak stdio to it")
-    where.add_argument("--url", metavar="URL", help="speak Streamable HTTP to the MCP server already serving URL")
-    parser.add_argument("files", nargs="*", help="transcript files or folders (default: every transcript)")
+    where.add_argument(
+        "--server-command",
+        metavar='"CMD ARGS…"',
+        help="spawn this MCP server (one process per transcript) and speak stdio to it",
+    )
+    where.add_argument(
+        "--url", metavar="URL", help="speak Streamable HTTP to the MCP server already serving URL"
+    )
+    parser.add_argument(
+        "files", nargs="*", help="transcript files or folders (default: every transcript)"
+    )
     args = parser.parse_args(argv)
     if not any(SCHEMAS.glob("*.schema.json")):
-        print(f"the official MCP JSON schemas are missing: every message is validated against them, so put "
-              f"<revision>.schema.json (2024-11-05 … 2026-07-28, from the spec repository's schema/ folder) in {SCHEMAS}")
+        print(
+            f"the official MCP JSON schemas are missing: every message is validated against them, so put "
+            f"<revision>.schema.json (2024-11-05 … 2026-07-28, from the spec repository's schema/ folder) in {SCHEMAS}"
+        )
         return 2
     if args.server_command is not None:
         target = Target.from_command(args.server_command)
@@ -77,8 +127,10 @@ def main(argv: list[str] | None = None) -> int:
         transports = TRANSPORTS if args.transport == "both" else (args.transport or "stdio",)
     else:
         if args.transport not in (None, *target.transports):
-            parser.error(f"--transport {args.transport} does not fit the target: "
-                         f"--server-command speaks stdio, --url Streamable HTTP")
+            parser.error(
+                f"--transport {args.transport} does not fit the target: "
+                f"--server-command speaks stdio, --url Streamable HTTP"
+            )
         transports = target.transports
         try:
             target.offers = discover(target)
@@ -87,8 +139,10 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         offers = target.offers
         if offers.legacy is None and not offers.modern:
-            print(f"the target ({target.describe()}) answered neither initialize ({offers.why_no_legacy}) "
-                  f"nor server/discover ({offers.why_no_modern}): nothing to replay")
+            print(
+                f"the target ({target.describe()}) answered neither initialize ({offers.why_no_legacy}) "
+                f"nor server/discover ({offers.why_no_modern}): nothing to replay"
+            )
             return 2
         print(f"target: {target.describe()} — {offers.summary()}")
     passed = failed = known = skipped = 0
@@ -101,7 +155,9 @@ def main(argv: list[str] | None = None) -> int:
             continue
         for transport in transports:
             if transport not in transcript.transports:
-                print(f"n/a  {transcript.name} [{transport}]: written for {', '.join(transcript.transports)} only")
+                print(
+                    f"n/a  {transcript.name} [{transport}]: written for {', '.join(transcript.transports)} only"
+                )
                 continue
             outcome = run_transcript(transcript, transport, target)
             print_outcome(outcome)
@@ -111,7 +167,9 @@ def main(argv: list[str] | None = None) -> int:
             known += verdict == "known bug"
             skipped += verdict == "skip"
     if known:
-        print(f"{known} known protocol bug(s) still reproduce (their transcripts fail as expected; see known_bug)")
+        print(
+            f"{known} known protocol bug(s) still reproduce (their transcripts fail as expected; see known_bug)"
+        )
     print(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
     return 1 if failed else 0
 

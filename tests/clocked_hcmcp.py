@@ -21,8 +21,8 @@ def _offset() -> float:
         return 0.0
 
 
-from hcmcp.protocol import seal   # noqa: E402
-from hcmcp.tools import confirm   # noqa: E402
+from hcmcp.protocol import seal  # noqa: E402
+from hcmcp.tools import confirm  # noqa: E402
 
 confirm.TOKENS.clock = lambda: time.time() + _offset()
 _seal_init = seal.Seal.__init__
@@ -34,6 +34,6 @@ def _clocked_seal_init(self, key=None, *, clock=None, lifetime=seal.DEFAULT_LIFE
 
 seal.Seal.__init__ = _clocked_seal_init
 
-from hcmcp.__main__ import main   # noqa: E402
+from hcmcp.__main__ import main  # noqa: E402
 
 main(sys.argv[1:])

@@ -16,10 +16,11 @@ import ssl
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from hcmcp.simulator.simulator import Simulator
 from support import HCMCP, StdioPeer
@@ -34,15 +35,16 @@ def simulator_thread(sim: Simulator, *, path_prefix: str = "") -> Iterator[str]:
 
     from hcmcp.http.server.server import serve_in_background
 
-    sim.raw_paths = []    # type: ignore[attr-defined]   # as they arrived, before the prefix is taken off
+    sim.raw_paths = []  # type: ignore[attr-defined]   # as they arrived, before the prefix is taken off
 
     async def app(request):  # type: ignore[no-untyped-def]
-        sim.raw_paths.append(request.path)   # type: ignore[attr-defined]
+        sim.raw_paths.append(request.path)  # type: ignore[attr-defined]
         if path_prefix:
             if not request.path.startswith(path_prefix + "/"):
                 from hcmcp.http.messages import Response
+
                 return Response(404, b"not under the prefix")
-            request.path = request.path[len(path_prefix):]
+            request.path = request.path[len(path_prefix) :]
         return await sim.app(request)
 
     with anyio.from_thread.start_blocking_portal() as portal:
@@ -74,8 +76,8 @@ class LoopbackProxy:
     """A CONNECT / forward proxy on 127.0.0.1. ``mode``: "ok", "refuse" (403 to CONNECT), "hang"."""
 
     mode: str = "ok"
-    refusal: bytes = b"403 Forbidden"                 # the status line's end in "refuse" mode
-    credentials: tuple[str, str] | None = None       # demand these (407 otherwise)
+    refusal: bytes = b"403 Forbidden"  # the status line's end in "refuse" mode
+    credentials: tuple[str, str] | None = None  # demand these (407 otherwise)
     seen: list[Seen] = field(default_factory=list)
     port: int = 0
 
@@ -127,7 +129,10 @@ class LoopbackProxy:
                 return
             lines = head.decode("latin-1").split("\r\n")
             method, target, _ = lines[0].split(" ", 2)
-            headers = {k.strip().lower(): v.strip() for k, v in (line.split(":", 1) for line in lines[1:] if line)}
+            headers = {
+                k.strip().lower(): v.strip()
+                for k, v in (line.split(":", 1) for line in lines[1:] if line)
+            }
             self.seen.append(Seen(method, target, headers))
             if self.mode == "hang":
                 self._stop.wait(60)
@@ -135,16 +140,23 @@ class LoopbackProxy:
             if self.credentials is not None:
                 expected = "Basic " + base64.b64encode(":".join(self.credentials).encode()).decode()
                 if headers.get("proxy-authorization") != expected:
-                    client.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\n"
-                                   b"Proxy-Authenticate: Basic realm=\"test\"\r\nContent-Length: 0\r\n"
-                                   b"Connection: close\r\n\r\n")
+                    client.sendall(
+                        b"HTTP/1.1 407 Proxy Authentication Required\r\n"
+                        b'Proxy-Authenticate: Basic realm="test"\r\nContent-Length: 0\r\n'
+                        b"Connection: close\r\n\r\n"
+                    )
                     return
             if method == "CONNECT":
                 if self.mode == "refuse":
-                    client.sendall(b"HTTP/1.1 " + self.refusal + b"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                    client.sendall(
+                        b"HTTP/1.1 "
+                        + self.refusal
+                        + b"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    )
                     return
                 port = int(target.rsplit(":", 1)[1])
-                upstream = socket.create_connection(("127.0.0.1", port))    # loopback only, whatever was asked
+                # loopback only, whatever was asked
+                upstream = socket.create_connection(("127.0.0.1", port))
                 self._sockets.append(upstream)
                 client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
                 self._start(_pipe, upstream, client)
@@ -159,10 +171,17 @@ class LoopbackProxy:
             except OSError:
                 pass
 
-    def _forward(self, client: socket.socket, method: str, target: str, header_lines: list[str], rest: bytes,
-                 headers: dict[str, str]) -> None:
+    def _forward(
+        self,
+        client: socket.socket,
+        method: str,
+        target: str,
+        header_lines: list[str],
+        rest: bytes,
+        headers: dict[str, str],
+    ) -> None:
         assert target.startswith("http://"), f"not absolute form: {target}"
-        authority, _, path = target[len("http://"):].partition("/")
+        authority, _, path = target[len("http://") :].partition("/")
         port = int(authority.rsplit(":", 1)[1]) if ":" in authority else 80
         length = int(headers.get("content-length", "0"))
         body = rest
@@ -171,9 +190,16 @@ class LoopbackProxy:
             if not chunk:
                 break
             body += chunk
-        kept = [line for line in header_lines if line and line.split(":", 1)[0].strip().lower()
-                not in ("proxy-authorization", "connection")]
-        request = "\r\n".join([f"{method} /{path} HTTP/1.1", *kept, "Connection: close", "", ""]).encode() + body
+        kept = [
+            line
+            for line in header_lines
+            if line
+            and line.split(":", 1)[0].strip().lower() not in ("proxy-authorization", "connection")
+        ]
+        request = (
+            "\r\n".join([f"{method} /{path} HTTP/1.1", *kept, "Connection: close", "", ""]).encode()
+            + body
+        )
         with socket.create_connection(("127.0.0.1", port)) as upstream:
             upstream.sendall(request)
             while chunk := upstream.recv(65536):
@@ -236,19 +262,54 @@ def _openssl(*args: str, cwd: Path) -> None:
 @dataclass
 class Pki:
     dir: Path
-    ca: Path                         # the CA's certificate (PEM)
+    ca: Path  # the CA's certificate (PEM)
 
-    def leaf(self, name: str, san: str, *, start: str | None = None, end: str | None = None) -> tuple[Path, Path]:
+    def leaf(
+        self, name: str, san: str, *, start: str | None = None, end: str | None = None
+    ) -> tuple[Path, Path]:
         """(cert, key) signed by the CA; ``start``/``end`` as YYYYMMDDHHMMSSZ (default: valid for a day)."""
-        key, csr, cert = self.dir / f"{name}.key", self.dir / f"{name}.csr", self.dir / f"{name}.pem"
-        _openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-keyout", str(key),
-                 "-out", str(csr), "-subj", f"/CN={name}", cwd=self.dir)
+        key, csr, cert = (
+            self.dir / f"{name}.key",
+            self.dir / f"{name}.csr",
+            self.dir / f"{name}.pem",
+        )
+        _openssl(
+            "req",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(csr),
+            "-subj",
+            f"/CN={name}",
+            cwd=self.dir,
+        )
         config = self.dir / f"{name}.cnf"
         config.write_text(CA_CONFIG.format(dir=self.dir, san=san))
         dates = ["-startdate", start, "-enddate", end] if start and end else ["-days", "1"]
-        _openssl("ca", "-batch", "-config", str(config), "-extensions", "leaf", "-cert", str(self.ca),
-                 "-keyfile", str(self.dir / "ca.key"), "-in", str(csr), "-out", str(cert), "-notext", *dates,
-                 cwd=self.dir)
+        _openssl(
+            "ca",
+            "-batch",
+            "-config",
+            str(config),
+            "-extensions",
+            "leaf",
+            "-cert",
+            str(self.ca),
+            "-keyfile",
+            str(self.dir / "ca.key"),
+            "-in",
+            str(csr),
+            "-out",
+            str(cert),
+            "-notext",
+            *dates,
+            cwd=self.dir,
+        )
         return cert, key
 
 
@@ -256,8 +317,24 @@ def make_pki(directory: Path) -> Pki:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "index.txt").write_text("")
     (directory / "serial").write_text("1000\n")
-    _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-             "-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=hcmcp test CA", cwd=directory)
+    _openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=hcmcp test CA",
+        cwd=directory,
+    )
     return Pki(directory, directory / "ca.pem")
 
 
@@ -292,7 +369,7 @@ class TlsFront:
             tls = self.context.wrap_socket(raw, server_side=True)
         except (ssl.SSLError, OSError):
             raw.close()
-            return                                  # the client refused the certificate
+            return  # the client refused the certificate
         self.handshakes += 1
         self._sockets.append(tls)
         try:
@@ -324,9 +401,12 @@ class TlsFront:
 
 def hcmcp_env(url: str, key: str | None = Simulator.RW_KEY, **extra: str) -> dict[str, str]:
     """The environment for a spawned hcmcp: no proxy or TLS variable leaks in from the outside."""
-    env = {k: v for k, v in os.environ.items()
-           if k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
-           and k not in ("SSL_CERT_FILE", "SSL_CERT_DIR")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k.lower() not in ("http_proxy", "https_proxy", "all_proxy", "no_proxy")
+        and k not in ("SSL_CERT_FILE", "SSL_CERT_DIR")
+    }
     env["HEALTHCHECKS_URL"] = url
     if key is not None:
         env["HEALTHCHECKS_API_KEY"] = key
@@ -335,8 +415,12 @@ def hcmcp_env(url: str, key: str | None = Simulator.RW_KEY, **extra: str) -> dic
 
 
 @contextmanager
-def hcmcp(env: dict[str, str], revision: str = "2025-11-25", capabilities: dict | None = None,
-          argv: list[str] | None = None) -> Iterator[StdioPeer]:
+def hcmcp(
+    env: dict[str, str],
+    revision: str = "2025-11-25",
+    capabilities: dict | None = None,
+    argv: list[str] | None = None,
+) -> Iterator[StdioPeer]:
     peer = StdioPeer(argv or HCMCP, env=env, revision=revision)
     # StdioPeer keeps only the variables it was given on top of os.environ minus HEALTHCHECKS_*;
     # the ones removed above must stay removed.
@@ -347,8 +431,13 @@ def hcmcp(env: dict[str, str], revision: str = "2025-11-25", capabilities: dict 
         peer.close()
 
 
-def call(peer: StdioPeer, name: str, arguments: dict[str, Any], timeout: float = 30.0,
-         meta: dict[str, Any] | None = None) -> dict[str, Any]:
+def call(
+    peer: StdioPeer,
+    name: str,
+    arguments: dict[str, Any],
+    timeout: float = 30.0,
+    meta: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     params: dict[str, Any] = {"name": name, "arguments": arguments}
     if meta:
         params["_meta"] = meta
@@ -357,7 +446,9 @@ def call(peer: StdioPeer, name: str, arguments: dict[str, Any], timeout: float =
     peer.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params})
     result = peer.read_response(rid, timeout=timeout)["result"]
     # Whatever went wrong (a proxy, a certificate, an old instance), the key never shows.
-    assert Simulator.RW_KEY not in json.dumps(result) and Simulator.RW_KEY[:12] not in json.dumps(result)
+    assert Simulator.RW_KEY not in json.dumps(result) and Simulator.RW_KEY[:12] not in json.dumps(
+        result
+    )
     return result
 
 

@@ -17,12 +17,23 @@ from hypothesis import strategies as st
 
 from support import _schema
 
-INT64 = range(-2**63, 2**63)
-FUZZ_ID_PREFIX = "fz"   # ids the test itself uses start with "probe-"; fuzzed string ids never do
+INT64 = range(-(2**63), 2**63)
+FUZZ_ID_PREFIX = "fz"  # ids the test itself uses start with "probe-"; fuzzed string ids never do
 
-scalars = st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False) | st.text(max_size=12)
-json_values = st.recursive(scalars, lambda inner: st.lists(inner, max_size=3)
-                           | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=8)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=12)
+)
+json_values = st.recursive(
+    scalars,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
 
 
 def _defs(revision: str) -> dict[str, Any]:
@@ -56,18 +67,21 @@ def from_schema(schema: dict[str, Any], defs: dict[str, Any], depth: int = 0) ->
         def value(key: str, sub: dict[str, Any]) -> st.SearchStrategy:
             # A version the server speaks, mostly: a random string would stop every request at the door.
             if key in VERSION_KEYS:
-                return st.sampled_from(["2026-07-28"] * 3 + ["2025-11-25", "2025-06-18"]) | st.text(max_size=10)
+                return st.sampled_from(["2026-07-28"] * 3 + ["2025-11-25", "2025-06-18"]) | st.text(
+                    max_size=10
+                )
             return from_schema(sub, defs, depth + 1)
 
         return st.fixed_dictionaries(
             {k: value(k, v) for k, v in properties.items() if k in required},
-            optional={k: value(k, v) for k, v in properties.items() if k not in required})
+            optional={k: value(k, v) for k, v in properties.items() if k not in required},
+        )
     if kind == "array":
         return st.lists(from_schema(schema.get("items", {}), defs, depth + 1), max_size=3)
     if kind == "string":
         return st.text(max_size=16)
     if kind == "integer":
-        return st.integers(schema.get("minimum", -2**31), 2**31)
+        return st.integers(schema.get("minimum", -(2**31)), 2**31)
     if kind == "number":
         return st.floats(allow_nan=False, allow_infinity=False, width=32)
     if kind == "boolean":
@@ -87,25 +101,48 @@ def _kinds(revision: str, union: str) -> list[str]:
 
 # Ids: valid and unique (so answers can be matched), or invalid in every way.
 valid_ids = st.integers(1, 2**62) | st.uuids().map(lambda u: f"{FUZZ_ID_PREFIX}-{u}")
-invalid_ids = (st.none() | st.booleans() | st.floats(allow_nan=False) | st.integers(2**63, 2**80)
-               | st.integers(-2**80, -2**63 - 1) | st.lists(st.integers(), max_size=2)
-               | st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+invalid_ids = (
+    st.none()
+    | st.booleans()
+    | st.floats(allow_nan=False)
+    | st.integers(2**63, 2**80)
+    | st.integers(-(2**80), -(2**63) - 1)
+    | st.lists(st.integers(), max_size=2)
+    | st.dictionaries(st.text(max_size=3), st.integers(), max_size=2)
+)
 
 
 def messages(revision: str, tools: list[dict[str, Any]]) -> st.SearchStrategy:
     """Requests and notifications of ``revision``'s schema; tools/call names and arguments from ``tools``."""
     defs = _defs(revision)
     requests = [from_schema(defs[name], defs) for name in _kinds(revision, "ClientRequest")]
-    notifications = [from_schema(defs[name], defs) for name in _kinds(revision, "ClientNotification")]
+    notifications = [
+        from_schema(defs[name], defs) for name in _kinds(revision, "ClientNotification")
+    ]
     # 2026-07-28 requests carry _meta (RequestMetaObject: the version and the client's capabilities).
-    envelope = {"_meta": from_schema(defs["RequestMetaObject"], defs)} if "RequestMetaObject" in defs else {}
-    tool_calls = [st.fixed_dictionaries({
-        "jsonrpc": st.just("2.0"), "method": st.just("tools/call"),
-        "params": st.fixed_dictionaries({"name": st.just(tool["name"]),
-                                         "arguments": from_schema(tool["inputSchema"],
-                                                                  {**defs, **tool["inputSchema"].get("$defs", {})}),
-                                         **envelope})})
-        for tool in tools]
+    envelope = (
+        {"_meta": from_schema(defs["RequestMetaObject"], defs)}
+        if "RequestMetaObject" in defs
+        else {}
+    )
+    tool_calls = [
+        st.fixed_dictionaries(
+            {
+                "jsonrpc": st.just("2.0"),
+                "method": st.just("tools/call"),
+                "params": st.fixed_dictionaries(
+                    {
+                        "name": st.just(tool["name"]),
+                        "arguments": from_schema(
+                            tool["inputSchema"], {**defs, **tool["inputSchema"].get("$defs", {})}
+                        ),
+                        **envelope,
+                    }
+                ),
+            }
+        )
+        for tool in tools
+    ]
 
     def with_id(message: dict[str, Any], id: Any) -> dict[str, Any]:
         return {**message, "id": id}
@@ -120,14 +157,15 @@ def messages(revision: str, tools: list[dict[str, Any]]) -> st.SearchStrategy:
 
 # -- mutations ----------------------------------------------------------------------------------
 
+
 def _paths(value: Any, prefix: tuple = ()) -> list[tuple]:
     out = [prefix]
     if isinstance(value, dict):
         for key, item in value.items():
-            out += _paths(item, prefix + (key,))
+            out += _paths(item, (*prefix, key))
     elif isinstance(value, list):
         for index, item in enumerate(value):
-            out += _paths(item, prefix + (index,))
+            out += _paths(item, (*prefix, index))
     return out
 
 
@@ -146,16 +184,31 @@ def _dumps(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass")
 
 
-MARKER = "\x00MARK\x00"   # replaced by raw JSON text after dumping
+MARKER = "\x00MARK\x00"  # replaced by raw JSON text after dumping
 
 
 @st.composite
 def mutated(draw, message_strategy: st.SearchStrategy, big: bool = False) -> bytes:
     """One line of bytes (no newline): a schema-drawn message, perhaps broken one way."""
     message = draw(message_strategy)
-    how = draw(st.sampled_from(["none", "none", "wrong_type", "drop_key", "duplicate_key", "huge_number",
-                                "lone_surrogate", "deep_nesting", "long_string", "truncate", "bad_utf8",
-                                "not_object"]))
+    how = draw(
+        st.sampled_from(
+            [
+                "none",
+                "none",
+                "wrong_type",
+                "drop_key",
+                "duplicate_key",
+                "huge_number",
+                "lone_surrogate",
+                "deep_nesting",
+                "long_string",
+                "truncate",
+                "bad_utf8",
+                "not_object",
+            ]
+        )
+    )
     raw_splice = None
     if how == "wrong_type":
         path = draw(st.sampled_from(_paths(message)[1:] or [()]))
@@ -166,14 +219,18 @@ def mutated(draw, message_strategy: st.SearchStrategy, big: bool = False) -> byt
     elif how in ("huge_number", "lone_surrogate", "deep_nesting", "long_string"):
         path = draw(st.sampled_from(_paths(message)[1:] or [("extra",)]))
         if how == "huge_number":
-            raw_splice = draw(st.sampled_from(["1e400", "-1e400", str(2**200), "1" * 400, "0." + "0" * 500 + "1"]))
+            raw_splice = draw(
+                st.sampled_from(["1e400", "-1e400", str(2**200), "1" * 400, "0." + "0" * 500 + "1"])
+            )
         elif how == "lone_surrogate":
             raw_splice = '"a\\ud800b"' if draw(st.booleans()) else '"\\udfff"'
         elif how == "deep_nesting":
             depth = draw(st.sampled_from([50, 800, 1500, 5000]))
             raw_splice = "[" * depth + "]" * depth
         else:
-            raw_splice = json.dumps("x" * draw(st.sampled_from([10_000, 300_000] + ([4_000_000] if big else []))))
+            raw_splice = json.dumps(
+                "x" * draw(st.sampled_from([10_000, 300_000] + ([4_000_000] if big else [])))
+            )
         try:
             message = _replace(message, path, MARKER)
         except (KeyError, IndexError, TypeError):
@@ -182,19 +239,28 @@ def mutated(draw, message_strategy: st.SearchStrategy, big: bool = False) -> byt
     if raw_splice is not None:
         line = line.replace(_dumps(MARKER), raw_splice.encode(), 1)
     if how == "duplicate_key" and line.startswith(b"{") and line != b"{}":
-        first = draw(st.sampled_from([b'"id": 1, ', b'"method": 5, ', b'"jsonrpc": "1.0", ', b'"params": 7, ']))
+        first = draw(
+            st.sampled_from(
+                [b'"id": 1, ', b'"method": 5, ', b'"jsonrpc": "1.0", ', b'"params": 7, ']
+            )
+        )
         line = b"{" + first + line[1:]
     elif how == "truncate" and len(line) > 1:
-        line = line[:draw(st.integers(1, len(line) - 1))]
+        line = line[: draw(st.integers(1, len(line) - 1))]
     elif how == "bad_utf8":
         at = draw(st.integers(0, len(line)))
-        line = line[:at] + draw(st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xf0\x9f"])) + line[at:]
+        line = (
+            line[:at]
+            + draw(st.sampled_from([b"\xff", b"\xc3", b"\xed\xa0\x80", b"\xf0\x9f"]))
+            + line[at:]
+        )
     elif how == "not_object":
         line = draw(st.sampled_from([b"[" + line + b"]", b"null", b"42", b'"text"', b"true"]))
     return line.replace(b"\n", b"\\n")
 
 
 # -- what a correct server must do ------------------------------------------------------------
+
 
 def parse(line: bytes) -> Any:
     """The line as strict JSON (UTF-8, surrogates allowed as escapes, deep nesting allowed), or None."""
@@ -244,15 +310,22 @@ def must_answer(value: Any) -> bool:
     """A message with a readable id is answered unless it is a well-formed response."""
     if readable_id(value) is None:
         return False
-    is_response = (value.get("jsonrpc") == "2.0" and "method" not in value
-                   and ("result" in value or "error" in value))
+    is_response = (
+        value.get("jsonrpc") == "2.0"
+        and "method" not in value
+        and ("result" in value or "error" in value)
+    )
     return not is_response
 
 
 def cancelled_ids(values: list[Any]) -> set:
     out = set()
     for value in values:
-        if isinstance(value, dict) and value.get("method") == "notifications/cancelled" and "id" not in value:
+        if (
+            isinstance(value, dict)
+            and value.get("method") == "notifications/cancelled"
+            and "id" not in value
+        ):
             params = value.get("params")
             if isinstance(params, dict) and isinstance(params.get("requestId"), (int, str)):
                 out.add(params["requestId"])

@@ -35,5 +35,10 @@ def run_check(module: str, where: Path = ROOT) -> subprocess.CompletedProcess[st
 def python_in(where: Path, code: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(where), "PYTHONDONTWRITEBYTECODE": "1"}
     return subprocess.run(
-        [sys.executable, "-c", code], cwd=where, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", code],
+        cwd=where,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )

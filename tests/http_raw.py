@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-READ_TIMEOUT = 10.0   # generous: the machine is shared
+READ_TIMEOUT = 10.0  # generous: the machine is shared
 
 
 @dataclass
@@ -21,7 +21,7 @@ class Answer:
     status: int
     headers: dict[str, str]
     body: bytes
-    events: list[dict[str, Any]] = field(default_factory=list)   # the SSE events' JSON, if any
+    events: list[dict[str, Any]] = field(default_factory=list)  # the SSE events' JSON, if any
 
     @property
     def json(self) -> Any:
@@ -106,7 +106,7 @@ class Raw:
         self.sock.settimeout(timeout)
         try:
             data = self.sock.recv(65536)
-        except socket.timeout:
+        except TimeoutError:
             return False
         except ConnectionResetError:
             return True
@@ -127,8 +127,13 @@ class Raw:
         self.close()
 
 
-def request(method: str, target: str, headers: dict[str, str] | list[tuple[str, str]] | None = None,
-            body: bytes | None = None, host: str | None = "127.0.0.1") -> bytes:
+def request(
+    method: str,
+    target: str,
+    headers: dict[str, str] | list[tuple[str, str]] | None = None,
+    body: bytes | None = None,
+    host: str | None = "127.0.0.1",
+) -> bytes:
     """A request's bytes: Host first (unless host is None), then the headers, Content-Length for a body."""
     lines = [f"{method} {target} HTTP/1.1"]
     if host is not None:

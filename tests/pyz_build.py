@@ -10,7 +10,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from support import ROOT
@@ -21,7 +21,7 @@ BUILD = ROOT / ".ci" / "build-pyz"
 SEEN: set[str] = set()
 
 
-@lru_cache(maxsize=None)
+@cache
 def built_pyz() -> Path:
     given = os.environ.get("HCMCP_PYZ")
     if given:
@@ -37,8 +37,12 @@ def _build(prefix: str, *options: str) -> Path:
     folder = Path(tempfile.mkdtemp(prefix=prefix))
     atexit.register(shutil.rmtree, folder, True)
     output = folder / "hcmcp.pyz"
-    done = subprocess.run([sys.executable, str(BUILD), *options, "--output", str(output), "--sbom", "none"],
-                          capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, str(BUILD), *options, "--output", str(output), "--sbom", "none"],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, f".ci/build-pyz failed:\n{done.stderr}"
     SEEN.add(payload_hash(output))
     return output
@@ -47,12 +51,13 @@ def _build(prefix: str, *options: str) -> Path:
 def payload_hash(pyz: Path) -> str:
     """The cache directory name the loader uses: the HASH it was built with."""
     import zipfile
+
     with zipfile.ZipFile(pyz) as archive:
         loader = archive.read("__main__.py").decode()
     return loader.split('HASH = "', 1)[1].split('"', 1)[0]
 
 
-@lru_cache(maxsize=None)
+@cache
 def universal_pyz() -> Path:
     """The universal .pyz (native modules for every platform carried): HCMCP_PYZ when it names one
     (.ci/run's dist/hcmcp.pyz), or else one built now by .ci/build-pyz's default, once per session."""
@@ -65,6 +70,7 @@ def universal_pyz() -> Path:
 def loader_of(pyz: Path) -> dict:
     """The .pyz's first-run module (pyz_unpack.py) as a namespace: its tag functions and WHEELS table."""
     import zipfile
+
     with zipfile.ZipFile(pyz) as archive:
         source = archive.read("pyz_unpack.py").decode()
     namespace: dict = {"__name__": "pyz_unpack"}

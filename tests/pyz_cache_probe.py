@@ -17,6 +17,11 @@ def test_probe():
     mode = os.environ["HCMCP_CACHE_PROBE"]
     assert mode in ("made-up-env", "server-cmd"), mode
     command = HCMCP if mode == "server-cmd" else [sys.executable, "-I", str(built_pyz())]
-    done = subprocess.run([*command, "--version"], env={"HOME": os.environ["HOME"], "PATH": os.environ["PATH"]},
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [*command, "--version"],
+        env={"HOME": os.environ["HOME"], "PATH": os.environ["PATH"]},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr

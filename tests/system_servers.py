@@ -29,8 +29,10 @@ def missing_line(name: str, apt: str) -> str:
     """The one line a skip or a failure says: what is missing and the apt-get line that fixes it."""
     elsewhere = next((d for d in SBIN if os.access(os.path.join(d, name), os.X_OK)), None)
     if elsewhere and elsewhere not in os.environ.get("PATH", "").split(os.pathsep):
-        return (f"{name} is installed in {elsewhere} but {elsewhere} is not on PATH: "
-                f"PATH=$PATH:{elsewhere} (or: apt-get install {apt})")
+        return (
+            f"{name} is installed in {elsewhere} but {elsewhere} is not on PATH: "
+            f"PATH=$PATH:{elsewhere} (or: apt-get install {apt})"
+        )
     return f"{name} is not installed: apt-get install {apt}"
 
 
@@ -41,6 +43,7 @@ def require(name: str, *, apt: str) -> str:
         return found
     line = missing_line(name, apt)
     if in_ci():
-        pytest.fail(f"{line} (CI=true: a missing system server is a failure, never a skip)",
-                    pytrace=False)
+        pytest.fail(
+            f"{line} (CI=true: a missing system server is a failure, never a skip)", pytrace=False
+        )
     pytest.skip(f"{line} (skipped outside CI; CI=true makes this a failure)")

@@ -15,9 +15,22 @@ import pytest
 
 from hcmcp.healthchecks import api as api_module
 from hcmcp.healthchecks.api import HealthchecksApi
-from hcmcp.healthchecks.errors import BadRequest, Conflict, Forbidden, InvalidIdentifier, MissingApiKey, NotFound, NotJson, Redirected, ResponseTooLarge, Unauthorized, Unavailable, Unreachable
-from hcmcp.http.server.server import serve_in_background
+from hcmcp.healthchecks.errors import (
+    BadRequest,
+    Conflict,
+    Forbidden,
+    InvalidIdentifier,
+    MissingApiKey,
+    NotFound,
+    NotJson,
+    Redirected,
+    ResponseTooLarge,
+    Unauthorized,
+    Unavailable,
+    Unreachable,
+)
 from hcmcp.http.messages import Request, Response
+from hcmcp.http.server.server import serve_in_background
 from support import RECORDINGS
 
 RW_KEY = "hcw_realLookingSecretKey00000001"
@@ -25,17 +38,16 @@ RO_KEY = "hcr_realLookingSecretKey00000002"
 UUID = "11111111-1111-4111-8111-111111111111"
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 def recording(case: str) -> Response:
     """A recorded answer as a Response (the key placeholders are irrelevant to answers)."""
     data = json.loads((RECORDINGS / f"{case}.json").read_text())
     body = data["body"]
     raw = json.dumps(body).encode() if data["body_kind"] == "json" else body.encode()
-    headers = [(k, v) for k, v in data["headers"].items() if k.lower() not in ("content-length", "date", "server")]
+    headers = [
+        (k, v)
+        for k, v in data["headers"].items()
+        if k.lower() not in ("content-length", "date", "server")
+    ]
     return Response(data["status"], raw, headers)
 
 
@@ -54,13 +66,18 @@ class Script:
         self.seen.append(request)
         answer = self.routes.get((request.method, request.path))
         if answer is None:
-            return Response(404, b"<!doctype html><html><title>Not Found</title></html>",
-                            [("content-type", "text/html; charset=utf-8")])
+            return Response(
+                404,
+                b"<!doctype html><html><title>Not Found</title></html>",
+                [("content-type", "text/html; charset=utf-8")],
+            )
         return answer
 
 
 @asynccontextmanager
-async def scripted(key: str | None = RW_KEY, **routes: Response) -> AsyncIterator[tuple[HealthchecksApi, Script]]:
+async def scripted(
+    key: str | None = RW_KEY, **routes: Response
+) -> AsyncIterator[tuple[HealthchecksApi, Script]]:
     script = Script()
     async with serve_in_background(script.app) as server:
         # A scripted v3 instance: no version detection (versions.py has its own tests).
@@ -76,6 +93,7 @@ def route(script: Script, method: str, path: str, response: Response) -> None:
 
 
 # -- where the key goes, and the paths ----------------------------------------------------------
+
 
 @pytest.mark.anyio
 async def test_the_key_goes_only_in_x_api_key_and_paths_keep_the_trailing_slashes() -> None:
@@ -111,11 +129,19 @@ async def test_the_key_goes_only_in_x_api_key_and_paths_keep_the_trailing_slashe
 
     paths = [(r.method, r.path) for r in script.seen]
     assert paths == [
-        ("GET", "/api/v3/checks/"), ("GET", f"/api/v3/checks/{UUID}"), ("GET", f"/api/v3/checks/{UUID}/pings/"),
-        ("GET", f"/api/v3/checks/{UUID}/pings/2/body"), ("GET", f"/api/v3/checks/{UUID}/flips/"),
-        ("GET", "/api/v3/channels/"), ("GET", "/api/v3/badges/"), ("GET", "/api/v3/status/"),
-        ("POST", "/api/v3/checks/"), ("POST", f"/api/v3/checks/{UUID}"), ("POST", f"/api/v3/checks/{UUID}/pause"),
-        ("POST", f"/api/v3/checks/{UUID}/resume"), ("DELETE", f"/api/v3/checks/{UUID}"),
+        ("GET", "/api/v3/checks/"),
+        ("GET", f"/api/v3/checks/{UUID}"),
+        ("GET", f"/api/v3/checks/{UUID}/pings/"),
+        ("GET", f"/api/v3/checks/{UUID}/pings/2/body"),
+        ("GET", f"/api/v3/checks/{UUID}/flips/"),
+        ("GET", "/api/v3/channels/"),
+        ("GET", "/api/v3/badges/"),
+        ("GET", "/api/v3/status/"),
+        ("POST", "/api/v3/checks/"),
+        ("POST", f"/api/v3/checks/{UUID}"),
+        ("POST", f"/api/v3/checks/{UUID}/pause"),
+        ("POST", f"/api/v3/checks/{UUID}/resume"),
+        ("DELETE", f"/api/v3/checks/{UUID}"),
     ]
     for request in script.seen:
         assert RW_KEY not in request.body.decode()
@@ -147,9 +173,9 @@ async def test_no_key_is_refused_before_any_request_with_setup_instructions() ->
         with pytest.raises(MissingApiKey) as caught:
             await api.list_checks()
         assert script.seen == []
-        status = await api.get_status()     # the one endpoint that needs no key still works
+        status = await api.get_status()  # the one endpoint that needs no key still works
     text = str(caught.value)
-    assert "HEALTHCHECKS_API_KEY" in text and "Project Settings › API Access" in text
+    assert "HEALTHCHECKS_API_KEY" in text and "Project Settings › API Access" in text  # noqa: RUF001  (the web UI's own breadcrumb)
     assert status.text == "OK"
 
 
@@ -159,7 +185,8 @@ async def test_a_malformed_identifier_is_refused_before_any_request() -> None:
         with pytest.raises(InvalidIdentifier):
             await api.pause_check("backups")
         with pytest.raises(InvalidIdentifier):
-            await api.list_pings("a0fd04db8396895e5a64a823e6c390e2498168e1")   # a unique_key: UUID only
+            # a unique_key: UUID only
+            await api.list_pings("a0fd04db8396895e5a64a823e6c390e2498168e1")
         with pytest.raises(InvalidIdentifier):
             await api.get_check("../status/")
     assert script.seen == []
@@ -167,21 +194,28 @@ async def test_a_malformed_identifier_is_refused_before_any_request() -> None:
 
 # -- statuses -> typed errors -------------------------------------------------------------------
 
+
 @pytest.mark.anyio
 async def test_a_redirect_is_reported_with_its_location_and_not_followed() -> None:
     async with scripted() as (api, script):
-        route(script, "POST", "checks/", recording("create_check.no_trailing_slash"))   # 301 -> /api/v3/checks/
+        # 301 -> /api/v3/checks/
+        route(script, "POST", "checks/", recording("create_check.no_trailing_slash"))
         with pytest.raises(Redirected) as caught:
             await api.create_check({"name": "x"})
     assert caught.value.location == "/api/v3/checks/"
     assert "/api/v3/checks/" in caught.value.message and "HEALTHCHECKS_URL" in caught.value.advice
-    assert len(script.seen) == 1          # not followed: a followed POST would have become a GET
+    assert len(script.seen) == 1  # not followed: a followed POST would have become a GET
 
 
 @pytest.mark.anyio
 async def test_an_html_404_is_dropped_not_pasted() -> None:
     async with scripted() as (api, script):
-        route(script, "GET", "checks/00000000-0000-4000-8000-000000000000", recording("get_check.missing_uuid_404"))
+        route(
+            script,
+            "GET",
+            "checks/00000000-0000-4000-8000-000000000000",
+            recording("get_check.missing_uuid_404"),
+        )
         with pytest.raises(NotFound) as caught:
             await api.get_check("00000000-0000-4000-8000-000000000000")
     error = caught.value
@@ -194,7 +228,12 @@ async def test_an_html_404_is_dropped_not_pasted() -> None:
 async def test_an_upstream_error_body_is_cut_at_2000_characters_and_the_key_is_scrubbed() -> None:
     async with scripted() as (api, script):
         echoed = f"proxy says: your key {RW_KEY} is bad. " + "x" * 5000
-        route(script, "GET", "checks/", Response(502, echoed.encode(), [("content-type", "text/plain")]))
+        route(
+            script,
+            "GET",
+            "checks/",
+            Response(502, echoed.encode(), [("content-type", "text/plain")]),
+        )
         with pytest.raises(Unavailable) as caught:
             await api.list_checks()
     error = caught.value
@@ -291,6 +330,7 @@ class socket_that_refuses:
 
     def __enter__(self) -> int:
         import socket
+
         sock = socket.socket()
         sock.bind(("127.0.0.1", 0))
         self.port = sock.getsockname()[1]
@@ -304,6 +344,7 @@ class socket_that_refuses:
 @pytest.mark.anyio
 async def test_a_response_over_the_ceiling_is_refused_not_half_parsed() -> None:
     from hcmcp.http.client.client import HttpClient
+
     script = Script()
     route(script, "GET", "checks/", json_response(200, {"checks": [{"name": "x" * 100}] * 100}))
     async with serve_in_background(script.app) as server:
@@ -318,8 +359,12 @@ async def test_a_response_over_the_ceiling_is_refused_not_half_parsed() -> None:
 @pytest.mark.anyio
 async def test_html_where_json_was_expected_is_not_json() -> None:
     async with scripted() as (api, script):
-        route(script, "GET", "checks/", Response(200, b"<html><body>Sign in</body></html>",
-                                                 [("content-type", "text/html")]))
+        route(
+            script,
+            "GET",
+            "checks/",
+            Response(200, b"<html><body>Sign in</body></html>", [("content-type", "text/html")]),
+        )
         with pytest.raises(NotJson) as caught:
             await api.list_checks()
         route(script, "GET", "checks/", json_response(200, {"checks": "not a list"}))
@@ -330,12 +375,17 @@ async def test_html_where_json_was_expected_is_not_json() -> None:
 
 # -- decoded shapes -----------------------------------------------------------------------------
 
+
 @pytest.mark.anyio
 async def test_entries_that_are_not_objects_are_counted() -> None:
     async with scripted() as (api, script):
         good = json.loads((RECORDINGS / "list_pings.rw.json").read_text())["body"]["pings"]
-        route(script, "GET", f"checks/{UUID}/pings/",
-              json_response(200, {"pings": [good[0], 7, "x", None, {"type": 1}, good[1]]}))
+        route(
+            script,
+            "GET",
+            f"checks/{UUID}/pings/",
+            json_response(200, {"pings": [good[0], 7, "x", None, {"type": 1}, good[1]]}),
+        )
         listing = await api.list_pings(UUID)
     assert [p.n for p in listing.items] == [4, 3]
     assert listing.malformed == 4
@@ -356,7 +406,12 @@ async def test_checks_decode_in_both_key_shapes() -> None:
 @pytest.mark.anyio
 async def test_a_ping_body_is_truncated_at_64_kb() -> None:
     async with scripted() as (api, script):
-        route(script, "GET", f"checks/{UUID}/pings/1/body", Response(200, b"a" * 200_000, [("content-type", "text/plain")]))
+        route(
+            script,
+            "GET",
+            f"checks/{UUID}/pings/1/body",
+            Response(200, b"a" * 200_000, [("content-type", "text/plain")]),
+        )
         body = await api.get_ping_body(UUID, 1)
     assert body.truncated and len(body.data) == 64 * 1024
 
@@ -364,7 +419,12 @@ async def test_a_ping_body_is_truncated_at_64_kb() -> None:
 @pytest.mark.anyio
 async def test_status_is_read_up_to_4_kb_whatever_its_status() -> None:
     async with scripted() as (api, script):
-        route(script, "GET", "status/", Response(200, b"<html>" + b"p" * 10_000, [("content-type", "text/html")]))
+        route(
+            script,
+            "GET",
+            "status/",
+            Response(200, b"<html>" + b"p" * 10_000, [("content-type", "text/html")]),
+        )
         portal = await api.get_status()
         route(script, "GET", "status/", Response(500, b"db down", []))
         broken = await api.get_status()
@@ -379,10 +439,14 @@ async def test_key_kind_runs_two_harmless_gets() -> None:
         route(script, "GET", "channels/", recording("list_integrations.rw"))
         rw = await api.key_kind()
     assert rw.accepted and rw.read_write
-    assert [(r.method, r.path) for r in script.seen] == [("GET", "/api/v3/checks/"), ("GET", "/api/v3/channels/")]
+    assert [(r.method, r.path) for r in script.seen] == [
+        ("GET", "/api/v3/checks/"),
+        ("GET", "/api/v3/channels/"),
+    ]
 
     async with scripted(key=RO_KEY) as (api, script):
-        route(script, "GET", "checks/", json_response(200, {"checks": []}))     # no checks: step 2 settles it
+        # no checks: step 2 settles it
+        route(script, "GET", "checks/", json_response(200, {"checks": []}))
         route(script, "GET", "channels/", recording("list_integrations.ro_401"))
         ro = await api.key_kind()
     assert ro.accepted and ro.read_write is False
@@ -409,15 +473,17 @@ async def test_a_site_root_with_a_path_prefix() -> None:
 def test_the_api_module_does_not_import_the_http_stack() -> None:
     import subprocess
     import sys
-    code = ("import sys; import hcmcp.healthchecks.api; "
-            "print(any(m.startswith(('hcmcp.http', 'h11', 'anyio')) for m in sys.modules))")
+
+    code = (
+        "import sys; import hcmcp.healthchecks.api; "
+        "print(any(m.startswith(('hcmcp.http', 'h11', 'anyio')) for m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
 
 def test_repr_never_shows_the_key() -> None:
     assert RW_KEY not in repr(HealthchecksApi("http://127.0.0.1:1", RW_KEY))
-
 
 
 @pytest.mark.anyio

@@ -13,41 +13,16 @@ import subprocess
 import sys
 import threading
 
-from support import HCMCP, ROOT, StdioPeer, modern_meta
-from test_http_transport_process import BOTH, Served, clean_env, read
-from test_http_transport_support import initialize_params, modern_headers, rpc
-from hcmcp.simulator.simulator import Simulator
 from hcmcp.protocol.tenants import fingerprint
+from hcmcp.simulator.simulator import Simulator
+from support import HCMCP, ROOT, StdioPeer, modern_meta
+from support.audit_lines import QUIET, audits
+from support.http_transport import BOTH, initialize_params, modern_headers, rpc
+from support.served import Served, clean_env
 
 DIALOG = {"elicitation": {"form": {}}}
 ACCEPT = {"confirm_delete": {"action": "accept", "content": {"confirm": True}}}
 DECLINE = {"confirm_delete": {"action": "decline"}}
-QUIET = {"HCMCP_LOG_FORMAT": "json", "HCMCP_LOG_LEVEL": "error"}  # audit lines come at any level
-
-
-def audits(stderr: str) -> list[dict]:
-    """The final audit line of each call (the one that says how it ended), in order. Every one of
-    them whose call acted upstream must follow its own ``started`` line (issue 30: the audit is
-    written before the act), which is checked here and left out."""
-    records = [json.loads(line) for line in stderr.splitlines() if line.strip()]
-    records = [record for record in records if record["event"] == "audit"]
-    finals = []
-    for index, record in enumerate(records):
-        if record["outcome"] == "started":
-            continue
-        if record["outcome"] in ACTED:
-            before = records[index - 1] if index else {}
-            assert before.get("outcome") == "started" and before["tool"] == record["tool"], (before, record)
-            assert before.get("approved_by") == record.get("approved_by"), (before, record)
-            if record["tool"] != "create_check":  # a new check's uuid comes with the instance's answer
-                assert before["checks"] == record["checks"], (before, record)
-        finals.append(record)
-    return finals
-
-
-# The outcomes of a call that wrote upstream: each comes after a started line.
-ACTED = {"created", "updated_existing", "updated", "paused", "resumed", "deleted", "partly_deleted",
-         "already_gone", "failed"}
 
 
 def summary(records: list[dict]) -> list[tuple]:
@@ -64,8 +39,14 @@ def _call(peer: StdioPeer, name: str, arguments: dict, **params) -> dict:
 def _dialog_delete(peer: StdioPeer, uuid: str, answer: dict) -> dict:
     peer._next += 1
     rid = peer._next
-    peer.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
-               "params": {"name": "delete_check", "arguments": {"check": uuid}}})
+    peer.send(
+        {
+            "jsonrpc": "2.0",
+            "id": rid,
+            "method": "tools/call",
+            "params": {"name": "delete_check", "arguments": {"check": uuid}},
+        }
+    )
     ask = peer.read()
     assert ask["method"] == "elicitation/create", ask
     peer.send({"jsonrpc": "2.0", "id": ask["id"], "result": answer})
@@ -73,10 +54,14 @@ def _dialog_delete(peer: StdioPeer, uuid: str, answer: dict) -> dict:
 
 
 def test_stdio_2025_every_write_path_audited_once_and_reads_never():
-    with StdioPeer(HCMCP + ["--demo"], env=QUIET) as peer:
+    with StdioPeer([*HCMCP, "--demo"], env=QUIET) as peer:
         peer.initialize(DIALOG)
-        created = _call(peer, "create_check", {"name": "audited", "timeout": 3600})["structuredContent"]["check"]["uuid"]
-        other = _call(peer, "create_check", {"name": "kept", "timeout": 3600})["structuredContent"]["check"]["uuid"]
+        created = _call(peer, "create_check", {"name": "audited", "timeout": 3600})[
+            "structuredContent"
+        ]["check"]["uuid"]
+        other = _call(peer, "create_check", {"name": "kept", "timeout": 3600})["structuredContent"][
+            "check"
+        ]["uuid"]
         _call(peer, "list_checks", {})
         _call(peer, "get_check", {"check": created})
         _call(peer, "update_check", {"check": created, "timeout": 7200})
@@ -104,14 +89,18 @@ def test_stdio_2025_every_write_path_audited_once_and_reads_never():
 
 
 def test_stdio_2025_the_token_path_audits_issue_refusal_and_redemption():
-    with StdioPeer(HCMCP + ["--demo"], env=QUIET) as peer:
+    with StdioPeer([*HCMCP, "--demo"], env=QUIET) as peer:
         peer.initialize()  # no elicitation: the two-call token
-        uuid = _call(peer, "create_check", {"name": "token", "timeout": 60})["structuredContent"]["check"]["uuid"]
+        uuid = _call(peer, "create_check", {"name": "token", "timeout": 60})["structuredContent"][
+            "check"
+        ]["uuid"]
         first = _call(peer, "delete_check", {"check": uuid})["structuredContent"]
         _call(peer, "delete_check", {"check": uuid, "confirm_token": "0" * 32})
         token = _call(peer, "delete_check", {"check": uuid})["structuredContent"]["confirm_token"]
         assert first["outcome"] == "token_issued"
-        done = _call(peer, "delete_check", {"check": uuid, "confirm_token": token})["structuredContent"]
+        done = _call(peer, "delete_check", {"check": uuid, "confirm_token": token})[
+            "structuredContent"
+        ]
         assert done["outcome"] == "approved_by_token"
         _call(peer, "delete_check", {"check": "not-a-uuid"})  # refused before anything is asked
         peer.close()
@@ -129,13 +118,29 @@ def test_stdio_2025_the_token_path_audits_issue_refusal_and_redemption():
 
 def test_stdio_2026_input_required_and_its_retries_are_audited():
     meta = modern_meta({"elicitation": {}})
-    with StdioPeer(HCMCP + ["--demo"], env=QUIET) as peer:
-        uuid = _call(peer, "create_check", {"name": "modern", "timeout": 60}, _meta=meta)["structuredContent"]["check"]["uuid"]
+    with StdioPeer([*HCMCP, "--demo"], env=QUIET) as peer:
+        uuid = _call(peer, "create_check", {"name": "modern", "timeout": 60}, _meta=meta)[
+            "structuredContent"
+        ]["check"]["uuid"]
         asked = _call(peer, "delete_check", {"check": uuid}, _meta=meta)
         state = asked["requestState"]
-        _call(peer, "delete_check", {"check": uuid}, _meta=meta, inputResponses=DECLINE, requestState=state)
+        _call(
+            peer,
+            "delete_check",
+            {"check": uuid},
+            _meta=meta,
+            inputResponses=DECLINE,
+            requestState=state,
+        )
         state = _call(peer, "delete_check", {"check": uuid}, _meta=meta)["requestState"]
-        done = _call(peer, "delete_check", {"check": uuid}, _meta=meta, inputResponses=ACCEPT, requestState=state)
+        done = _call(
+            peer,
+            "delete_check",
+            {"check": uuid},
+            _meta=meta,
+            inputResponses=ACCEPT,
+            requestState=state,
+        )
         assert done["structuredContent"]["outcome"] == "approved_by_dialog"
         peer.close()
         records = audits(peer.stderr_text())
@@ -154,9 +159,11 @@ DEMO_TENANT = fingerprint(Simulator.RW_KEY)
 
 
 def test_text_mode_audit_is_one_readable_line_at_the_default_level():
-    with StdioPeer(HCMCP + ["--demo"]) as peer:
+    with StdioPeer([*HCMCP, "--demo"]) as peer:
         peer.initialize()
-        uuid = _call(peer, "create_check", {"name": "text", "timeout": 60})["structuredContent"]["check"]["uuid"]
+        uuid = _call(peer, "create_check", {"name": "text", "timeout": 60})["structuredContent"][
+            "check"
+        ]["uuid"]
         _call(peer, "pause_check", {"check": uuid})
         _call(peer, "list_checks", {})
         peer.close()
@@ -178,7 +185,9 @@ def test_terminal_consent_is_recorded_through_the_audit_function():
         "try:\n    record(tool='delete_check', checks=[], outcome='x', approved_by='the model')\n"
         "except ValueError as error:\n    print(error)\n"
     )
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=30)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=30
+    )
     assert done.stderr.strip() == (
         "hcmcp: INFO audit: tool=delete_check checks=aaaaaaaa-0000-4000-8000-000000000001 "
         "outcome=deleted approved_by=terminal client_name=hcmcp client_version=cli"
@@ -198,14 +207,19 @@ def _http_session(server: Served, capabilities: dict | None = None) -> dict[str,
 
 
 def _http_call(server: Served, session: dict, name: str, arguments: dict, id: int) -> dict:
-    status, _, messages = server.post(rpc("tools/call", {"name": name, "arguments": arguments}, id), session)
+    status, _, messages = server.post(
+        rpc("tools/call", {"name": name, "arguments": arguments}, id), session
+    )
     assert status == 200
     return messages[-1]["result"]
 
 
 def _modern_call(server: Served, name: str, arguments: dict, id: int, **extra) -> dict:
-    message = rpc("tools/call", {"name": name, "arguments": arguments, "_meta": modern_meta({"elicitation": {}}),
-                                 **extra}, id)
+    message = rpc(
+        "tools/call",
+        {"name": name, "arguments": arguments, "_meta": modern_meta({"elicitation": {}}), **extra},
+        id,
+    )
     status, _, messages = server.post(message, modern_headers(message), revision="2026-07-28")
     assert status == 200
     return messages[-1]["result"]
@@ -214,29 +228,45 @@ def _modern_call(server: Served, name: str, arguments: dict, id: int, **extra) -
 def _http_dialog_delete(server: Served, session: dict, uuid: str, id: int) -> dict:
     """A 2025-era delete over SSE: the elicitation arrives on the stream, the answer is a new POST."""
     conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=10)
-    conn.request("POST", "/mcp", json.dumps(rpc("tools/call", {"name": "delete_check", "arguments": {"check": uuid}}, id)),
-                 {"Content-Type": "application/json", "Accept": BOTH, **session})
+    conn.request(
+        "POST",
+        "/mcp",
+        json.dumps(rpc("tools/call", {"name": "delete_check", "arguments": {"check": uuid}}, id)),
+        {"Content-Type": "application/json", "Accept": BOTH, **session},
+    )
     response = conn.getresponse()
     assert response.headers["content-type"].startswith("text/event-stream")
     buffer = b""
     while b"\n\n" not in buffer:
         buffer += response.read1(65536)
-    ask = json.loads(next(line[5:] for line in buffer.decode().split("\n") if line.startswith("data:")))
+    ask = json.loads(
+        next(line[5:] for line in buffer.decode().split("\n") if line.startswith("data:"))
+    )
     assert ask["method"] == "elicitation/create"
-    answer = {"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"confirm": True}}}
+    answer = {
+        "jsonrpc": "2.0",
+        "id": ask["id"],
+        "result": {"action": "accept", "content": {"confirm": True}},
+    }
     result: list = []
     reader = threading.Thread(target=lambda: result.append(response.read()))
     reader.start()
     assert server.post(answer, session)[0] == 202
     reader.join(10)
-    events = [json.loads(line[5:]) for line in (buffer + result[0]).decode().split("\n") if line.startswith("data:")]
+    events = [
+        json.loads(line[5:])
+        for line in (buffer + result[0]).decode().split("\n")
+        if line.startswith("data:")
+    ]
     return events[-1]["result"]
 
 
 def test_http_both_eras_every_write_path_audited_once():
-    with Served(HCMCP + ["--http", "127.0.0.1:0", "--demo"], env=clean_env(**QUIET)) as server:
+    with Served([*HCMCP, "--http", "127.0.0.1:0", "--demo"], env=clean_env(**QUIET)) as server:
         dialog = _http_session(server, DIALOG)
-        uuid = _http_call(server, dialog, "create_check", {"name": "http", "timeout": 60}, 2)["structuredContent"]["check"]["uuid"]
+        uuid = _http_call(server, dialog, "create_check", {"name": "http", "timeout": 60}, 2)[
+            "structuredContent"
+        ]["check"]["uuid"]
         _http_call(server, dialog, "list_checks", {}, 3)
         _http_call(server, dialog, "update_check", {"check": uuid, "grace": 120}, 4)
         _http_call(server, dialog, "pause_check", {"check": uuid}, 5)
@@ -244,13 +274,21 @@ def test_http_both_eras_every_write_path_audited_once():
         deleted = _http_dialog_delete(server, dialog, uuid, 7)
         assert deleted["structuredContent"]["outcome"] == "approved_by_dialog"
         plain = _http_session(server)  # no elicitation: the token
-        second = _http_call(server, plain, "create_check", {"name": "token", "timeout": 60}, 8)["structuredContent"]["check"]["uuid"]
-        token = _http_call(server, plain, "delete_check", {"check": second}, 9)["structuredContent"]["confirm_token"]
+        second = _http_call(server, plain, "create_check", {"name": "token", "timeout": 60}, 8)[
+            "structuredContent"
+        ]["check"]["uuid"]
+        token = _http_call(server, plain, "delete_check", {"check": second}, 9)[
+            "structuredContent"
+        ]["confirm_token"]
         _http_call(server, plain, "delete_check", {"check": second, "confirm_token": token}, 10)
-        third = _modern_call(server, "create_check", {"name": "modern", "timeout": 60}, 11)["structuredContent"]["check"]["uuid"]
+        third = _modern_call(server, "create_check", {"name": "modern", "timeout": 60}, 11)[
+            "structuredContent"
+        ]["check"]["uuid"]
         state = _modern_call(server, "delete_check", {"check": third}, 12)["requestState"]
         _modern_call(server, "get_check", {"check": third}, 13)
-        _modern_call(server, "delete_check", {"check": third}, 14, inputResponses=ACCEPT, requestState=state)
+        _modern_call(
+            server, "delete_check", {"check": third}, 14, inputResponses=ACCEPT, requestState=state
+        )
         assert server.stop() == 0
         records = audits("".join(server.stderr))
     assert summary(records) == [
@@ -270,8 +308,14 @@ def test_http_both_eras_every_write_path_audited_once():
 
 
 def test_the_cli_call_is_audited_as_the_cli():
-    done = subprocess.run(HCMCP + ["call", "create_check", '{"name": "from the cli", "timeout": 60}', "--demo"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=60, env=clean_env(**QUIET))
+    done = subprocess.run(
+        [*HCMCP, "call", "create_check", '{"name": "from the cli", "timeout": 60}', "--demo"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        env=clean_env(**QUIET),
+    )
     assert done.returncode == 0, done.stderr
     uuid = json.loads(done.stdout)["check"]["uuid"]
     assert summary(audits(done.stderr)) == [("create_check", "created", None, (uuid,))]
@@ -302,8 +346,17 @@ class SlowToDelete:
 
             def _check(self) -> None:
                 uuid = self.path.rstrip("/").rsplit("/", 1)[-1]
-                data = json.dumps({"name": f"check {uuid[:4]}", "uuid": uuid, "status": "up", "tags": "",
-                                   "grace": 60, "timeout": 60, "n_pings": 0}).encode()
+                data = json.dumps(
+                    {
+                        "name": f"check {uuid[:4]}",
+                        "uuid": uuid,
+                        "status": "up",
+                        "tags": "",
+                        "grace": 60,
+                        "timeout": 60,
+                        "n_pings": 0,
+                    }
+                ).encode()
                 self.send_response(200)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
@@ -333,8 +386,12 @@ class SlowToDelete:
 
 
 def _slow_env(instance: SlowToDelete) -> dict[str, str]:
-    return {**QUIET, "HEALTHCHECKS_URL": instance.url, "HEALTHCHECKS_API_KEY": "hcw_audit_crash_test_0123456789a",
-            "ELICITATION": "false"}
+    return {
+        **QUIET,
+        "HEALTHCHECKS_URL": instance.url,
+        "HEALTHCHECKS_API_KEY": "hcw_audit_crash_test_0123456789a",
+        "ELICITATION": "false",
+    }
 
 
 def _token_then_delete(peer: StdioPeer) -> int:
@@ -342,9 +399,17 @@ def _token_then_delete(peer: StdioPeer) -> int:
     issued = _call(peer, "delete_check", {"check": TARGETS})["structuredContent"]
     assert issued["outcome"] == "token_issued", issued
     peer._next += 1
-    peer.send({"jsonrpc": "2.0", "id": peer._next, "method": "tools/call",
-               "params": {"name": "delete_check", "arguments": {"check": TARGETS,
-                                                               "confirm_token": issued["confirm_token"]}}})
+    peer.send(
+        {
+            "jsonrpc": "2.0",
+            "id": peer._next,
+            "method": "tools/call",
+            "params": {
+                "name": "delete_check",
+                "arguments": {"check": TARGETS, "confirm_token": issued["confirm_token"]},
+            },
+        }
+    )
     return peer._next
 
 
@@ -359,7 +424,11 @@ def test_a_sigkill_between_the_deletes_leaves_the_started_line_with_the_checks_a
             assert instance.hanging.wait(10), "the third DELETE never came"
             peer.proc.kill()
             peer.proc.wait(10)
-            records = [json.loads(line) for line in peer.proc.stderr.read().decode().splitlines() if line.strip()]
+            records = [
+                json.loads(line)
+                for line in peer.proc.stderr.read().decode().splitlines()
+                if line.strip()
+            ]
     finally:
         instance.close()
     lines = [r for r in records if r["event"] == "audit" and r["tool"] == "delete_check"]
@@ -376,7 +445,9 @@ def test_a_client_that_hangs_up_mid_delete_gets_a_line_saying_which_checks_went(
             peer.initialize()
             request_id = _token_then_delete(peer)
             assert instance.hanging.wait(10), "the third DELETE never came"
-            peer.notify("notifications/cancelled", {"requestId": request_id, "reason": "the person left"})
+            peer.notify(
+                "notifications/cancelled", {"requestId": request_id, "reason": "the person left"}
+            )
             assert peer.no_output(1.0)  # a cancelled request is not answered
             peer.close()
             lines = [r for r in audits(peer.stderr_text()) if r["tool"] == "delete_check"]

@@ -22,22 +22,53 @@ REPO = Path(__file__).resolve().parent.parent
 TINY = ["--quick", "--no-install", "--runs", "1"]
 
 CASES = {
-    "startup": (TINY + ["--servers", "hcmcp,mcpserver"],
-                ["Start-up over stdio", "Heaviest imports"]),
-    "latency": (TINY + ["--calls", "5", "--servers", "hcmcp,mcpserver"],
-                ["Tool calls over stdio", "Per-call overhead over stdio", "For comparison: against a fixed upstream"]),
-    "memory": (TINY + ["--servers", "hcmcp,mcpserver", "--flood-servers", "hcmcp",
-                       "--flood-bytes", "8000000"],
-               ["RSS after start-up", "Flooded instance", "Installed size"]),
-    "scaling": (TINY + ["--sizes", "30"], ["list_checks against projects"]),
-    "http": (TINY + ["--servers", "hcmcp,mcpserver", "--calls", "5"],
-             ["Start-up over Streamable HTTP", "Tool calls over Streamable HTTP",
-              "For comparison: per-call overhead over HTTP against a fixed upstream",
-              "For comparison: the measuring client's own CPU"]),
+    "startup": (
+        [*TINY, "--servers", "hcmcp,mcpserver"],
+        ["Start-up over stdio", "Heaviest imports"],
+    ),
+    "latency": (
+        [*TINY, "--calls", "5", "--servers", "hcmcp,mcpserver"],
+        [
+            "Tool calls over stdio",
+            "Per-call overhead over stdio",
+            "For comparison: against a fixed upstream",
+        ],
+    ),
+    "memory": (
+        [
+            *TINY,
+            "--servers",
+            "hcmcp,mcpserver",
+            "--flood-servers",
+            "hcmcp",
+            "--flood-bytes",
+            "8000000",
+        ],
+        ["RSS after start-up", "Flooded instance", "Installed size"],
+    ),
+    "scaling": ([*TINY, "--sizes", "30"], ["list_checks against projects"]),
+    "http": (
+        [*TINY, "--servers", "hcmcp,mcpserver", "--calls", "5"],
+        [
+            "Start-up over Streamable HTTP",
+            "Tool calls over Streamable HTTP",
+            "For comparison: per-call overhead over HTTP against a fixed upstream",
+            "For comparison: the measuring client's own CPU",
+        ],
+    ),
     "profile": (["--quick", "--no-install"], ["Python function calls per tool call"]),
-    "stages": (["--quick", "--no-install"], ["Stages of a get_check over stdio", "Stages of a list_checks over http"]),
-    "operating": (TINY + ["--calls", "10"], ["Metrics and JSON logs, on against off", "The `on` server after the run",
-                                             "In process: McpServer.handle"]),
+    "stages": (
+        ["--quick", "--no-install"],
+        ["Stages of a get_check over stdio", "Stages of a list_checks over http"],
+    ),
+    "operating": (
+        [*TINY, "--calls", "10"],
+        [
+            "Metrics and JSON logs, on against off",
+            "The `on` server after the run",
+            "In process: McpServer.handle",
+        ],
+    ),
 }
 
 
@@ -51,8 +82,13 @@ def run_benchmark(name: str) -> subprocess.CompletedProcess[str]:
     if not _started:
         for each, (args, _) in CASES.items():
             _started[each] = subprocess.Popen(
-                [sys.executable, "-m", f"benchmarks.{each}", *args], cwd=REPO, text=True,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)})
+                [sys.executable, "-m", f"benchmarks.{each}", *args],
+                cwd=REPO,
+                text=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env={**os.environ, "PYTHONPATH": str(REPO)},
+            )
     proc = _started[name]
     try:
         stdout, stderr = proc.communicate(timeout=180)
@@ -106,20 +142,32 @@ def test_latency_reports_the_floor_and_each_servers_overhead_against_the_target(
             assert (tool, label) in pairs, f"no {tool} overhead row for {label}:\n{result.stdout}"
     for row in overhead:
         assert re.fullmatch(r"-?\d+ µs", row[4]), row
-    assert re.search(r"target ≥ 5× at p50: (met|missed)", result.stdout), result.stdout
-    every_pair = {(tool, label) for tool in ("list_checks", "get_check") for label in ("hcmcp", "MCPServer (mcp 2.3.0)")}
-    for title in ("For comparison: the floor taken between calls", "For comparison: against a fixed upstream"):
+    assert re.search(r"target ≥ 5× at p50: (met|missed)", result.stdout), result.stdout  # noqa: RUF001  (the reports' ratio sign)
+    every_pair = {
+        (tool, label)
+        for tool in ("list_checks", "get_check")
+        for label in ("hcmcp", "MCPServer (mcp 2.3.0)")
+    }
+    for title in (
+        "For comparison: the floor taken between calls",
+        "For comparison: against a fixed upstream",
+    ):
         rows = table_rows(result.stdout, title)
         assert {(row[0], row[1]) for row in rows} >= every_pair, rows
         for row in rows:
-            assert re.fullmatch(r"\d+ µs", row[3]), row   # a floor was measured
+            assert re.fullmatch(r"\d+ µs", row[3]), row  # a floor was measured
 
 
 def test_http_compares_the_overhead_against_a_fixed_upstream_for_each_server() -> None:
     result = run_benchmark("http")
-    rows = table_rows(result.stdout, "For comparison: per-call overhead over HTTP against a fixed upstream")
-    assert {(row[0], row[1]) for row in rows} == {(tool, label) for tool in ("list_checks", "get_check")
-                                                  for label in ("hcmcp", "MCPServer (mcp 2.3.0)")}, rows
+    rows = table_rows(
+        result.stdout, "For comparison: per-call overhead over HTTP against a fixed upstream"
+    )
+    assert {(row[0], row[1]) for row in rows} == {
+        (tool, label)
+        for tool in ("list_checks", "get_check")
+        for label in ("hcmcp", "MCPServer (mcp 2.3.0)")
+    }, rows
     for row in rows:
         assert all(re.fullmatch(r"-?\d+ µs", cell) for cell in row[2:5]), row
 
@@ -127,22 +175,30 @@ def test_http_compares_the_overhead_against_a_fixed_upstream_for_each_server() -
 def test_http_measures_the_clients_own_cpu_per_call_for_the_floor_and_each_server() -> None:
     result = run_benchmark("http")
     rows = table_rows(result.stdout, "For comparison: the measuring client's own CPU")
-    assert {(row[0], row[1]) for row in rows} == {(tool, who) for tool in ("list_checks", "get_check")
-                                                  for who in ("the direct GET (the floor)", "hcmcp",
-                                                              "MCPServer (mcp 2.3.0)")}, rows
+    assert {(row[0], row[1]) for row in rows} == {
+        (tool, who)
+        for tool in ("list_checks", "get_check")
+        for who in ("the direct GET (the floor)", "hcmcp", "MCPServer (mcp 2.3.0)")
+    }, rows
     for row in rows:
-        assert re.fullmatch(r"\d+ µs", row[2]), row                 # thread CPU is never negative
+        assert re.fullmatch(r"\d+ µs", row[2]), row  # thread CPU is never negative
         if row[1] != "the direct GET (the floor)":
             assert all(re.fullmatch(r"-?\d+ µs", cell) for cell in row[3:6]), row
-            assert re.fullmatch(r"\d+(\.\d+)?×|— \(.*\)", row[6]), row   # a ratio, or why there is none
+            # a ratio, or why there is none
+            assert re.fullmatch(r"\d+(\.\d+)?×|— \(.*\)", row[6]), row  # noqa: RUF001  (the reports' ratio sign)
 
 
 def test_scaling_has_a_row_per_variant_and_size() -> None:
     result = run_benchmark("scaling")
     rows = table_rows(result.stdout, "list_checks against projects")
     labels = {row[1] for row in rows}
-    assert labels == {"hcmcp (default 5 MiB ceiling)", "hcmcp, HEALTHCHECKS_MAX_RESPONSE_BYTES=33554432",
-                      "hcmcp, tag=prod", "MCPServer (mcp 2.3.0)", "MCPServer (mcp 2.3.0), tag=prod"}, rows
+    assert labels == {
+        "hcmcp (default 5 MiB ceiling)",
+        "hcmcp, HEALTHCHECKS_MAX_RESPONSE_BYTES=33554432",
+        "hcmcp, tag=prod",
+        "MCPServer (mcp 2.3.0)",
+        "MCPServer (mcp 2.3.0), tag=prod",
+    }, rows
     assert all(row[0] == "30" and row[-1] == "answered" for row in rows), rows
     assert all(re.fullmatch(r"\d+\.\d ms", row[4]) for row in rows), rows
 
@@ -150,21 +206,30 @@ def test_scaling_has_a_row_per_variant_and_size() -> None:
 def test_profile_counts_calls_for_both_transports_and_tools() -> None:
     result = run_benchmark("profile")
     rows = table_rows(result.stdout, "Python function calls per tool call")
-    assert {(row[0], row[1]) for row in rows} == {("stdio", "get_check"), ("stdio", "list_checks"),
-                                                  ("http", "get_check"), ("http", "list_checks")}, rows
+    assert {(row[0], row[1]) for row in rows} == {
+        ("stdio", "get_check"),
+        ("stdio", "list_checks"),
+        ("http", "get_check"),
+        ("http", "list_checks"),
+    }, rows
     for row in rows:
         counts = [float(cell) for cell in row[2:]]
-        assert sum(counts[:-1]) == pytest.approx(counts[-1], abs=len(counts)), row   # the groups add up
-        assert counts[0] > 0 and counts[-1] > 100, row   # h11 parsed a response; a call is hundreds of calls
+        # the groups add up
+        assert sum(counts[:-1]) == pytest.approx(counts[-1], abs=len(counts)), row
+        # h11 parsed a response; a call is hundreds of calls
+        assert counts[0] > 0 and counts[-1] > 100, row
 
 
 def test_stages_has_the_points_of_both_transports_and_no_skipped_probe() -> None:
     result = run_benchmark("stages")
-    assert "probes skipped" not in result.stdout, result.stdout   # a renamed function would silence its stage
+    # a renamed function would silence its stage
+    assert "probes skipped" not in result.stdout, result.stdout
     for transport in ("stdio", "http"):
         rows = table_rows(result.stdout, f"Stages of a get_check over {transport}")
         gaps = [row[0] for row in rows]
-        assert gaps[0].startswith("client sent → request") and gaps[-1].endswith("→ client received"), gaps
+        assert gaps[0].startswith("client sent → request") and gaps[-1].endswith(
+            "→ client received"
+        ), gaps
         assert "answer bytes in → answer head parsed (h11)" in gaps, gaps
         assert all(re.fullmatch(r"\d+\.\d µs", row[1]) for row in rows), rows
     http = [row[0] for row in table_rows(result.stdout, "Stages of a get_check over http")]
@@ -172,8 +237,13 @@ def test_stages_has_the_points_of_both_transports_and_no_skipped_probe() -> None
 
 
 def test_unknown_benchmark_name_is_refused() -> None:
-    result = subprocess.run([sys.executable, "-m", "benchmarks", "no-such-benchmark"], cwd=REPO,
-                            capture_output=True, text=True, timeout=30)
+    result = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "no-such-benchmark"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert result.returncode == 2
     assert "unknown benchmark" in result.stderr
 
@@ -181,14 +251,19 @@ def test_unknown_benchmark_name_is_refused() -> None:
 def test_mcpserver_peer_answers_all_14_tools_against_the_simulator() -> None:
     """The comparison is only fair if the peer really does the work: every tool's happy path."""
     from benchmarks._harness import server_env
-    from benchmarks._upstream import http_get_json, simulator
     from benchmarks._servers import mcpserver_spec
+    from benchmarks._upstream import http_get_json, simulator
 
     with simulator("demo") as sim:
         checks = http_get_json(f"{sim.url}/api/v3/checks/", sim.rw_key)["checks"]
-        with_body = next((c["uuid"], p["n"]) for c in checks
-                         for p in http_get_json(f"{sim.url}/api/v3/checks/{c['uuid']}/pings/",
-                                                sim.rw_key)["pings"] if p["body_url"])
+        with_body = next(
+            (c["uuid"], p["n"])
+            for c in checks
+            for p in http_get_json(f"{sim.url}/api/v3/checks/{c['uuid']}/pings/", sim.rw_key)[
+                "pings"
+            ]
+            if p["body_url"]
+        )
         uuid = checks[0]["uuid"]
         with mcpserver_spec().start(server_env(sim.url, sim.rw_key)) as peer:
             peer.initialize()

@@ -6,8 +6,8 @@ import subprocess
 
 import pytest
 
-from hcmcp.config.settings import load
 from hcmcp.config.parse import ConfigError
+from hcmcp.config.settings import load
 from support import HCMCP, ROOT, cache_env
 
 
@@ -19,40 +19,59 @@ def test_booleans_accept_exactly_true_or_false(name, value):
     assert name in str(error.value) and "true" in str(error.value) and "false" in str(error.value)
 
 
-@pytest.mark.parametrize("env", [{"ELICITATION": "yes"}, {"ELICITATION": "1"}, {"HEALTHCHECKS_READ_ONLY": "on"}])
+@pytest.mark.parametrize(
+    "env", [{"ELICITATION": "yes"}, {"ELICITATION": "1"}, {"HEALTHCHECKS_READ_ONLY": "on"}]
+)
 def test_a_bad_boolean_stops_the_server_with_exit_1(env):
-    proc = subprocess.run(HCMCP, env={**cache_env(), **env, "PATH": "/usr/bin:/bin"}, input=b"", capture_output=True,
-                          cwd=ROOT, timeout=20)
+    proc = subprocess.run(
+        HCMCP,
+        env={**cache_env(), **env, "PATH": "/usr/bin:/bin"},
+        input=b"",
+        capture_output=True,
+        cwd=ROOT,
+        timeout=20,
+    )
     assert proc.returncode == 1
     assert b"true" in proc.stderr and b"false" in proc.stderr and proc.stdout == b""
 
 
-@pytest.mark.parametrize("raw, expected", [
-    (None, "https://healthchecks.io"),
-    ("https://healthchecks.io/", "https://healthchecks.io"),
-    ("https://hc.example.com/api/v3/", "https://hc.example.com"),
-    ("https://hc.example.com/api/v1", "https://hc.example.com"),
-    ("http://127.0.0.1:8000/hc/api/v3", "http://127.0.0.1:8000/hc"),
-    ("HTTPS://HC.Example.com", "https://hc.example.com"),
-])
+@pytest.mark.parametrize(
+    "raw, expected",
+    [
+        (None, "https://healthchecks.io"),
+        ("https://healthchecks.io/", "https://healthchecks.io"),
+        ("https://hc.example.com/api/v3/", "https://hc.example.com"),
+        ("https://hc.example.com/api/v1", "https://hc.example.com"),
+        ("http://127.0.0.1:8000/hc/api/v3", "http://127.0.0.1:8000/hc"),
+        ("HTTPS://HC.Example.com", "https://hc.example.com"),
+    ],
+)
 def test_site_root_is_normalised(raw, expected):
     env = {} if raw is None else {"HEALTHCHECKS_URL": raw}
     assert load(env).site_root == expected
 
 
-@pytest.mark.parametrize("raw, fragment", [
-    ("ftp://example.com", "scheme"),
-    ("https://user:pass@example.com", "credentials"),
-    ("example.com", "not a URL"),
-    ("https://", "no host"),
-])
+@pytest.mark.parametrize(
+    "raw, fragment",
+    [
+        ("ftp://example.com", "scheme"),
+        ("https://user:pass@example.com", "credentials"),
+        ("example.com", "not a URL"),
+        ("https://", "no host"),
+    ],
+)
 def test_bad_urls_stop_the_server(raw, fragment):
     with pytest.raises(ConfigError, match=fragment):
         load({"HEALTHCHECKS_URL": raw})
 
 
 def test_repr_never_shows_secrets():
-    config = load({"HEALTHCHECKS_API_KEY": "hcw_secretsecretsecretsecret1234", "HEALTHCHECKS_HTTP_TOKEN": "t" * 20})
+    config = load(
+        {
+            "HEALTHCHECKS_API_KEY": "hcw_secretsecretsecretsecret1234",
+            "HEALTHCHECKS_HTTP_TOKEN": "t" * 20,
+        }
+    )
     assert "secret" not in repr(config) and "tttt" not in repr(config)
 
 

@@ -25,56 +25,22 @@ import urllib.request
 import uuid
 from pathlib import Path
 
-import hostile_upstream
 import pytest
+
+import hostile_upstream
 from hostile_upstream import Hostile
 from support import ROOT, StdioPeer, validate_server_message
-from test_pyz import OUR_ENV, TIMEOUT, place  # noqa: F401  (place is a fixture)
-
-DOCKERFILE = ROOT / "Dockerfile"
-
-
-def instructions() -> list[tuple[str, str]]:
-    """(INSTRUCTION, arguments) in order, continuation lines joined, comments dropped."""
-    text = re.sub(r"\\\n", " ", "\n".join(line for line in DOCKERFILE.read_text().splitlines()
-                                           if not line.lstrip().startswith("#")))
-    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1].strip()) for line in text.splitlines()
-            if line.strip()]
-
-
-def stages() -> list[list[tuple[str, str]]]:
-    result: list[list[tuple[str, str]]] = []
-    for name, args in instructions():
-        if name == "FROM":
-            result.append([])
-        if result:   # an ARG before the first FROM belongs to no stage
-            result[-1].append((name, args))
-    return result
-
-
-def final(name: str) -> list[str]:
-    return [args for instruction, args in stages()[-1] if instruction == name]
-
-
-def env_of_final_stage() -> dict[str, str]:
-    env = {}
-    for args in final("ENV"):
-        for key, value in re.findall(r"(\w+)=(\S+)", args):
-            env[key] = value
-    return env
-
-
-def default_base() -> str:
-    args = [args for instruction, args in instructions() if instruction == "ARG" and args.startswith("BASE=")]
-    assert len(args) == 1, args
-    return args[0].split("=", 1)[1]
+from support.dockerfile import DOCKERFILE, default_base, env_of_final_stage, final, stages
+from support.pyz_place import OUR_ENV, TIMEOUT
 
 
 def test_the_base_is_an_argument_whose_default_is_distroless_pinned_by_digest():
-    assert re.fullmatch(r"gcr\.io/distroless/python3-debian12:nonroot@sha256:[0-9a-f]{64}", default_base())
+    assert re.fullmatch(
+        r"gcr\.io/distroless/python3-debian12:nonroot@sha256:[0-9a-f]{64}", default_base()
+    )
     assert [stage[0] for stage in stages()] == [("FROM", "${BASE} AS build"), ("FROM", "${BASE}")]
     text = DOCKERFILE.read_text()
-    assert "podman pull" in text and "crane digest" in text   # how to refresh it, beside it
+    assert "podman pull" in text and "crane digest" in text  # how to refresh it, beside it
     assert "-p 8000:8000" not in text and "-p 127.0.0.1:8000:8000" in text
 
 
@@ -83,16 +49,20 @@ def test_the_recipe_is_multi_stage_non_root_and_serves_stdio_by_default():
     assert len(stages()) >= 2
     user = final("USER")[-1].split(":")[0]
     assert user not in ("0", "root") and user.isdigit() and int(user) >= 1000
-    entrypoint = json.loads(final("ENTRYPOINT")[-1])                    # exec form: no shell needed
+    entrypoint = json.loads(final("ENTRYPOINT")[-1])  # exec form: no shell needed
     assert entrypoint[1] == "-I" and entrypoint[2].endswith("/hcmcp.pyz") and len(entrypoint) == 3
-    assert not final("CMD")                                             # `--http 0.0.0.0:8000` is one argument away
-    assert not any(instruction == "RUN" for instruction, _ in runtime)   # nothing runs in the final stage
-    runs = [json.loads(args) for instruction, args in built if instruction == "RUN"]   # exec form: no shell
-    assert runs and runs[0] == entrypoint + ["--version"]        # unpacked by the interpreter that runs it
+    assert not final("CMD")  # `--http 0.0.0.0:8000` is one argument away
+    # nothing runs in the final stage
+    assert not any(instruction == "RUN" for instruction, _ in runtime)
+    # exec form: no shell
+    runs = [json.loads(args) for instruction, args in built if instruction == "RUN"]
+    # unpacked by the interpreter that runs it
+    assert runs and runs[0] == [*entrypoint, "--version"]
     build_env = dict(re.findall(r"(\w+)=(\S+)", " ".join(a for i, a in built if i == "ENV")))
     assert build_env["HCMCP_PYZ_CACHE"] == env_of_final_stage()["HCMCP_PYZ_CACHE"]
     copied = " ".join(args for instruction, args in built if instruction == "COPY")
-    assert "dist/hcmcp.pyz" in copied and "dist/hcmcp.cdx.json" in copied   # the host's build and its SBOM
+    # the host's build and its SBOM
+    assert "dist/hcmcp.pyz" in copied and "dist/hcmcp.cdx.json" in copied
     label = re.search(r'io\.modelcontextprotocol\.server\.name="([^"]+)"', " ".join(final("LABEL")))
     assert label and label.group(1) == json.loads((ROOT / "server.json").read_text())["name"]
 
@@ -104,15 +74,22 @@ def ignored(path: str, patterns: list[str]) -> bool:
         negate = pattern.startswith("!")
         bare = pattern[1:] if negate else pattern
         bare = bare.rstrip("/")
-        if fnmatch.fnmatch(path, bare) or path.startswith(bare + "/") or fnmatch.fnmatch(path, bare.replace("**/", "")) \
-                or fnmatch.fnmatch(Path(path).name, bare.replace("**/", "")):
+        if (
+            fnmatch.fnmatch(path, bare)
+            or path.startswith(bare + "/")
+            or fnmatch.fnmatch(path, bare.replace("**/", ""))
+            or fnmatch.fnmatch(Path(path).name, bare.replace("**/", ""))
+        ):
             result = not negate
     return result
 
 
 def test_the_build_context_holds_everything_the_build_copies_and_nothing_else():
-    patterns = [line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
-                if line.strip() and not line.startswith("#")]
+    patterns = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     sources = []
     for instruction, args in stages()[0]:
         if instruction == "COPY" and "--from" not in args:
@@ -120,48 +97,97 @@ def test_the_build_context_holds_everything_the_build_copies_and_nothing_else():
     assert sources
     for source in sources:
         assert not ignored(source, patterns), source
-    for outside in ("tests/test_pyz.py", ".git/HEAD", "README.md", "hcmcp/__init__.py", "dist/other.whl",
-                    "hcmcp/__pycache__/x.pyc", ".ci/build-pyz"):
+    for outside in (
+        "tests/test_pyz.py",
+        ".git/HEAD",
+        "README.md",
+        "hcmcp/__init__.py",
+        "dist/other.whl",
+        "hcmcp/__pycache__/x.pyc",
+        ".ci/build-pyz",
+    ):
         assert ignored(outside, patterns), outside
 
 
-def test_the_final_stage_runs_its_entrypoint_read_only_as_its_user_with_only_its_environment(place):  # noqa: F811
+def test_the_final_stage_runs_its_entrypoint_read_only_as_its_user_with_only_its_environment(place):
     entrypoint = json.loads(final("ENTRYPOINT")[-1])
     env = env_of_final_stage()
     baked = place["folder"] / "opt-hcmcp-cache"
     # The build stage's step: unpack once, as root, with the interpreter that will run it.
-    done = subprocess.run([place["python"], "-I", str(place["pyz"]), "--version"], capture_output=True,
-                          env={"HCMCP_PYZ_CACHE": str(baked)}, timeout=TIMEOUT)
+    done = subprocess.run(
+        [place["python"], "-I", str(place["pyz"]), "--version"],
+        capture_output=True,
+        env={"HCMCP_PYZ_CACHE": str(baked)},
+        timeout=TIMEOUT,
+    )
     assert done.returncode == 0, done.stderr
     for path in [baked, *baked.rglob("*")]:
         path.chmod(path.stat().st_mode & ~0o222)
     before = sorted((str(p), p.stat().st_mtime_ns) for p in baked.rglob("*"))
-    assert any(p.endswith(".pyc") for p, _ in before)   # compiled while building: nothing to write later
+    # compiled while building: nothing to write later
+    assert any(p.endswith(".pyc") for p, _ in before)
 
     env["HCMCP_PYZ_CACHE"] = str(baked)
     argv = [place["python"], *entrypoint[1:-1], str(place["pyz"])]
     user = int(final("USER")[-1].split(":")[0])
     drop = {"user": user, "group": user, "extra_groups": []} if os.geteuid() == 0 else {}
     workdir = final("WORKDIR")[-1]
-    run = subprocess.run([*argv, "call", "list_checks", '{"limit": 2}', "--demo"], env={**env, **OUR_ENV},
-                         cwd=workdir, capture_output=True, timeout=TIMEOUT, stdin=subprocess.DEVNULL, **drop)
+    run = subprocess.run(
+        [*argv, "call", "list_checks", '{"limit": 2}', "--demo"],
+        env={**env, **OUR_ENV},
+        cwd=workdir,
+        capture_output=True,
+        timeout=TIMEOUT,
+        stdin=subprocess.DEVNULL,
+        **drop,
+    )
     assert run.returncode == 0, run.stderr
     assert len(json.loads(run.stdout)["checks"]) == 2
-    hello = subprocess.run(argv + ["--demo"], env=env, cwd=workdir, capture_output=True, timeout=TIMEOUT, **drop,
-                           input=json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                               "protocolVersion": "2025-11-25", "capabilities": {},
-                               "clientInfo": {"name": "container-test", "version": "1"}}}).encode() + b"\n")
-    assert hello.returncode == 0 and json.loads(hello.stdout)["result"]["serverInfo"]["name"] == "hcmcp"
-    refused = subprocess.run(argv + ["--http", "0.0.0.0:8000"], env=env, cwd=workdir, capture_output=True,
-                             timeout=TIMEOUT, stdin=subprocess.DEVNULL, **drop)
-    assert refused.returncode != 0 and b"HEALTHCHECKS_HTTP_TOKEN" in refused.stderr   # refused before binding
-    assert sorted((str(p), p.stat().st_mtime_ns) for p in baked.rglob("*")) == before  # never written
+    hello = subprocess.run(
+        [*argv, "--demo"],
+        env=env,
+        cwd=workdir,
+        capture_output=True,
+        timeout=TIMEOUT,
+        **drop,
+        input=json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "container-test", "version": "1"},
+                },
+            }
+        ).encode()
+        + b"\n",
+    )
+    assert (
+        hello.returncode == 0
+        and json.loads(hello.stdout)["result"]["serverInfo"]["name"] == "hcmcp"
+    )
+    refused = subprocess.run(
+        [*argv, "--http", "0.0.0.0:8000"],
+        env=env,
+        cwd=workdir,
+        capture_output=True,
+        timeout=TIMEOUT,
+        stdin=subprocess.DEVNULL,
+        **drop,
+    )
+    # refused before binding
+    assert refused.returncode != 0 and b"HEALTHCHECKS_HTTP_TOKEN" in refused.stderr
+    # never written
+    assert sorted((str(p), p.stat().st_mtime_ns) for p in baked.rglob("*")) == before
 
 
 def test_an_interpreter_without_ctypes_still_hands_memory_back_without_failing(monkeypatch):
     """distroless python3 ships no _ctypes: the HTTP server's malloc_trim after a burst must not raise."""
     from hcmcp.http.server import server
-    monkeypatch.setitem(sys.modules, "ctypes", None)   # `import ctypes` now raises ImportError
+
+    monkeypatch.setitem(sys.modules, "ctypes", None)  # `import ctypes` now raises ImportError
     server._release_freed_memory()
 
 
@@ -173,17 +199,39 @@ PODMAN = ["podman", "--runtime", "runc", "--cgroup-manager=cgroupfs"]
 LIMITS = ["--ulimit", "nofile=1024:1024", "--ulimit", "nproc=1024:1024"]
 # No writable path at all: podman's --read-only alone still mounts tmpfs on /tmp, /var/tmp and /run,
 # and --ipc=none leaves out /dev/shm.
-LOCKED = ["--read-only", "--read-only-tmpfs=false", "--ipc=none", "--cap-drop=ALL", "--user", "65532"]
-INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-    "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "container-test", "version": "1"}}}
+LOCKED = [
+    "--read-only",
+    "--read-only-tmpfs=false",
+    "--ipc=none",
+    "--cap-drop=ALL",
+    "--user",
+    "65532",
+]
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "container-test", "version": "1"},
+    },
+}
 
 
 @pytest.fixture(scope="module")
 def image() -> str:
     problem = None
     if subprocess.run(["sh", "-c", "command -v podman"], capture_output=True).returncode != 0:
-        problem = "podman is not installed: apt-get install podman runc mmdebstrap, then .ci/build-image"
-    elif subprocess.run([*PODMAN, "image", "exists", IMAGE], capture_output=True, timeout=60).returncode != 0:
+        problem = (
+            "podman is not installed: apt-get install podman runc mmdebstrap, then .ci/build-image"
+        )
+    elif (
+        subprocess.run(
+            [*PODMAN, "image", "exists", IMAGE], capture_output=True, timeout=60
+        ).returncode
+        != 0
+    ):
         problem = f"{IMAGE} is not built: run .ci/build-pyz && .ci/build-image (apt-get install podman runc mmdebstrap)"
     if problem:
         if os.environ.get("CI") == "true":
@@ -193,7 +241,15 @@ def image() -> str:
 
 
 def run_argv(*options: str, name: str | None = None) -> list[str]:
-    return [*PODMAN, "run", "--rm", "--name", name or f"hcmcp-test-{uuid.uuid4().hex[:12]}", *LIMITS, *options]
+    return [
+        *PODMAN,
+        "run",
+        "--rm",
+        "--name",
+        name or f"hcmcp-test-{uuid.uuid4().hex[:12]}",
+        *LIMITS,
+        *options,
+    ]
 
 
 def remove(name: str) -> None:
@@ -203,13 +259,19 @@ def remove(name: str) -> None:
 def test_stdio_read_only_without_capabilities_network_or_any_writable_path_as_uid_65532(image):
     name = f"hcmcp-test-{uuid.uuid4().hex[:12]}"
     try:
-        with StdioPeer(run_argv("-i", *LOCKED, "--network=none", image, "--demo", name=name)) as peer:
-            hello = peer.initialize()   # every message read is validated against the official schema
+        with StdioPeer(
+            run_argv("-i", *LOCKED, "--network=none", image, "--demo", name=name)
+        ) as peer:
+            hello = peer.initialize()  # every message read is validated against the official schema
             assert hello["result"]["serverInfo"]["name"] == "hcmcp", hello
             tools = peer.request("tools/list")["result"]["tools"]
             assert "list_checks" in {tool["name"] for tool in tools} and len(tools) >= 10
-            called = peer.request("tools/call", {"name": "list_checks", "arguments": {"limit": 2}})["result"]
-            assert not called.get("isError") and len(called["structuredContent"]["checks"]) == 2, called
+            called = peer.request("tools/call", {"name": "list_checks", "arguments": {"limit": 2}})[
+                "result"
+            ]
+            assert not called.get("isError") and len(called["structuredContent"]["checks"]) == 2, (
+                called
+            )
             assert peer.close(timeout=20) == 0, peer.stderr_text()
     finally:
         remove(name)
@@ -230,27 +292,47 @@ for folder in ["/", "/tmp", "/var/tmp", "/run", "/opt/hcmcp", cache, *unpacked, 
         pass
 print(os.getuid(), len(unpacked), writable)
 """
-    done = subprocess.run(run_argv(*LOCKED, "--network=none", "--entrypoint", "/usr/bin/python3", image,
-                                   "-I", "-c", probe), capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        run_argv(
+            *LOCKED, "--network=none", "--entrypoint", "/usr/bin/python3", image, "-I", "-c", probe
+        ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split(None, 2) == ["65532", "1", "[]\n"], done.stdout   # one payload, nothing writable
+    # one payload, nothing writable
+    assert done.stdout.split(None, 2) == ["65532", "1", "[]\n"], done.stdout
 
 
 def test_there_is_no_shell_to_start_in_the_final_image(image):
-    started = subprocess.run(run_argv("--network=none", "--entrypoint", "/bin/sh", image, "-c", "echo hello"),
-                             capture_output=True, text=True, timeout=120)
+    started = subprocess.run(
+        run_argv("--network=none", "--entrypoint", "/bin/sh", image, "-c", "echo hello"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert started.returncode != 0 and "hello" not in started.stdout
-    assert "no such file" in started.stderr.lower() or "not found" in started.stderr.lower(), started.stderr
-    probe = ("import os\nnames = ('sh', 'bash', 'dash', 'ash', 'rbash', 'zsh', 'ksh', 'mksh', 'busybox', 'toybox')\n"
-             "print([os.path.join(d, n) for d in ('/bin', '/usr/bin', '/sbin', '/usr/sbin', '/usr/local/bin')"
-             " for n in names if os.path.lexists(os.path.join(d, n))])")
-    listed = subprocess.run(run_argv("--network=none", "--entrypoint", "/usr/bin/python3", image, "-I", "-c", probe),
-                            capture_output=True, text=True, timeout=120)
+    assert "no such file" in started.stderr.lower() or "not found" in started.stderr.lower(), (
+        started.stderr
+    )
+    probe = (
+        "import os\nnames = ('sh', 'bash', 'dash', 'ash', 'rbash', 'zsh', 'ksh', 'mksh', 'busybox', 'toybox')\n"
+        "print([os.path.join(d, n) for d in ('/bin', '/usr/bin', '/sbin', '/usr/sbin', '/usr/local/bin')"
+        " for n in names if os.path.lexists(os.path.join(d, n))])"
+    )
+    listed = subprocess.run(
+        run_argv("--network=none", "--entrypoint", "/usr/bin/python3", image, "-I", "-c", probe),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert listed.returncode == 0 and listed.stdout.strip() == "[]", (listed.stdout, listed.stderr)
 
 
 def _free_port() -> int:
     import socket
+
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -260,8 +342,12 @@ def _post(port: int, message: dict, token: str | None) -> tuple[int, dict | None
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
     if token:
         headers["Authorization"] = f"Bearer {token}"
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/mcp", data=json.dumps(message).encode(),
-                                     headers=headers, method="POST")
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/mcp",
+        data=json.dumps(message).encode(),
+        headers=headers,
+        method="POST",
+    )
     try:
         with urllib.request.urlopen(request, timeout=20) as answer:
             body = answer.read().decode()
@@ -286,28 +372,48 @@ def _listening(port: int) -> list[str]:
 
 
 def test_http_on_a_loopback_port_with_a_token(image):
-    port, token, name = _free_port(), "container-test-token-0123456789", f"hcmcp-test-{uuid.uuid4().hex[:12]}"
-    argv = run_argv("-d", *LOCKED, "--network=host", "-e", f"HEALTHCHECKS_HTTP_TOKEN={token}", image,
-                    "--http", f"127.0.0.1:{port}", "--demo", name=name)
-    argv.remove("--rm")   # kept after it stops, for its exit code
+    port, token, name = (
+        _free_port(),
+        "container-test-token-0123456789",
+        f"hcmcp-test-{uuid.uuid4().hex[:12]}",
+    )
+    argv = run_argv(
+        "-d",
+        *LOCKED,
+        "--network=host",
+        "-e",
+        f"HEALTHCHECKS_HTTP_TOKEN={token}",
+        image,
+        "--http",
+        f"127.0.0.1:{port}",
+        "--demo",
+        name=name,
+    )
+    argv.remove("--rm")  # kept after it stops, for its exit code
     started = subprocess.run(argv, capture_output=True, text=True, timeout=120)
     try:
         assert started.returncode == 0, started.stderr
         deadline = time.monotonic() + 30
         while not _listening(port) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert _listening(port) == ["0100007F"]   # 127.0.0.1 and nothing else
+        assert _listening(port) == ["0100007F"]  # 127.0.0.1 and nothing else
         status, _ = _post(port, INITIALIZE, None)
         assert status == 401
         status, hello = _post(port, INITIALIZE, token)
         assert status == 200 and hello is not None
         validate_server_message("2025-11-25", hello, "initialize")
         assert hello["result"]["serverInfo"]["name"] == "hcmcp"
-        stopped = subprocess.run([*PODMAN, "stop", "--time", "15", name], capture_output=True, text=True, timeout=60)
+        stopped = subprocess.run(
+            [*PODMAN, "stop", "--time", "15", name], capture_output=True, text=True, timeout=60
+        )
         assert stopped.returncode == 0, stopped.stderr
-        code = subprocess.run([*PODMAN, "inspect", "--format", "{{.State.ExitCode}}", name],
-                              capture_output=True, text=True, timeout=60)
-        assert code.stdout.strip() == "0", (code.stdout, code.stderr)   # SIGTERM: a clean exit
+        code = subprocess.run(
+            [*PODMAN, "inspect", "--format", "{{.State.ExitCode}}", name],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert code.stdout.strip() == "0", (code.stdout, code.stderr)  # SIGTERM: a clean exit
     finally:
         remove(name)
 
@@ -324,21 +430,37 @@ def test_sigterm_lets_the_call_in_flight_answer_and_the_container_exit_0(image):
     upstream.mode = "container_slow"
     name = f"hcmcp-test-{uuid.uuid4().hex[:12]}"
     try:
-        env = ["-e", f"HEALTHCHECKS_URL=http://127.0.0.1:{upstream.port}", "-e",
-               f"HEALTHCHECKS_API_KEY={hostile_upstream.KEY}"]
+        env = [
+            "-e",
+            f"HEALTHCHECKS_URL=http://127.0.0.1:{upstream.port}",
+            "-e",
+            f"HEALTHCHECKS_API_KEY={hostile_upstream.KEY}",
+        ]
         with StdioPeer(run_argv("-i", *LOCKED, "--network=host", *env, image, name=name)) as peer:
             peer.initialize()
-            peer.send({"jsonrpc": "2.0", "id": "late", "method": "tools/call",
-                       "params": {"name": "list_checks", "arguments": {}}})
+            peer.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": "late",
+                    "method": "tools/call",
+                    "params": {"name": "list_checks", "arguments": {}},
+                }
+            )
             deadline = time.monotonic() + 20
             while not any(path.endswith("/checks/") for _, path, _ in upstream.requests):
                 assert time.monotonic() < deadline, "the call never reached the upstream"
                 time.sleep(0.02)
-            killed = subprocess.run([*PODMAN, "kill", "--signal", "TERM", name], capture_output=True,
-                                    text=True, timeout=60)
+            killed = subprocess.run(
+                [*PODMAN, "kill", "--signal", "TERM", name],
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             assert killed.returncode == 0, killed.stderr
             answer = peer.read_response("late", timeout=20)
-            assert answer["result"]["structuredContent"]["checks"][0]["name"] == "Nightly backup", answer
+            assert answer["result"]["structuredContent"]["checks"][0]["name"] == "Nightly backup", (
+                answer
+            )
             assert peer.proc.wait(20) == 0, peer.stderr_text()
         assert hostile_upstream.KEY not in peer.stderr_text()
     finally:

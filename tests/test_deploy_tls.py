@@ -7,9 +7,18 @@ import subprocess
 
 import pytest
 
-from deploy_support import LoopbackProxy, TlsFront, call, hcmcp, hcmcp_env, make_pki, seeded, simulator_thread
-from hcmcp.config.settings import load
+from deploy_support import (
+    LoopbackProxy,
+    TlsFront,
+    call,
+    hcmcp,
+    hcmcp_env,
+    make_pki,
+    seeded,
+    simulator_thread,
+)
 from hcmcp.config.parse import ConfigError
+from hcmcp.config.settings import load
 from support import HCMCP, ROOT
 
 
@@ -17,7 +26,9 @@ from support import HCMCP, ROOT
 def pki(tmp_path_factory):
     pki = make_pki(tmp_path_factory.mktemp("pki"))
     pki.good = pki.leaf("good", "IP:127.0.0.1,DNS:localhost")
-    pki.expired = pki.leaf("expired", "IP:127.0.0.1", start="20200101000000Z", end="20200102000000Z")
+    pki.expired = pki.leaf(
+        "expired", "IP:127.0.0.1", start="20200101000000Z", end="20200102000000Z"
+    )
     pki.other_name = pki.leaf("other", "DNS:other.example")
     return pki
 
@@ -42,7 +53,9 @@ def front(pki, which, instance):
 
 def test_a_private_ca_added_for_the_instance(pki, instance):
     with front(pki, "good", instance) as tls:
-        result, stderr = first_call(hcmcp_env(f"https://127.0.0.1:{tls.port}", HEALTHCHECKS_CA_FILE=str(pki.ca)))
+        result, stderr = first_call(
+            hcmcp_env(f"https://127.0.0.1:{tls.port}", HEALTHCHECKS_CA_FILE=str(pki.ca))
+        )
     assert not result.get("isError"), result
     assert result["structuredContent"]["checks"] and stderr == ""
 
@@ -61,7 +74,9 @@ def test_ssl_cert_file_and_dir_are_honoured(pki, instance, variable, tmp_path):
         value = str(pki.ca)
     else:
         (tmp_path / "ca.pem").write_bytes(pki.ca.read_bytes())
-        subprocess.run(["openssl", "rehash", str(tmp_path)], check=True, capture_output=True, timeout=60)
+        subprocess.run(
+            ["openssl", "rehash", str(tmp_path)], check=True, capture_output=True, timeout=60
+        )
         value = str(tmp_path)
     with front(pki, "good", instance) as tls:
         result, _ = first_call(hcmcp_env(f"https://127.0.0.1:{tls.port}", **{variable: value}))
@@ -70,44 +85,67 @@ def test_ssl_cert_file_and_dir_are_honoured(pki, instance, variable, tmp_path):
 
 def test_an_expired_certificate(pki, instance):
     with front(pki, "expired", instance) as tls:
-        result, _ = first_call(hcmcp_env(f"https://127.0.0.1:{tls.port}", HEALTHCHECKS_CA_FILE=str(pki.ca)))
+        result, _ = first_call(
+            hcmcp_env(f"https://127.0.0.1:{tls.port}", HEALTHCHECKS_CA_FILE=str(pki.ca))
+        )
     text = result["content"][0]["text"]
     assert result.get("isError") and f"127.0.0.1:{tls.port}" in text and "has expired" in text, text
 
 
 def test_a_certificate_for_another_name(pki, instance):
     with front(pki, "other_name", instance) as tls:
-        result, _ = first_call(hcmcp_env(f"https://127.0.0.1:{tls.port}", HEALTHCHECKS_CA_FILE=str(pki.ca)))
+        result, _ = first_call(
+            hcmcp_env(f"https://127.0.0.1:{tls.port}", HEALTHCHECKS_CA_FILE=str(pki.ca))
+        )
     text = result["content"][0]["text"]
-    assert result.get("isError") and "not valid for the name 127.0.0.1" in text and "HEALTHCHECKS_URL" in text
+    assert (
+        result.get("isError")
+        and "not valid for the name 127.0.0.1" in text
+        and "HEALTHCHECKS_URL" in text
+    )
 
 
 def test_an_expired_certificate_through_the_proxy_says_both(pki, instance):
     with front(pki, "expired", instance) as tls, LoopbackProxy() as proxy:
-        env = hcmcp_env(f"https://127.0.0.1:{tls.port}", HEALTHCHECKS_CA_FILE=str(pki.ca), https_proxy=proxy.url())
+        env = hcmcp_env(
+            f"https://127.0.0.1:{tls.port}",
+            HEALTHCHECKS_CA_FILE=str(pki.ca),
+            https_proxy=proxy.url(),
+        )
         result, _ = first_call(env)
     text = result["content"][0]["text"]
-    assert result.get("isError") and "has expired" in text and f"http://127.0.0.1:{proxy.port}" in text, text
+    assert (
+        result.get("isError") and "has expired" in text and f"http://127.0.0.1:{proxy.port}" in text
+    ), text
     assert [s.method for s in proxy.seen] == ["CONNECT"]
 
 
 def test_insecure_tls_verifies_nothing_for_the_instance_and_warns_once(pki, instance):
-    with front(pki, "other_name", instance) as tls:     # wrong name and no CA: both ignored
-        result, stderr = first_call(hcmcp_env(f"https://127.0.0.1:{tls.port}", HEALTHCHECKS_INSECURE_TLS="true"))
+    with front(pki, "other_name", instance) as tls:  # wrong name and no CA: both ignored
+        result, stderr = first_call(
+            hcmcp_env(f"https://127.0.0.1:{tls.port}", HEALTHCHECKS_INSECURE_TLS="true")
+        )
     assert not result.get("isError"), result
     lines = [line for line in stderr.splitlines() if line]
-    assert len(lines) == 1 and "HEALTHCHECKS_INSECURE_TLS=true" in lines[0] and "not verified" in lines[0]
+    assert (
+        len(lines) == 1
+        and "HEALTHCHECKS_INSECURE_TLS=true" in lines[0]
+        and "not verified" in lines[0]
+    )
 
 
-@pytest.mark.parametrize("env, words", [
-    ({"HEALTHCHECKS_INSECURE_TLS": "yes"}, ["HEALTHCHECKS_INSECURE_TLS", "true", "false"]),
-    ({"HEALTHCHECKS_INSECURE_TLS": "1"}, ["HEALTHCHECKS_INSECURE_TLS", "true", "false"]),
-    ({"HEALTHCHECKS_CA_FILE": "/nonexistent/ca.pem"}, ["HEALTHCHECKS_CA_FILE", "no such file"]),
-    ({"HEALTHCHECKS_CA_FILE": "/etc/hostname"}, ["HEALTHCHECKS_CA_FILE", "no PEM certificate"]),
-    ({"HEALTHCHECKS_CA_FILE": ""}, ["HEALTHCHECKS_CA_FILE", "empty"]),
-    ({"SSL_CERT_FILE": "/nonexistent/bundle.pem"}, ["SSL_CERT_FILE", "no such file"]),
-    ({"SSL_CERT_DIR": "/nonexistent/certs"}, ["SSL_CERT_DIR", "no such directory"]),
-])
+@pytest.mark.parametrize(
+    "env, words",
+    [
+        ({"HEALTHCHECKS_INSECURE_TLS": "yes"}, ["HEALTHCHECKS_INSECURE_TLS", "true", "false"]),
+        ({"HEALTHCHECKS_INSECURE_TLS": "1"}, ["HEALTHCHECKS_INSECURE_TLS", "true", "false"]),
+        ({"HEALTHCHECKS_CA_FILE": "/nonexistent/ca.pem"}, ["HEALTHCHECKS_CA_FILE", "no such file"]),
+        ({"HEALTHCHECKS_CA_FILE": "/etc/hostname"}, ["HEALTHCHECKS_CA_FILE", "no PEM certificate"]),
+        ({"HEALTHCHECKS_CA_FILE": ""}, ["HEALTHCHECKS_CA_FILE", "empty"]),
+        ({"SSL_CERT_FILE": "/nonexistent/bundle.pem"}, ["SSL_CERT_FILE", "no such file"]),
+        ({"SSL_CERT_DIR": "/nonexistent/certs"}, ["SSL_CERT_DIR", "no such directory"]),
+    ],
+)
 def test_unusable_tls_settings_are_refused_naming_the_variable(env, words):
     with pytest.raises(ConfigError) as error:
         load({"HEALTHCHECKS_URL": "https://hc.example.com", **env})
@@ -122,7 +160,11 @@ def test_an_unusable_tls_setting_stops_the_server_with_exit_1():
 
 
 def imported(stderr: str) -> list[str]:
-    return [line.rsplit("|", 1)[-1].strip() for line in stderr.splitlines() if line.startswith("import time:")]
+    return [
+        line.rsplit("|", 1)[-1].strip()
+        for line in stderr.splitlines()
+        if line.startswith("import time:")
+    ]
 
 
 def test_ssl_is_imported_only_by_the_first_call(pki, instance):
@@ -133,9 +175,13 @@ def test_ssl_is_imported_only_by_the_first_call(pki, instance):
     argv = [HCMCP[0], "-X", "importtime", "-m", "hcmcp"]
     with front(pki, "good", instance) as tls:
         env = hcmcp_env(f"https://127.0.0.1:{tls.port}", HEALTHCHECKS_CA_FILE=str(pki.ca))
-        with hcmcp(env, argv=argv) as peer:          # the handshake, tools/list and one call
+        with hcmcp(env, argv=argv) as peer:  # the handshake, tools/list and one call
             peer.request("tools/list")
             result = call(peer, "list_checks", {})
             peer.close()
             with_a_call = imported(peer.stderr_text())
-    assert not result.get("isError") and "ssl" in with_a_call and "hcmcp.http.client.tls" in with_a_call
+    assert (
+        not result.get("isError")
+        and "ssl" in with_a_call
+        and "hcmcp.http.client.tls" in with_a_call
+    )

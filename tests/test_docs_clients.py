@@ -43,21 +43,25 @@ def test_the_page_names_no_command_a_client_cannot_find():
     assert len(SERVERS) >= 4
     for entry in SERVERS:
         command = entry["command"]
-        assert command.startswith("/") or command == "python3", entry   # never a bare "hcmcp"
+        assert command.startswith("/") or command == "python3", entry  # never a bare "hcmcp"
     text = PAGE.read_text()
-    assert "not published on PyPI" in text and "uvx hcmcp" in text   # said plainly, not offered
+    assert "not published on PyPI" in text and "uvx hcmcp" in text  # said plainly, not offered
 
 
-@pytest.mark.parametrize("entry", SERVERS, ids=[" ".join([e["command"], *e.get("args", [])]) for e in SERVERS])
+@pytest.mark.parametrize(
+    "entry", SERVERS, ids=[" ".join([e["command"], *e.get("args", [])]) for e in SERVERS]
+)
 def test_each_configuration_starts_and_lists_the_tools(entry):
     venv_bin = Path(sys.executable).parent
     command = entry["command"].replace(VENV_PLACEHOLDER, f"{venv_bin}/")
     if command == "python3":
-        command = sys.executable   # the machine's python3 (the venv's also runs a .pyz)
-    args = [arg.replace(PYZ_PLACEHOLDER, str(built_pyz()) if PYZ_PLACEHOLDER in arg else arg)
-            for arg in entry.get("args", [])]
+        command = sys.executable  # the machine's python3 (the venv's also runs a .pyz)
+    args = [
+        arg.replace(PYZ_PLACEHOLDER, str(built_pyz()) if PYZ_PLACEHOLDER in arg else arg)
+        for arg in entry.get("args", [])
+    ]
     assert os.path.isabs(command), command
-    env = dict(entry.get("env", {}))   # (the session's HCMCP_PYZ_CACHE comes with the rest)
+    env = dict(entry.get("env", {}))  # (the session's HCMCP_PYZ_CACHE comes with the rest)
     with StdioPeer([command, *args, "--demo"], env=env) as peer:
         peer.initialize()
         tools = peer.request("tools/list")["result"]["tools"]

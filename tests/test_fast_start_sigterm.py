@@ -12,4 +12,4 @@ from support import HCMCP, assert_sigterm_exits_promptly
 
 
 def test_sigterm_after_initialize_answered_by_fast_start_exits_0_at_once():
-    assert_sigterm_exits_promptly(HCMCP + ["--demo"])
+    assert_sigterm_exits_promptly([*HCMCP, "--demo"])

@@ -14,10 +14,16 @@ from benchmarks._upstream import simulator
 from benchmarks.fixed_upstream import fixed_upstream, record
 
 
-def _get(connection: http.client.HTTPConnection, path: str, key: str = "ignored") -> tuple[int, dict[str, str], bytes]:
+def _get(
+    connection: http.client.HTTPConnection, path: str, key: str = "ignored"
+) -> tuple[int, dict[str, str], bytes]:
     connection.request("GET", path, headers={"X-Api-Key": key})
     response = connection.getresponse()
-    return response.status, {name.lower(): value for name, value in response.getheaders()}, response.read()
+    return (
+        response.status,
+        {name.lower(): value for name, value in response.getheaders()},
+        response.read(),
+    )
 
 
 def test_the_simulators_answers_come_back_byte_for_byte_on_one_connection() -> None:
@@ -31,12 +37,13 @@ def test_the_simulators_answers_come_back_byte_for_byte_on_one_connection() -> N
     with fixed_upstream(answers) as url:
         replay = http.client.HTTPConnection("127.0.0.1", urlsplit(url).port, timeout=10)
         try:
-            for _ in range(3):   # keep-alive: the same connection answers again and again
+            for _ in range(3):  # keep-alive: the same connection answers again and again
                 status, headers, body = _get(replay, check)
                 assert (status, body) == (200, one[2])
                 assert headers["content-type"] == one[1]["content-type"]
                 assert headers["content-length"] == str(len(one[2]))
-                status, _, body = _get(replay, "/api/v3/checks/?tag=prod")   # the query is not part of the key
+                # the query is not part of the key
+                status, _, body = _get(replay, "/api/v3/checks/?tag=prod")
                 assert (status, body) == (200, listed[2])
             status, _, body = _get(replay, "/api/v3/channels/")
             assert status == 404 and b"not recorded" in body

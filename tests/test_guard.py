@@ -96,7 +96,9 @@ def test_a_token_is_bound_to_the_key(book):
 
 def test_a_value_that_is_not_our_token_is_refused(book):
     refused = ask([A], "a0fd04db8396895e5a64a823e6c390e2")
-    assert refused.outcome == "token_refused" and "not a token this server issued" in refused.message
+    assert (
+        refused.outcome == "token_refused" and "not a token this server issued" in refused.message
+    )
 
 
 def test_fallback_text_names_who_did_not_ask_and_what_the_token_proves(book):
@@ -116,6 +118,7 @@ def test_fingerprint_is_sha256_of_the_operation_and_the_sorted_set():
 
 # -- over stdio, against the demo instance ---------------------------------------------------
 
+
 def _create(peer: StdioPeer, name: str, meta: dict | None = None) -> str:
     params = {"name": "create_check", "arguments": {"name": name, "timeout": 3600}}
     if meta:
@@ -133,14 +136,21 @@ def _exists(peer: StdioPeer, uuid: str, meta: dict | None = None) -> bool:
 
 
 def test_elicitation_false_prints_one_line_and_takes_the_token_path_even_with_a_dialog_client():
-    with StdioPeer(HCMCP + ["--demo"], env={"ELICITATION": "false"}) as peer:
+    with StdioPeer([*HCMCP, "--demo"], env={"ELICITATION": "false"}) as peer:
         peer.initialize(capabilities={"elicitation": {"form": {}}})
         uuid = _create(peer, "operator says no dialog")
-        first = peer.request("tools/call", {"name": "delete_check", "arguments": {"check": uuid}})["result"]
+        first = peer.request("tools/call", {"name": "delete_check", "arguments": {"check": uuid}})[
+            "result"
+        ]
         body = first["structuredContent"]
         assert body["outcome"] == "token_issued" and "ELICITATION=false" in body["message"]
-        second = peer.request("tools/call", {"name": "delete_check",
-                                             "arguments": {"check": uuid, "confirm_token": body["confirm_token"]}})
+        second = peer.request(
+            "tools/call",
+            {
+                "name": "delete_check",
+                "arguments": {"check": uuid, "confirm_token": body["confirm_token"]},
+            },
+        )
         assert second["result"]["structuredContent"]["outcome"] == "approved_by_token"
         assert not _exists(peer, uuid)
         peer.close()
@@ -149,13 +159,16 @@ def test_elicitation_false_prints_one_line_and_takes_the_token_path_even_with_a_
 
 
 def test_a_widened_list_with_a_token_deletes_nothing_over_stdio():
-    with StdioPeer(HCMCP + ["--demo"]) as peer:
+    with StdioPeer([*HCMCP, "--demo"]) as peer:
         peer.initialize()
         a, b = _create(peer, "first"), _create(peer, "second")
-        token = peer.request("tools/call", {"name": "delete_check", "arguments": {"check": [a]}}
-                             )["result"]["structuredContent"]["confirm_token"]
-        widened = peer.request("tools/call", {"name": "delete_check",
-                                              "arguments": {"check": [a, b], "confirm_token": token}})["result"]
+        token = peer.request("tools/call", {"name": "delete_check", "arguments": {"check": [a]}})[
+            "result"
+        ]["structuredContent"]["confirm_token"]
+        widened = peer.request(
+            "tools/call",
+            {"name": "delete_check", "arguments": {"check": [a, b], "confirm_token": token}},
+        )["result"]
         assert widened["structuredContent"]["outcome"] == "token_refused"
         assert _exists(peer, a) and _exists(peer, b)
 
@@ -183,12 +196,13 @@ def _mangled_states(state: str, other_state: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("how", ["tampered", "truncated", "payload-edited", "other-target"])
 def test_a_seal_that_does_not_open_asks_again_and_deletes_nothing(how):
-    with StdioPeer(HCMCP + ["--demo"]) as peer:
+    with StdioPeer([*HCMCP, "--demo"]) as peer:
         uuid, other = _create(peer, "sealed", MODERN), _create(peer, "elsewhere", MODERN)
         state = _modern_delete(peer, uuid)["requestState"]
         other_state = _modern_delete(peer, other)["requestState"]
-        again = _modern_delete(peer, uuid, inputResponses=ACCEPT,
-                               requestState=_mangled_states(state, other_state)[how])
+        again = _modern_delete(
+            peer, uuid, inputResponses=ACCEPT, requestState=_mangled_states(state, other_state)[how]
+        )
         assert again["resultType"] == "input_required"
         assert "could not be used" in again["inputRequests"]["confirm_delete"]["params"]["message"]
         assert again["requestState"] != state
@@ -197,11 +211,12 @@ def test_a_seal_that_does_not_open_asks_again_and_deletes_nothing(how):
 
 def test_an_expired_or_foreign_key_seal_asks_again():
     key = "ab" * 32
-    with StdioPeer(HCMCP + ["--demo"], env={"HEALTHCHECKS_STATE_KEY": key}) as peer:
+    with StdioPeer([*HCMCP, "--demo"], env={"HEALTHCHECKS_STATE_KEY": key}) as peer:
         uuid = _create(peer, "foreign", MODERN)
-        from hcmcp.simulator.simulator import Simulator
         from hcmcp.protocol.seal import Seal
         from hcmcp.protocol.tenants import fingerprint
+        from hcmcp.simulator.simulator import Simulator
+
         # A requestState is bound to the targets and to the key the server acts with (--demo's).
         bound = confirm.fingerprint([uuid]) + "/" + fingerprint(Simulator.RW_KEY)
         foreign = Seal(b"\x01" * 32).seal("delete_check", bound)
@@ -218,7 +233,7 @@ def test_an_expired_or_foreign_key_seal_asks_again():
 
 
 def test_a_replayed_request_state_deletes_nothing_more():
-    with StdioPeer(HCMCP + ["--demo"]) as peer:
+    with StdioPeer([*HCMCP, "--demo"]) as peer:
         uuid = _create(peer, "once", MODERN)
         state = _modern_delete(peer, uuid)["requestState"]
         done = _modern_delete(peer, uuid, inputResponses=ACCEPT, requestState=state)
@@ -228,10 +243,11 @@ def test_a_replayed_request_state_deletes_nothing_more():
 
 
 def test_a_missing_answer_asks_again_and_unknown_keys_are_ignored():
-    with StdioPeer(HCMCP + ["--demo"]) as peer:
+    with StdioPeer([*HCMCP, "--demo"]) as peer:
         uuid = _create(peer, "ask again", MODERN)
         state = _modern_delete(peer, uuid)["requestState"]
-        again = _modern_delete(peer, uuid, inputResponses={"something_else": {"action": "accept"}},
-                               requestState=state)
+        again = _modern_delete(
+            peer, uuid, inputResponses={"something_else": {"action": "accept"}}, requestState=state
+        )
         assert again["resultType"] == "input_required"
         assert _exists(peer, uuid, MODERN)

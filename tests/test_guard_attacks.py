@@ -33,8 +33,8 @@ from hcmcp.protocol.seal import Seal
 from hcmcp.tools import confirm
 from hcmcp.tools.shaping import MARKER
 from support import PY, ROOT, StdioPeer, error_details, modern_meta
-from test_http_transport_process import Served, clean_env
-from test_http_transport_support import Wire, rpc, session
+from support.http_transport import Wire, rpc, session
+from support.served import Served, clean_env
 
 STATE_KEY_HEX = "cd" * 32
 STATE_KEY = bytes.fromhex(STATE_KEY_HEX)
@@ -54,7 +54,11 @@ def _call(name: str, arguments: dict, id) -> dict:
 
 
 def _modern_call(name: str, arguments: dict, id, capabilities: dict | None = None, **extra) -> dict:
-    return rpc("tools/call", {"_meta": modern_meta(capabilities), "name": name, "arguments": arguments, **extra}, id)
+    return rpc(
+        "tools/call",
+        {"_meta": modern_meta(capabilities), "name": name, "arguments": arguments, **extra},
+        id,
+    )
 
 
 class Side:
@@ -76,7 +80,9 @@ class Side:
 
     # overridden per transport
     def legacy(self, name: str, arguments: dict) -> dict: ...
-    def modern(self, name: str, arguments: dict, capabilities: dict | None = None, **extra) -> dict: ...
+    def modern(
+        self, name: str, arguments: dict, capabilities: dict | None = None, **extra
+    ) -> dict: ...
     def ask(self, arguments: dict) -> dict: ...
     def respond(self, id, result: dict) -> None: ...
     def finish(self) -> dict: ...
@@ -86,7 +92,11 @@ class Side:
         arguments: dict = {"check": checks}
         if token is not None:
             arguments["confirm_token"] = token
-        result = self.legacy("delete_check", arguments) if era == "2025" else self.modern("delete_check", arguments)
+        result = (
+            self.legacy("delete_check", arguments)
+            if era == "2025"
+            else self.modern("delete_check", arguments)
+        )
         assert not result.get("isError"), result
         return result["structuredContent"]
 
@@ -108,14 +118,16 @@ class StdioSide(Side):
 
     def __init__(self, clock: Path) -> None:
         super().__init__(clock)
-        self.tokens = StdioPeer(LAUNCHER + ["--demo"], env=_env(clock))
+        self.tokens = StdioPeer([*LAUNCHER, "--demo"], env=_env(clock))
         self.tokens.initialize()
-        self.dialog = StdioPeer(LAUNCHER + ["--demo"], env=_env(clock))
+        self.dialog = StdioPeer([*LAUNCHER, "--demo"], env=_env(clock))
         self.dialog.initialize(capabilities=DIALOG)
         self._asked_id = None
 
     def legacy(self, name, arguments):
-        return self.tokens.request("tools/call", {"name": name, "arguments": arguments}, id=self.next_id())["result"]
+        return self.tokens.request(
+            "tools/call", {"name": name, "arguments": arguments}, id=self.next_id()
+        )["result"]
 
     def modern(self, name, arguments, capabilities=None, **extra):
         message = _modern_call(name, arguments, self.next_id(), capabilities, **extra)
@@ -137,7 +149,9 @@ class StdioSide(Side):
 
     def on_dialog_server(self, name, arguments):
         """The dialog's own process (its own simulator): where its targets live."""
-        return self.dialog.request("tools/call", {"name": name, "arguments": arguments}, id=self.next_id())["result"]
+        return self.dialog.request(
+            "tools/call", {"name": name, "arguments": arguments}, id=self.next_id()
+        )["result"]
 
     def close(self) -> None:
         for peer in (self.tokens, self.dialog):
@@ -153,7 +167,9 @@ class HttpSide(Side):
 
     def __init__(self, clock: Path, portal) -> None:
         super().__init__(clock)
-        self.served = Served(LAUNCHER + ["--http", "127.0.0.1:0", "--demo"], env=clean_env(**_env(clock)))
+        self.served = Served(
+            [*LAUNCHER, "--http", "127.0.0.1:0", "--demo"], env=clean_env(**_env(clock))
+        )
         self.portal = portal
         self.tokens_sid = self._session({})
         self.dialog_sid = self._session(DIALOG)
@@ -163,6 +179,7 @@ class HttpSide(Side):
     def _wire(self) -> Wire:
         async def connect():
             return Wire(await anyio.connect_tcp("127.0.0.1", self.served.port), self.served.port)
+
         return self.portal.call(connect)
 
     def _post(self, message: dict, headers: dict | None = None, modern: bool = False):
@@ -183,15 +200,20 @@ class HttpSide(Side):
         return self._post(_call(name, arguments, self.next_id()), session(self.tokens_sid)).result
 
     def modern(self, name, arguments, capabilities=None, **extra):
-        return self._post(_modern_call(name, arguments, self.next_id(), capabilities, **extra), modern=True).result
+        return self._post(
+            _modern_call(name, arguments, self.next_id(), capabilities, **extra), modern=True
+        ).result
 
     def modern_error(self, message: dict) -> dict:
         return self._post(message, modern=True).message["error"]
 
     def ask(self, arguments):
         self.dialog_wire = self._wire()
-        status, headers = self.portal.call(self.dialog_wire.start, _call("delete_check", arguments, self.next_id()),
-                                           session(self.dialog_sid))
+        status, headers = self.portal.call(
+            self.dialog_wire.start,
+            _call("delete_check", arguments, self.next_id()),
+            session(self.dialog_sid),
+        )
         assert status == 200 and headers["content-type"] == "text/event-stream", (status, headers)
         question = self.portal.call(self.dialog_wire.next_message)
         assert question.get("method") == "elicitation/create", question
@@ -202,20 +224,23 @@ class HttpSide(Side):
         assert reply.status == 202, reply
 
     def respond_from_another_session(self, id, result) -> int:
-        return self._post({"jsonrpc": "2.0", "id": id, "result": result}, session(self.attacker_sid)).status
+        return self._post(
+            {"jsonrpc": "2.0", "id": id, "result": result}, session(self.attacker_sid)
+        ).status
 
     def finish(self):
         assert self.dialog_wire is not None
         try:
             final = self.portal.call(self.dialog_wire.next_message)
-            assert self.portal.call(self.dialog_wire.next_message) is None     # the stream ends with it
+            # the stream ends with it
+            assert self.portal.call(self.dialog_wire.next_message) is None
         finally:
             self.portal.call(self.dialog_wire.aclose)
             self.dialog_wire = None
         return final["result"]
 
     def on_dialog_server(self, name, arguments):
-        return self.modern(name, arguments)      # one process, one simulator
+        return self.modern(name, arguments)  # one process, one simulator
 
     def close(self) -> None:
         assert self.served.stop() == 0, "".join(self.served.stderr)
@@ -254,6 +279,7 @@ ERAS = ["2025", "2026"]
 
 
 # -- the two-call token ---------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("era", ERAS)
 def test_a_replayed_token_deletes_nothing_more(side, three, era):
@@ -322,7 +348,9 @@ def test_an_expired_token_is_refused_and_a_fresh_one_offered(side, three, era):
     finally:
         side.set_clock(0)
     assert expired["outcome"] == "token_refused" and "expired" in expired["message"]
-    assert expired["confirm_token"] and expired["confirm_token"] != token and expired["deleted"] == []
+    assert (
+        expired["confirm_token"] and expired["confirm_token"] != token and expired["deleted"] == []
+    )
     assert_all_exist(side, three)
 
 
@@ -333,12 +361,24 @@ def test_a_token_quoted_to_another_tool_does_nothing_there(side, three, era):
     call = side.legacy if era == "2025" else side.modern
     before = call("get_check", {"check": a})["structuredContent"]["check"]
     for name, arguments, says in (
-            ("pause_check", {"check": a, "confirm_token": token}, "no longer gated"),
-            ("update_check", {"check": a, "name": "renamed", "confirm_token": token}, "unknown field 'confirm_token'"),
-            ("resume_check", {"check": a, "confirm_token": token}, "unknown field 'confirm_token'"),
-            ("create_check", {"name": "smuggled", "confirm_token": token}, "unknown field 'confirm_token'")):
+        ("pause_check", {"check": a, "confirm_token": token}, "no longer gated"),
+        (
+            "update_check",
+            {"check": a, "name": "renamed", "confirm_token": token},
+            "unknown field 'confirm_token'",
+        ),
+        ("resume_check", {"check": a, "confirm_token": token}, "unknown field 'confirm_token'"),
+        (
+            "create_check",
+            {"name": "smuggled", "confirm_token": token},
+            "unknown field 'confirm_token'",
+        ),
+    ):
         result = call(name, arguments)
-        assert result.get("isError") is True and says in result["content"][0]["text"], (name, result)
+        assert result.get("isError") is True and says in result["content"][0]["text"], (
+            name,
+            result,
+        )
     after = call("get_check", {"check": a})["structuredContent"]["check"]
     assert (after["status"], after["name"]) == (before["status"], before["name"])
     names = [c["name"] for c in call("list_checks", {"limit": 500})["structuredContent"]["checks"]]
@@ -350,10 +390,14 @@ def test_a_token_quoted_to_another_tool_does_nothing_there(side, three, era):
 def test_a_token_this_server_never_issued_is_refused(side, three, era):
     a = three[0]
     side.token(era, [a])
-    seal_like = Seal(STATE_KEY).seal("delete_check", confirm.fingerprint([a]))[:128]   # the longest it may be
+    # the longest it may be
+    seal_like = Seal(STATE_KEY).seal("delete_check", confirm.fingerprint([a]))[:128]
     for forged in (secrets.token_hex(16), "0" * 32, seal_like):
         refused = side.token(era, [a], forged)
-        assert refused["outcome"] == "token_refused" and "not a token this server issued" in refused["message"]
+        assert (
+            refused["outcome"] == "token_refused"
+            and "not a token this server issued" in refused["message"]
+        )
     assert_all_exist(side, three)
 
 
@@ -362,20 +406,25 @@ def test_a_token_of_another_process_with_the_same_key_is_redeemed(side, three, e
     # Tokens are sealed, not remembered: the other process serves the same key (and state key).
     a = three[0]
     approved = side.token(era, [a], token_of_the_other_process(side, a))
-    assert approved["outcome"] == "approved_by_token" and [c["uuid"] for c in approved["deleted"]] == [a]
+    assert approved["outcome"] == "approved_by_token" and [
+        c["uuid"] for c in approved["deleted"]
+    ] == [a]
     assert_all_exist(side, three[1:])
 
 
 def token_of_the_other_process(side: Side, uuid: str) -> str:
     """A real token, issued for the same UUID by another server process (same key, same state key)."""
-    with StdioPeer(LAUNCHER + ["--demo"], env=_env(side.clock)) as twin:
+    with StdioPeer([*LAUNCHER, "--demo"], env=_env(side.clock)) as twin:
         twin.initialize()
-        result = twin.request("tools/call", {"name": "delete_check", "arguments": {"check": [uuid]}})
+        result = twin.request(
+            "tools/call", {"name": "delete_check", "arguments": {"check": [uuid]}}
+        )
         assert twin.close() == 0
     return result["result"]["structuredContent"]["confirm_token"]
 
 
 # -- the 2026 sealed requestState -----------------------------------------------------------------
+
 
 def _b64(data: bytes) -> str:
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
@@ -401,7 +450,9 @@ def _bad_states(state: str, target: str, other_state: str) -> dict[str, str | No
         "tampered": state[:-2] + ("AA" if not state.endswith("AA") else "BB"),
         "re-signed with a guessed key": _resigned(state, b"\0" * 32, exp=far),
         "minted with another key": Seal(b"\x01" * 32).seal("delete_check", fingerprint),
-        "re-signed for the payload of another check": _resigned(other_state, b"\x02" * 32, f=fingerprint),
+        "re-signed for the payload of another check": _resigned(
+            other_state, b"\x02" * 32, f=fingerprint
+        ),
         "sealed for another tool": Seal(STATE_KEY).seal("pause_check", fingerprint),
         "sealed for another check": other_state,
         "not a string at all, but a list": None,
@@ -423,8 +474,14 @@ def test_a_seal_that_does_not_open_deletes_nothing_and_asks_again(side, three, h
     bad = _bad_states(state, a, other_state)[how]
     if bad is None:
         # A requestState that is no string is a malformed request, refused as such.
-        message = _modern_call("delete_check", {"check": [a]}, side.next_id(), DIALOG, inputResponses=ACCEPTED,
-                               requestState=[state])
+        message = _modern_call(
+            "delete_check",
+            {"check": [a]},
+            side.next_id(),
+            DIALOG,
+            inputResponses=ACCEPTED,
+            requestState=[state],
+        )
         if isinstance(side, StdioSide):
             side.tokens.send(message)
             error = side.tokens.read_response(message["id"])["error"]
@@ -444,6 +501,7 @@ def confirm_stale_note() -> tuple[str, str]:
     """The notes a fresh question may start with (for str.startswith): a state sealed with another key
     (forged, tampered, another replica's) says so and names HEALTHCHECKS_STATE_KEY; any other, the stale note."""
     from hcmcp.protocol.asking import OTHER_KEY_NOTE, STALE_NOTE
+
     return STALE_NOTE, OTHER_KEY_NOTE
 
 
@@ -453,7 +511,9 @@ def test_a_seal_for_a_widened_or_narrowed_list_asks_again(side, three):
     for checks in ([a, b], [b]):
         again = _modern_delete(side, checks, inputResponses=ACCEPTED, requestState=state)
         assert again["resultType"] == "input_required"
-        assert again["inputRequests"]["confirm_delete"]["params"]["message"].startswith(confirm_stale_note())
+        assert again["inputRequests"]["confirm_delete"]["params"]["message"].startswith(
+            confirm_stale_note()
+        )
     pair = _modern_delete(side, [a, b])["requestState"]
     narrowed = _modern_delete(side, [a], inputResponses=ACCEPTED, requestState=pair)
     assert narrowed["resultType"] == "input_required"
@@ -470,7 +530,9 @@ def test_an_expired_seal_asks_again(side, three):
         side.set_clock(0)
     assert again["resultType"] == "input_required"
     message = again["inputRequests"]["confirm_delete"]["params"]["message"]
-    assert message.startswith("An earlier answer to this question could not be used: the question had expired")
+    assert message.startswith(
+        "An earlier answer to this question could not be used: the question had expired"
+    )
     assert_all_exist(side, three)
 
 
@@ -483,7 +545,9 @@ def test_a_replayed_seal_deletes_nothing_more(side, three):
     for checks in ([victim], [victim, victim.upper()]):
         replay = _modern_delete(side, checks, inputResponses=ACCEPTED, requestState=state)
         assert replay["resultType"] == "input_required"
-        assert replay["inputRequests"]["confirm_delete"]["params"]["message"].startswith(confirm_stale_note())
+        assert replay["inputRequests"]["confirm_delete"]["params"]["message"].startswith(
+            confirm_stale_note()
+        )
     # ... and the spent state opens nothing for another check either.
     other = _modern_delete(side, [three[0]], inputResponses=ACCEPTED, requestState=state)
     assert other["resultType"] == "input_required"
@@ -496,7 +560,10 @@ def test_an_answer_without_its_state_is_not_an_approval(side, three):
     again = _modern_delete(side, [a], inputResponses=ACCEPTED)
     assert again["resultType"] == "input_required"
     from hcmcp.protocol.asking import MISSING_STATE_NOTE
-    assert again["inputRequests"]["confirm_delete"]["params"]["message"].startswith(MISSING_STATE_NOTE)
+
+    assert again["inputRequests"]["confirm_delete"]["params"]["message"].startswith(
+        MISSING_STATE_NOTE
+    )
     assert_all_exist(side, three)
 
 
@@ -505,17 +572,27 @@ def test_an_answer_under_a_key_never_asked_is_not_an_approval(side, three):
     # something the server did not ask, beside a good state.
     a = three[0]
     state = _modern_delete(side, [a])["requestState"]
-    again = _modern_delete(side, [a], inputResponses={"confirm_pause": ACCEPT, "confirm_delete ": ACCEPT,
-                                                      "CONFIRM_DELETE": ACCEPT}, requestState=state)
+    again = _modern_delete(
+        side,
+        [a],
+        inputResponses={
+            "confirm_pause": ACCEPT,
+            "confirm_delete ": ACCEPT,
+            "CONFIRM_DELETE": ACCEPT,
+        },
+        requestState=state,
+    )
     assert again["resultType"] == "input_required" and "confirm_delete" in again["inputRequests"]
     # The state was not spent by that: the real answer still goes through the question as asked.
-    declined = _modern_delete(side, [a], inputResponses={"confirm_delete": {"action": "decline"}},
-                              requestState=state)
+    declined = _modern_delete(
+        side, [a], inputResponses={"confirm_delete": {"action": "decline"}}, requestState=state
+    )
     assert declined["structuredContent"]["outcome"] == "declined"
     assert_all_exist(side, three)
 
 
 # -- the 2025 dialog ------------------------------------------------------------------------------
+
 
 def _dialog_target(side: Side) -> str:
     result = side.on_dialog_server("create_check", {"name": "dialog target", "timeout": 3600})
@@ -537,27 +614,34 @@ def test_an_answer_for_an_id_never_asked_changes_nothing(side):
         side.respond(wrong, ACCEPT)
     side.respond(question["id"], {"action": "cancel"})
     final = side.finish()["structuredContent"]
-    assert final["outcome"] == "cancelled" and final["deleted"] == [] and "Nothing was deleted" in final["message"]
+    assert (
+        final["outcome"] == "cancelled"
+        and final["deleted"] == []
+        and "Nothing was deleted" in final["message"]
+    )
     assert _still_there(side, target)
 
 
-@pytest.mark.parametrize("side", ["http"], indirect=True)    # stdio: one process is one session
+@pytest.mark.parametrize("side", ["http"], indirect=True)  # stdio: one process is one session
 def test_an_answer_posted_from_another_http_session_changes_nothing(side):
     target = _dialog_target(side)
     question = side.ask({"check": target})
     status = side.respond_from_another_session(question["id"], ACCEPT)
-    assert status == 202            # accepted as a message, routed to nobody: that session asked nothing
+    assert status == 202  # accepted as a message, routed to nobody: that session asked nothing
     side.respond(question["id"], {"action": "decline"})
     final = side.finish()["structuredContent"]
-    assert final["outcome"] == "declined" and "declined" in final["message"] and final["deleted"] == []
+    assert (
+        final["outcome"] == "declined" and "declined" in final["message"] and final["deleted"] == []
+    )
     assert _still_there(side, target)
 
 
 # -- text that addresses the model ----------------------------------------------------------------
 
+
 def _after_marker(text: str) -> str:
     assert text.startswith(MARKER + "\n\n"), text[:200]
-    return text[len(MARKER) + 2:]
+    return text[len(MARKER) + 2 :]
 
 
 def test_a_description_and_a_ping_body_that_address_the_model_stay_inside_the_marker(side):
@@ -568,8 +652,11 @@ def test_a_description_and_a_ping_body_that_address_the_model_stay_inside_the_ma
     with urllib.request.urlopen(request, timeout=10) as response:
         assert response.status == 200
     # Every text block that carries them has the marker first, the instance's text after it.
-    for name, arguments in (("get_check", {"check": uuid}), ("list_checks", {"limit": 500}),
-                            ("list_pings", {"check": uuid})):
+    for name, arguments in (
+        ("get_check", {"check": uuid}),
+        ("list_checks", {"limit": 500}),
+        ("list_pings", {"check": uuid}),
+    ):
         result = side.modern(name, arguments)
         assert not result.get("isError"), result
         if name != "list_pings":
@@ -587,10 +674,12 @@ def test_a_description_and_a_ping_body_that_address_the_model_stay_inside_the_ma
 
 
 def test_the_dialog_of_a_check_whose_name_addresses_the_model_shows_only_its_uuid(side):
-    result = side.on_dialog_server("create_check", {"name": HOSTILE, "desc": HOSTILE, "tags": ["ignore-previous"],
-                                                    "timeout": 3600})
+    result = side.on_dialog_server(
+        "create_check",
+        {"name": HOSTILE, "desc": HOSTILE, "tags": ["ignore-previous"], "timeout": 3600},
+    )
     uuid = result["structuredContent"]["check"]["uuid"]
-    question = side.ask({"check": [uuid, uuid]})       # a duplicated list is one check, shown once
+    question = side.ask({"check": [uuid, uuid]})  # a duplicated list is one check, shown once
     message = question["params"]["message"]
     assert message.startswith(f"This will delete check {uuid}.") and message.count(uuid) == 1
     assert HOSTILE not in json.dumps(question) and "ignore-previous" not in json.dumps(question)
@@ -602,6 +691,9 @@ def test_the_dialog_of_a_check_whose_name_addresses_the_model_shows_only_its_uui
 def test_the_servers_stayed_clean(side):
     # Runs last in the module for each side: no traceback and no internal error on the way.
     if isinstance(side, StdioSide):
-        assert all("error" not in m or m["error"]["code"] != -32603 for m in side.tokens.received + side.dialog.received)
+        assert all(
+            "error" not in m or m["error"]["code"] != -32603
+            for m in side.tokens.received + side.dialog.received
+        )
     else:
         assert "Traceback" not in "".join(side.served.stderr)

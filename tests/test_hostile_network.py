@@ -20,8 +20,8 @@ import sys
 import time
 
 from http_raw import Raw, request
-from test_http_transport_process import Served, clean_env
-from test_http_transport_support import initialize_params, rpc
+from support.http_transport import initialize_params, rpc
+from support.served import Served, clean_env
 
 TOKEN = "hostile-network-test-token-0123456789"
 # What a flood may add to the server's resident memory, at most (each test warms the server first).
@@ -43,6 +43,8 @@ def warm(port: int) -> None:
 def rss_kib(pid: int) -> int:
     with open(f"/proc/{pid}/status") as status:
         return next(int(line.split()[1]) for line in status if line.startswith("VmRSS:"))
+
+
 BOTH = "application/json, text/event-stream"
 
 
@@ -57,8 +59,10 @@ def _initialize(port: int, token: str | None = TOKEN) -> int:
 
 
 def _served() -> Served:
-    return Served([sys.executable, "-m", "hcmcp", "--http", "127.0.0.1:0", "--demo"],
-                  clean_env(HEALTHCHECKS_HTTP_TOKEN=TOKEN))
+    return Served(
+        [sys.executable, "-m", "hcmcp", "--http", "127.0.0.1:0", "--demo"],
+        clean_env(HEALTHCHECKS_HTTP_TOKEN=TOKEN),
+    )
 
 
 def _warm_rss(served: Served) -> int:
@@ -76,8 +80,10 @@ def test_heads_without_a_token_reserve_no_body_budget():
         try:
             for _ in range(40):  # 40 MiB declared: more than the whole 32 MiB budget
                 raw = Raw(served.port, timeout=10)
-                raw.send(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                         b"Accept: application/json, text/event-stream\r\nContent-Length: 1048576\r\n\r\n")
+                raw.send(
+                    b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    b"Accept: application/json, text/event-stream\r\nContent-Length: 1048576\r\n\r\n"
+                )
                 held.append(raw)
             for raw in held:  # each refused on its head, at once, and closed: nothing held
                 answer = raw.answer()
@@ -104,7 +110,8 @@ def test_idle_unauthenticated_connections_cannot_hold_the_connection_cap():
                 sock.sendall(request("GET", "/healthz"))
                 idle.append(sock)
             probed = 0
-            for sock in idle:  # each probe answered (or the connection refused, past the cap), then idle
+            # each probe answered (or the connection refused, past the cap), then idle
+            for sock in idle:
                 probed += sock.recv(65536).startswith(b"HTTP/1.1 200 ")
             assert probed >= 64
             # An authenticated client gets in, at once, however many sit there.
@@ -145,10 +152,16 @@ def test_an_authenticated_connection_is_not_evicted_by_a_flood():
     with _served() as served:
         with Raw(served.port, timeout=10) as kept:
             body = json.dumps(rpc("initialize", initialize_params())).encode()
-            auth = {"Content-Type": "application/json", "Accept": BOTH, "Authorization": f"Bearer {TOKEN}"}
+            auth = {
+                "Content-Type": "application/json",
+                "Accept": BOTH,
+                "Authorization": f"Bearer {TOKEN}",
+            }
             kept.send(request("POST", "/mcp", auth, body))
             assert kept.answer().status == 200
-            flood = [socket.create_connection(("127.0.0.1", served.port), timeout=10) for _ in range(300)]
+            flood = [
+                socket.create_connection(("127.0.0.1", served.port), timeout=10) for _ in range(300)
+            ]
             try:
                 kept.send(request("POST", "/mcp", auth, body))
                 assert kept.answer().status == 200
@@ -214,14 +227,22 @@ class CountingInstance:
 
 
 def _team(instance: CountingInstance) -> Served:
-    return Served([sys.executable, "-m", "hcmcp", "--http", "127.0.0.1:0"],
-                  clean_env(HEALTHCHECKS_URL=instance.url, HEALTHCHECKS_KEY_SOURCE="request"))
+    return Served(
+        [sys.executable, "-m", "hcmcp", "--http", "127.0.0.1:0"],
+        clean_env(HEALTHCHECKS_URL=instance.url, HEALTHCHECKS_KEY_SOURCE="request"),
+    )
 
 
 def _keyed_initialize(raw: Raw, key: str) -> int:
     body = json.dumps(rpc("initialize", initialize_params())).encode()
-    raw.send(request("POST", "/mcp", {"Content-Type": "application/json", "Accept": BOTH,
-                                      "X-Healthchecks-Api-Key": key}, body))
+    raw.send(
+        request(
+            "POST",
+            "/mcp",
+            {"Content-Type": "application/json", "Accept": BOTH, "X-Healthchecks-Api-Key": key},
+            body,
+        )
+    )
     answer = raw.answer()
     if answer.headers.get("connection") == "close":
         raise ConnectionResetError
@@ -249,7 +270,9 @@ def test_invented_keys_hold_no_seat_and_ask_the_instance_once_each():
             before = rss_kib(served.proc.pid)
             invented = [f"hcw_Invented{n}_".ljust(32, "x") for n in range(4)]
             assert all(len(key) == 32 for key in invented)
-            statuses = [_status_on_new_connection(served.port, key) for key in invented for _ in range(250)]
+            statuses = [
+                _status_on_new_connection(served.port, key) for key in invented for _ in range(250)
+            ]
             assert statuses == [401] * 1000
             assert all(instance.asked[key] == 1 for key in invented), instance.asked
             assert _status_on_new_connection(served.port, REAL_KEY) == 200
@@ -270,7 +293,9 @@ def test_one_bogus_key_sent_120_times_at_once_is_asked_about_once():
             warm(served.port)
             before = rss_kib(served.proc.pid)
             with ThreadPoolExecutor(120) as pool:
-                statuses = list(pool.map(lambda _: _status_on_new_connection(served.port, bogus), range(120)))
+                statuses = list(
+                    pool.map(lambda _: _status_on_new_connection(served.port, bogus), range(120))
+                )
             assert set(statuses) <= {401, 503} and statuses.count(401) >= 100, statuses
             assert instance.asked[bogus] == 1, instance.asked
             assert _status_on_new_connection(served.port, REAL_KEY) == 200
@@ -294,10 +319,13 @@ def test_a_flood_of_random_keys_asks_the_instance_at_most_eight_at_a_time():
             before = rss_kib(served.proc.pid)
             keys = ["hcw_" + secrets.token_hex(14) for _ in range(400)]
             with ThreadPoolExecutor(40) as pool:
-                statuses = list(pool.map(lambda key: _status_on_new_connection(served.port, key), keys))
+                statuses = list(
+                    pool.map(lambda key: _status_on_new_connection(served.port, key), keys)
+                )
                 real = pool.submit(_status_on_new_connection, served.port, REAL_KEY)
             assert set(statuses) <= {401, 503}, statuses
-            assert instance.most <= 8 * 2, instance.most  # 8 keys, each asked with one GET at a time
+            # 8 keys, each asked with one GET at a time
+            assert instance.most <= 8 * 2, instance.most
             assert max(instance.asked[key] for key in keys) <= 1
             assert sum(instance.asked[key] for key in keys) == statuses.count(401)
             assert real.result() in (200, 503)
@@ -309,12 +337,13 @@ def test_a_flood_of_random_keys_asks_the_instance_at_most_eight_at_a_time():
 
 # -- finding 8: a spent requestState stays spent when its tenant's server is dropped ----------------
 
+
 def test_a_spent_request_state_is_refused_after_its_tenants_server_was_evicted():
     """After 256 requests with other keys evicted a tenant's server, a replay of an accepted
     requestState it had already used deleted again with no new answer from the person: the
     memory of spent states lived in the evicted server. It is now the process's."""
     from hostile_upstream import UUID, Hostile
-    from test_team import ACCEPT, DIALOG, Wire, call_modern
+    from support.team_wire import ACCEPT, DIALOG, Wire, call_modern
 
     upstream = Hostile()  # healthy: accepts any key, answers a check and its DELETE
     try:
@@ -323,8 +352,15 @@ def test_a_spent_request_state_is_refused_after_its_tenants_server_was_evicted()
             key = "hcw_ReplayVictim_".ljust(32, "v")
             asked = call_modern(wire, key, "delete_check", {"check": UUID}, capabilities=DIALOG)
             assert asked["resultType"] == "input_required"
-            done = call_modern(wire, key, "delete_check", {"check": UUID}, capabilities=DIALOG,
-                               inputResponses=ACCEPT, requestState=asked["requestState"])
+            done = call_modern(
+                wire,
+                key,
+                "delete_check",
+                {"check": UUID},
+                capabilities=DIALOG,
+                inputResponses=ACCEPT,
+                requestState=asked["requestState"],
+            )
             assert done["structuredContent"]["outcome"] == "approved_by_dialog", done
             deletes = sum(method == "DELETE" for method, _, _ in upstream.requests)
             assert deletes == 1
@@ -332,22 +368,35 @@ def test_a_spent_request_state_is_refused_after_its_tenants_server_was_evicted()
                 other = f"hcw_Evictor{n}_".ljust(32, "e")
                 status, _, _ = wire.post(*_modern_tools_list(other))
                 assert status == 200
-            replayed = call_modern(wire, key, "delete_check", {"check": UUID}, capabilities=DIALOG,
-                                   inputResponses=ACCEPT, requestState=asked["requestState"])
-            assert sum(method == "DELETE" for method, _, _ in upstream.requests) == 1, "deleted again"
-            assert replayed.get("resultType") == "input_required" or \
-                replayed["structuredContent"]["outcome"] != "approved_by_dialog", replayed
+            replayed = call_modern(
+                wire,
+                key,
+                "delete_check",
+                {"check": UUID},
+                capabilities=DIALOG,
+                inputResponses=ACCEPT,
+                requestState=asked["requestState"],
+            )
+            assert sum(method == "DELETE" for method, _, _ in upstream.requests) == 1, (
+                "deleted again"
+            )
+            assert (
+                replayed.get("resultType") == "input_required"
+                or replayed["structuredContent"]["outcome"] != "approved_by_dialog"
+            ), replayed
     finally:
         upstream.close()
 
 
 def _team_at(url: str) -> Served:
-    return Served([sys.executable, "-m", "hcmcp", "--http", "127.0.0.1:0"],
-                  clean_env(HEALTHCHECKS_URL=url, HEALTHCHECKS_KEY_SOURCE="request"))
+    return Served(
+        [sys.executable, "-m", "hcmcp", "--http", "127.0.0.1:0"],
+        clean_env(HEALTHCHECKS_URL=url, HEALTHCHECKS_KEY_SOURCE="request"),
+    )
 
 
 def _modern_tools_list(key: str):
-    from test_http_transport_support import MODERN, meta, modern_headers
+    from support.http_transport import MODERN, meta, modern_headers
 
     message = rpc("tools/list", {"_meta": meta()}, 1)
     return message, {"X-Healthchecks-Api-Key": key, **modern_headers(message)}, MODERN

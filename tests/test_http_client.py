@@ -18,21 +18,23 @@ from anyio.abc import SocketAttribute, SocketStream
 
 from hcmcp import __version__
 from hcmcp.http.client.client import HttpClient, _Origin
-from hcmcp.http.client.types import BodyTooLarge, ConnectFailed, ConnectionLost, HttpError, HttpResponse, ProtocolFailure, Timeout
-
+from hcmcp.http.client.types import (
+    BodyTooLarge,
+    ConnectFailed,
+    ConnectionLost,
+    HttpError,
+    HttpResponse,
+    ProtocolFailure,
+    Timeout,
+)
 from loopback import full_listen_queue
 
-FAKE_KEY = "hcw_FAKEKEYfakekeyFAKEKEYfake00"   # 32 characters, like a real read-write key
+FAKE_KEY = "hcw_FAKEKEYfakekeyFAKEKEYfake00"  # 32 characters, like a real read-write key
 
 OK_JSON = (
     b"HTTP/1.1 200 OK\r\nContent-Type: application/json; charset=utf-8\r\n"
-    b"Content-Length: 11\r\n\r\n{\"ok\":true}"
+    b'Content-Length: 11\r\n\r\n{"ok":true}'
 )
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 # ----------------------------------------------------------------------------- raw server
@@ -42,7 +44,8 @@ def anyio_backend() -> str:
 class RawServer:
     port: int = 0
     connections: int = 0
-    requests: list[tuple[int, bytes]] = field(default_factory=list)   # (connection index, raw request)
+    # (connection index, raw request)
+    requests: list[tuple[int, bytes]] = field(default_factory=list)
     bytes_sent: int = 0
 
     @property
@@ -98,8 +101,13 @@ async def serve(handler: Handler) -> AsyncIterator[RawServer]:
         server.connections += 1
         try:
             await handler(peer)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, anyio.EndOfStream, ConnectionError):
-            pass    # the client went away; several tests make it do exactly that
+        except (
+            anyio.BrokenResourceError,
+            anyio.ClosedResourceError,
+            anyio.EndOfStream,
+            ConnectionError,
+        ):
+            pass  # the client went away; several tests make it do exactly that
         finally:
             await anyio.aclose_forcefully(stream)
 
@@ -115,6 +123,7 @@ async def answer_all(response: bytes) -> Handler:
     async def handler(peer: Peer) -> None:
         while await peer.read_request() is not None:
             await peer.send(response)
+
     return handler
 
 
@@ -152,7 +161,7 @@ async def test_content_length_body_and_request_head() -> None:
     assert headers["host"] == f"127.0.0.1:{server.port}"
     assert headers["user-agent"] == f"hcmcp/{__version__}"
     assert headers["x-api-key"] == FAKE_KEY
-    assert "content-length" not in headers          # a GET without a body is not framed
+    assert "content-length" not in headers  # a GET without a body is not framed
 
 
 @pytest.mark.anyio
@@ -167,7 +176,7 @@ async def test_chunked_body() -> None:
             again = await client.request("GET", "/x")
     assert response.body == b"hello world"
     assert again.body == b"hello world"
-    assert server.connections == 1                   # a chunked response keeps the connection
+    assert server.connections == 1  # a chunked response keeps the connection
 
 
 @pytest.mark.anyio
@@ -182,7 +191,7 @@ async def test_close_delimited_body_and_no_reuse() -> None:
     async with serve(handler) as server:
         async with HttpClient(server.origin) as client:
             first = await client.request("GET", "/x")
-            assert client._idle == []                # spent by the close, not pooled
+            assert client._idle == []  # spent by the close, not pooled
             second = await client.request("GET", "/x")
     assert first.body == b"until the end"
     assert second.body == b"until the end"
@@ -223,6 +232,7 @@ def endless_chunked(sndbuf: int = 16 * 1024) -> Handler:
         frame = b"%x\r\n" % len(chunk) + chunk + b"\r\n"
         while True:
             await peer.send(frame)
+
     return handler
 
 
@@ -241,10 +251,12 @@ async def test_endless_chunked_body_is_refused_once_the_ceiling_is_crossed() -> 
 
 @pytest.mark.anyio
 async def test_endless_chunked_body_truncated_to_exactly_the_ceiling() -> None:
-    ceiling = 100_000                                # not a multiple of the chunk size on purpose
+    ceiling = 100_000  # not a multiple of the chunk size on purpose
     async with serve(endless_chunked()) as server:
         async with HttpClient(server.origin, overall_timeout=5) as client:
-            response = await client.request("GET", "/x", byte_ceiling=ceiling, truncate_at_ceiling=True)
+            response = await client.request(
+                "GET", "/x", byte_ceiling=ceiling, truncate_at_ceiling=True
+            )
             sent_when_cut = server.bytes_sent
             # the connection was closed, not reused: the next request needs a new one
             await client.request("GET", "/x", byte_ceiling=10, truncate_at_ceiling=True)
@@ -291,12 +303,14 @@ async def test_content_length_over_the_ceiling_in_truncate_mode_reads_only_the_c
     async def handler(peer: Peer) -> None:
         await peer.read_request()
         await peer.send(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n" + b"y" * 100)
-        await release.wait()                           # the other 900 bytes never come
+        await release.wait()  # the other 900 bytes never come
 
     async with serve(handler) as server:
         async with HttpClient(server.origin, read_timeout=5, overall_timeout=5) as client:
             with anyio.fail_after(2):
-                response = await client.request("GET", "/x", byte_ceiling=100, truncate_at_ceiling=True)
+                response = await client.request(
+                    "GET", "/x", byte_ceiling=100, truncate_at_ceiling=True
+                )
         release.set()
     assert (response.body, response.truncated) == (b"y" * 100, True)
 
@@ -306,7 +320,9 @@ async def test_content_length_over_the_ceiling_in_truncate_mode_reads_only_the_c
 
 @pytest.mark.anyio
 async def test_redirect_is_returned_not_followed() -> None:
-    response_bytes = b"HTTP/1.1 301 Moved Permanently\r\nLocation: /api/v3/checks/\r\nContent-Length: 0\r\n\r\n"
+    response_bytes = (
+        b"HTTP/1.1 301 Moved Permanently\r\nLocation: /api/v3/checks/\r\nContent-Length: 0\r\n\r\n"
+    )
     async with serve(await answer_all(response_bytes)) as server:
         async with HttpClient(server.origin) as client:
             response = await client.request("POST", "/api/v3/checks", body=b"{}")
@@ -359,7 +375,10 @@ async def test_read_timeout_when_the_server_never_answers() -> None:
                 await client.request("GET", "/api/v3/checks/")
     assert caught.value.phase == "read"
     assert caught.value.seconds == 0.2
-    assert f"127.0.0.1:{server.port} sent nothing for 0.2 s while answering GET /api/v3/checks/" in str(caught.value)
+    assert (
+        f"127.0.0.1:{server.port} sent nothing for 0.2 s while answering GET /api/v3/checks/"
+        in str(caught.value)
+    )
 
 
 @pytest.mark.anyio
@@ -367,7 +386,7 @@ async def test_overall_timeout_on_a_trickling_body() -> None:
     async def handler(peer: Peer) -> None:
         await peer.read_request()
         await peer.send(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
-        while True:                                  # each byte resets the read timeout, never the deadline
+        while True:  # each byte resets the read timeout, never the deadline
             await peer.send(b".")
             await anyio.sleep(0.02)
 
@@ -379,7 +398,7 @@ async def test_overall_timeout_on_a_trickling_body() -> None:
             elapsed = anyio.current_time() - started
     assert caught.value.phase == "overall"
     assert "within 0.3 s" in str(caught.value)
-    assert elapsed < 1                                # the deadline, not the read timeout, ended it
+    assert elapsed < 1  # the deadline, not the read timeout, ended it
 
 
 # ----------------------------------------------------------------------------- keep-alive
@@ -405,7 +424,10 @@ async def test_bodies_that_come_whole_or_in_pieces_are_read_and_the_connection_k
         while await peer.read_request() is not None:
             number += 1
             body = b'{"n": %d}' % number
-            head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+            head = (
+                b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+                % len(body)
+            )
             if number == 2:
                 await peer.send(head + body[:3])
                 await anyio.sleep(0.05)
@@ -417,19 +439,24 @@ async def test_bodies_that_come_whole_or_in_pieces_are_read_and_the_connection_k
         async with HttpClient(server.origin) as client:
             bodies = [bytes((await client.request("GET", f"/{n}")).body) for n in range(4)]
             (conn,) = client._idle
-            conn.next_cycle()   # what the next request would do first
+            conn.next_cycle()  # what the next request would do first
             assert (conn.h11.our_state, conn.h11.their_state) == (h11.IDLE, h11.IDLE)
     assert bodies == [b'{"n": 1}', b'{"n": 2}', b'{"n": 3}', b'{"n": 4}']
     assert server.connections == 1
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("answer", [
-    b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok",
-    b"HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\nContent-Length: 2\r\n\r\nok",
-    b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok",
-])
-async def test_an_answer_that_ends_the_connection_is_not_reused_even_if_the_server_keeps_it_open(answer) -> None:
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 2\r\n\r\nok",
+        b"HTTP/1.1 200 OK\r\nConnection: keep-alive, Close\r\nContent-Length: 2\r\n\r\nok",
+        b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok",
+    ],
+)
+async def test_an_answer_that_ends_the_connection_is_not_reused_even_if_the_server_keeps_it_open(
+    answer,
+) -> None:
     async with serve(await answer_all(answer)) as server:
         async with HttpClient(server.origin) as client:
             await client.request("GET", "/a")
@@ -473,14 +500,16 @@ async def test_concurrent_requests_use_separate_connections() -> None:
         arrived += 1
         if arrived == 2:
             both_arrived.set()
-        await both_arrived.wait()                    # answers only once both requests are in
+        await both_arrived.wait()  # answers only once both requests are in
         await peer.send(OK_JSON)
 
     results: list[HttpResponse] = []
     async with serve(handler) as server:
         async with HttpClient(server.origin, overall_timeout=3) as client:
+
             async def one() -> None:
                 results.append(await client.request("GET", "/x"))
+
             async with anyio.create_task_group() as tg:
                 tg.start_soon(one)
                 tg.start_soon(one)
@@ -500,10 +529,10 @@ async def test_a_cancelled_request_closes_its_connection() -> None:
 
     async with serve(handler) as server:
         async with HttpClient(server.origin) as client:
-            with anyio.move_on_after(0.1) as scope:      # the caller's scope, not the client's
+            with anyio.move_on_after(0.1) as scope:  # the caller's scope, not the client's
                 await client.request("GET", "/slow")
             assert scope.cancelled_caught
-            assert client._idle == []                    # a half-read connection is never pooled
+            assert client._idle == []  # a half-read connection is never pooled
             response = await client.request("GET", "/next")
     assert response.body == b'{"ok":true}'
     assert server.connections == 2
@@ -533,6 +562,7 @@ def answer_then_drop_the_next_request() -> Handler:
             return
         while await peer.read_request() is not None:
             await peer.send(OK_JSON)
+
     return handler
 
 
@@ -545,7 +575,9 @@ async def test_get_on_a_dead_reused_connection_is_retried_on_a_new_one() -> None
     assert response.status == 200
     assert server.connections == 2
     assert [(index, head_of(raw)[0]) for index, raw in server.requests] == [
-        (0, "GET /a HTTP/1.1"), (0, "GET /b HTTP/1.1"), (1, "GET /b HTTP/1.1"),
+        (0, "GET /a HTTP/1.1"),
+        (0, "GET /b HTTP/1.1"),
+        (1, "GET /b HTTP/1.1"),
     ]
 
 
@@ -557,12 +589,17 @@ async def test_post_on_a_dead_reused_connection_is_not_resent() -> None:
             with pytest.raises(ConnectionLost) as caught:
                 await client.request("POST", "/api/v3/checks/", body=b'{"name":"x"}')
     assert server.connections == 1
-    assert [head_of(raw)[0] for _, raw in server.requests] == ["GET /a HTTP/1.1", "POST /api/v3/checks/ HTTP/1.1"]
+    assert [head_of(raw)[0] for _, raw in server.requests] == [
+        "GET /a HTTP/1.1",
+        "POST /api/v3/checks/ HTTP/1.1",
+    ]
     assert "not re-sent" in str(caught.value)
     assert isinstance(caught.value, ProtocolFailure)
 
 
-async def _after_the_server_closed_the_idle_connection(method: str, body: bytes | None) -> list[tuple[int, str]]:
+async def _after_the_server_closed_the_idle_connection(
+    method: str, body: bytes | None
+) -> list[tuple[int, str]]:
     """A GET, the server then closes that kept-alive connection (its FIN sent), then ``method``:
     the (connection index, request line) of every request the server saw."""
     closed = anyio.Event()
@@ -571,7 +608,7 @@ async def _after_the_server_closed_the_idle_connection(method: str, body: bytes 
         await peer.read_request()
         await peer.send(OK_JSON)
         if peer.index == 0:
-            peer.raw_socket().shutdown(socket.SHUT_RDWR)   # the FIN goes out now
+            peer.raw_socket().shutdown(socket.SHUT_RDWR)  # the FIN goes out now
             closed.set()
             await anyio.sleep_forever()
         while await peer.read_request() is not None:
@@ -591,7 +628,8 @@ async def _after_the_server_closed_the_idle_connection(method: str, body: bytes 
 async def test_an_idle_connection_the_server_closed_is_not_used_at_all_for_a_post() -> None:
     # Looked at first (a poll): a POST must not be sent where it could be lost half-way.
     assert await _after_the_server_closed_the_idle_connection("POST", b"{}") == [
-        (0, "GET /a HTTP/1.1"), (1, "POST /b HTTP/1.1"),
+        (0, "GET /a HTTP/1.1"),
+        (1, "POST /b HTTP/1.1"),
     ]
 
 
@@ -600,7 +638,8 @@ async def test_a_get_on_an_idle_connection_the_server_closed_is_sent_again_on_a_
     """An idempotent request skips the look at the idle connection (a poll per request): the
     closed connection fails before any answer, and the request goes out once more, unseen."""
     assert await _after_the_server_closed_the_idle_connection("GET", None) == [
-        (0, "GET /a HTTP/1.1"), (1, "GET /b HTTP/1.1"),
+        (0, "GET /a HTTP/1.1"),
+        (1, "GET /b HTTP/1.1"),
     ]
 
 
@@ -639,7 +678,8 @@ async def test_query_encoding_with_repeated_keys() -> None:
     async with serve(await answer_all(OK_JSON)) as server:
         async with HttpClient(server.origin) as client:
             await client.request(
-                "GET", "/api/v3/checks/",
+                "GET",
+                "/api/v3/checks/",
                 query=[("tag", "a b"), ("tag", "ü&=+"), ("slug", "x/y?z")],
             )
     assert head_of(server.requests[0][1])[0] == (
@@ -664,7 +704,9 @@ async def test_path_is_appended_to_the_origin_prefix() -> None:
 @pytest.mark.anyio
 async def test_content_length_is_sent_for_bodies_including_empty_ones() -> None:
     async with serve(await answer_all(OK_JSON)) as server:
-        async with HttpClient(server.origin, default_headers=[("X-Api-Key", "default"), ("Accept", "*/*")]) as client:
+        async with HttpClient(
+            server.origin, default_headers=[("X-Api-Key", "default"), ("Accept", "*/*")]
+        ) as client:
             await client.request("POST", "/a", body=b"")
             await client.request("POST", "/b", body=b"hello", headers=[("x-api-key", "override")])
             await client.request("POST", "/c")
@@ -673,7 +715,7 @@ async def test_content_length_is_sent_for_bodies_including_empty_ones() -> None:
     assert [h.get("content-length") for h in heads] == ["0", "5", "0", None]
     assert server.requests[1][1].endswith(b"\r\n\r\nhello")
     assert [h["x-api-key"] for h in heads] == ["default", "override", "default", "default"]
-    assert server.requests[1][1].lower().count(b"x-api-key") == 1   # replaced, not duplicated
+    assert server.requests[1][1].lower().count(b"x-api-key") == 1  # replaced, not duplicated
 
 
 def test_client_owned_headers_are_refused() -> None:
@@ -683,8 +725,13 @@ def test_client_owned_headers_are_refused() -> None:
 
 def test_origin_parsing() -> None:
     origin = _Origin.parse("https://Healthchecks.io/hc/")
-    assert (origin.scheme, origin.host, origin.port, origin.prefix) == ("https", "healthchecks.io", 443, "/hc")
-    assert origin.authority == "healthchecks.io"                      # default port left out
+    assert (origin.scheme, origin.host, origin.port, origin.prefix) == (
+        "https",
+        "healthchecks.io",
+        443,
+        "/hc",
+    )
+    assert origin.authority == "healthchecks.io"  # default port left out
     assert origin.label == "healthchecks.io:443"
     assert _Origin.parse("http://127.0.0.1:8765").authority == "127.0.0.1:8765"
     assert _Origin.parse("http://example.com:80").authority == "example.com"
@@ -735,10 +782,16 @@ async def test_error_texts_never_contain_header_values() -> None:
                 with pytest.raises(HttpError) as caught:
                     await client.request("GET", "/x", headers=[("X-Api-Key", bad)])
                 errors.append(caught.value)
-        assert server.requests == []                  # nothing malformed went out
+        assert server.requests == []  # nothing malformed went out
 
     assert [type(e).__name__ for e in errors] == [
-        "ConnectFailed", "Timeout", "ProtocolFailure", "BodyTooLarge", "HttpError", "HttpError", "HttpError",
+        "ConnectFailed",
+        "Timeout",
+        "ProtocolFailure",
+        "BodyTooLarge",
+        "HttpError",
+        "HttpError",
+        "HttpError",
     ]
     for error in errors:
         assert FAKE_KEY not in full_text(error), type(error).__name__
@@ -781,12 +834,14 @@ def tls_handler(tmp_path, names_seen: list[str | None]) -> Handler:  # type: ign
 
     async def handler(peer: Peer) -> None:
         try:
-            peer.stream = await TLSStream.wrap(peer.stream, server_side=True, ssl_context=context,
-                                               standard_compatible=False)
+            peer.stream = await TLSStream.wrap(
+                peer.stream, server_side=True, ssl_context=context, standard_compatible=False
+            )
         except (ssl.SSLError, anyio.BrokenResourceError, anyio.EndOfStream):
-            return                                   # the client refused our certificate
+            return  # the client refused our certificate
         while await peer.read_request() is not None:
             await peer.send(OK_JSON)
+
     return handler
 
 
@@ -810,19 +865,25 @@ async def test_https_with_sni_and_keep_alive(tmp_path) -> None:  # type: ignore[
 async def test_https_default_context_uses_the_system_trust_store(tmp_path) -> None:  # type: ignore[no-untyped-def]
     names_seen: list[str | None] = []
     async with serve(tls_handler(tmp_path, names_seen)) as server:
-        async with HttpClient(f"https://localhost:{server.port}", origin_setting="HEALTHCHECKS_URL") as client:
+        async with HttpClient(
+            f"https://localhost:{server.port}", origin_setting="HEALTHCHECKS_URL"
+        ) as client:
             with pytest.raises(ConnectFailed) as caught:
                 await client.request("GET", "/x")
     text = str(caught.value)
-    assert text.startswith(f"TLS handshake with localhost:{server.port} failed: certificate verify failed")
+    assert text.startswith(
+        f"TLS handshake with localhost:{server.port} failed: certificate verify failed"
+    )
     assert text.endswith("Check HEALTHCHECKS_URL and that the server is running.")
 
 
 @pytest.mark.anyio
 async def test_https_to_a_plain_http_port_fails_clearly() -> None:
     async def plain_http(peer: Peer) -> None:
-        await peer.stream.receive()                  # a ClientHello, which is not HTTP
-        await peer.send(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        await peer.stream.receive()  # a ClientHello, which is not HTTP
+        await peer.send(
+            b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )
 
     async with serve(plain_http) as server:
         async with HttpClient(f"https://127.0.0.1:{server.port}") as client:
@@ -836,5 +897,7 @@ async def test_https_to_a_plain_http_port_fails_clearly() -> None:
 
 def test_importing_the_client_does_not_import_ssl() -> None:
     code = "import sys, hcmcp.http.client.client; print('ssl' in sys.modules)"
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
     assert result.stdout.strip() == "False"

@@ -17,16 +17,11 @@ import pytest
 
 from hcmcp.http.client import connection
 from hcmcp.http.client.client import HttpClient
-from hcmcp.http.client.types import ConnectFailed
 from hcmcp.http.client.connection import SocketConnection, StreamConnection
+from hcmcp.http.client.types import ConnectFailed
 from loopback import full_listen_queue
 
-OK = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{\"ok\":true}"
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+OK = b'HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"ok":true}'
 
 
 @contextmanager
@@ -146,28 +141,39 @@ async def test_the_next_address_is_tried_when_one_refuses(monkeypatch: pytest.Mo
 
 
 @pytest.mark.anyio
-async def test_a_hanging_address_does_not_hold_up_the_next_one(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_hanging_address_does_not_hold_up_the_next_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     with answering_server() as port, full_listen_queue() as hanging:
         resolving_to(monkeypatch, [hanging, ("127.0.0.1", port)])
         async with HttpClient(f"http://instance.test:{port}", connect_timeout=5) as client:
-            with anyio.fail_after(4):   # the second attempt starts 0.25 s after the first: far below 5 s
+            # the second attempt starts 0.25 s after the first: far below 5 s
+            with anyio.fail_after(4):
                 response = await client.request("GET", "/x")
         assert response.status == 200
 
 
 @pytest.mark.anyio
-async def test_every_address_refusing_gives_each_reason_once(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_every_address_refusing_gives_each_reason_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     port = unused_port()
     resolving_to(monkeypatch, [("127.0.0.2", port), ("127.0.0.1", port)])
-    async with HttpClient(f"http://instance.test:{port}", origin_setting="HEALTHCHECKS_URL") as client:
+    async with HttpClient(
+        f"http://instance.test:{port}", origin_setting="HEALTHCHECKS_URL"
+    ) as client:
         with pytest.raises(ConnectFailed) as caught:
             await client.request("GET", "/x")
-    assert str(caught.value) == (f"Could not connect to instance.test:{port}: Connection refused. "
-                                 "Check HEALTHCHECKS_URL and that the server is running.")
+    assert str(caught.value) == (
+        f"Could not connect to instance.test:{port}: Connection refused. "
+        "Check HEALTHCHECKS_URL and that the server is running."
+    )
 
 
 @pytest.mark.anyio
-async def test_connect_failures_read_as_they_did_through_anyio(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_connect_failures_read_as_they_did_through_anyio(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The same refused port and unknown name, through the socket path and through anyio.connect_tcp."""
     port = unused_port()
     origins = [f"http://127.0.0.1:{port}", "http://no-such-host.invalid:8000"]
@@ -182,14 +188,17 @@ async def test_connect_failures_read_as_they_did_through_anyio(monkeypatch: pyte
         return found
 
     socket_path = await texts()
-    monkeypatch.setattr("hcmcp.http.client.client.running_asyncio_loop", lambda: None)   # anyio's stream instead
+    # anyio's stream instead
+    monkeypatch.setattr("hcmcp.http.client.client.running_asyncio_loop", lambda: None)
     stream_path = await texts()
     assert socket_path == stream_path
     assert "refused" in socket_path[0]
 
 
 @pytest.mark.anyio
-async def test_without_an_asyncio_loop_the_anyio_stream_serves(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_without_an_asyncio_loop_the_anyio_stream_serves(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr("hcmcp.http.client.client.running_asyncio_loop", lambda: None)
     with answering_server() as port:
         async with HttpClient(f"http://127.0.0.1:{port}") as client:
@@ -213,6 +222,6 @@ async def test_a_cancelled_request_closes_its_socket() -> None:
         with peer:
             peer.settimeout(5)
             assert peer.recv(65536).startswith(b"GET /never-answered HTTP/1.1\r\n")
-            assert peer.recv(65536) == b""     # closed by the client
+            assert peer.recv(65536) == b""  # closed by the client
     finally:
         listener.close()

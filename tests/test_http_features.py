@@ -12,17 +12,12 @@ import anyio
 import pytest
 
 from conformance.fixture_server import fixture_server
-from hcmcp.http.server.server import HttpServer
 from hcmcp.http.messages import ServerLimits
+from hcmcp.http.server.server import HttpServer
 from hcmcp.protocol.streamable_http.transport import HttpSettings, StreamableHttp, error_body
-from test_http_transport_support import READ_TIMEOUT, Wire, modern, modern_headers, rpc, session
+from support.http_transport import READ_TIMEOUT, Wire, modern, modern_headers, rpc, session
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
 
 
 class FullEndpoint:
@@ -52,8 +47,12 @@ async def full_endpoint():
             tasks.cancel_scope.cancel()
 
 
-def call(name: str, arguments: dict | None = None, id=1, capabilities: dict | None = None, **extra) -> dict:
-    return modern("tools/call", {"name": name, "arguments": arguments or {}, **extra}, id, capabilities)
+def call(
+    name: str, arguments: dict | None = None, id=1, capabilities: dict | None = None, **extra
+) -> dict:
+    return modern(
+        "tools/call", {"name": name, "arguments": arguments or {}, **extra}, id, capabilities
+    )
 
 
 async def test_a_2026_call_that_logs_streams_the_messages_before_its_answer():
@@ -63,9 +62,15 @@ async def test_a_2026_call_that_logs_streams_the_messages_before_its_answer():
         reply = await wire.modern(message)
         assert reply.status == 200 and reply.content_type == "text/event-stream"
         assert [m.get("method") for m in reply.messages] == ["notifications/message", None]
-        assert reply.messages[1]["id"] == "log" and reply.messages[1]["result"]["resultType"] == "complete"
-        plain = await wire.modern(call("test_logging_tool"))   # no logLevel: no message, plain JSON
-        assert plain.content_type == "application/json" and plain.result["content"][0]["text"] == "logged: False"
+        assert (
+            reply.messages[1]["id"] == "log"
+            and reply.messages[1]["result"]["resultType"] == "complete"
+        )
+        plain = await wire.modern(call("test_logging_tool"))  # no logLevel: no message, plain JSON
+        assert (
+            plain.content_type == "application/json"
+            and plain.result["content"][0]["text"] == "logged: False"
+        )
 
 
 async def test_missing_client_capability_is_http_400_with_32021():
@@ -76,11 +81,17 @@ async def test_missing_client_capability_is_http_400_with_32021():
         assert reply.message["error"]["data"] == {"requiredCapabilities": {"sampling": {}}}
 
 
-@pytest.mark.parametrize(("header", "status"), [
-    ("eu-west1", 200), ("=?base64?ZXUtd2VzdDE=?=", 200),          # literal, and base64 of the same
-    ("=?base64?ZXUtd2VzdDE?=", 400), ("=?base64?ZXUt!!!d2VzdDE=?=", 400),   # bad padding, bad characters
-    ("us-east1", 400), (None, 400),                                # another value, no header at all
-])
+@pytest.mark.parametrize(
+    ("header", "status"),
+    [
+        ("eu-west1", 200),
+        ("=?base64?ZXUtd2VzdDE=?=", 200),  # literal, and base64 of the same
+        ("=?base64?ZXUtd2VzdDE?=", 400),
+        ("=?base64?ZXUt!!!d2VzdDE=?=", 400),  # bad padding, bad characters
+        ("us-east1", 400),
+        (None, 400),  # another value, no header at all
+    ],
+)
 async def test_mcp_param_headers_must_agree_with_the_arguments(header, status):
     async with full_endpoint() as ep, ep.wire() as wire:
         message = call("test_header_params", {"region": "eu-west1"})
@@ -88,21 +99,28 @@ async def test_mcp_param_headers_must_agree_with_the_arguments(header, status):
         reply = await wire.modern(message, extra)
         assert reply.status == status, reply
         if status == 400:
-            assert reply.message["error"]["code"] == -32020 and "Mcp-Param-Region" in reply.message["error"]["message"]
+            assert (
+                reply.message["error"]["code"] == -32020
+                and "Mcp-Param-Region" in reply.message["error"]["message"]
+            )
         else:
             assert reply.result["content"][0]["text"] == "routed to eu-west1"
 
 
 async def test_subscriptions_listen_stays_open_and_relays_list_changes():
     async with full_endpoint() as ep, ep.wire() as listen, ep.wire() as other:
-        message = modern("subscriptions/listen", {"notifications": {"toolsListChanged": True}}, id="sub")
+        message = modern(
+            "subscriptions/listen", {"notifications": {"toolsListChanged": True}}, id="sub"
+        )
         status, headers = await listen.start(message, modern_headers(message))
         assert status == 200 and headers["content-type"] == "text/event-stream"
         with anyio.fail_after(READ_TIMEOUT):
             ack = await listen.next_message()
         assert ack["method"] == "notifications/subscriptions/acknowledged"
-        assert ack["params"] == {"notifications": {"toolsListChanged": True},
-                                 "_meta": {"io.modelcontextprotocol/subscriptionId": "sub"}}
+        assert ack["params"] == {
+            "notifications": {"toolsListChanged": True},
+            "_meta": {"io.modelcontextprotocol/subscriptionId": "sub"},
+        }
         assert (await other.modern(call("test_trigger_tool_change"))).status == 200
         with anyio.fail_after(READ_TIMEOUT):
             change = await listen.next_message()
@@ -113,11 +131,17 @@ async def test_subscriptions_listen_stays_open_and_relays_list_changes():
 async def test_a_2025_session_call_streams_its_progress():
     async with full_endpoint() as ep, ep.wire() as wire:
         session_id = await wire.initialize({})
-        message = rpc("tools/call", {"name": "test_tool_with_progress", "arguments": {},
-                                     "_meta": {"progressToken": 7}}, id="p")
-        reply = await wire.post(message, session(session_id), revision="2025-11-25")   # _meta here is a 2025 one
+        message = rpc(
+            "tools/call",
+            {"name": "test_tool_with_progress", "arguments": {}, "_meta": {"progressToken": 7}},
+            id="p",
+        )
+        # _meta here is a 2025 one
+        reply = await wire.post(message, session(session_id), revision="2025-11-25")
         assert reply.content_type == "text/event-stream"
-        progress = [m["params"]["progress"] for m in reply.messages if m.get("method") == "notifications/progress"]
+        progress = [
+            m["params"]["progress"]
+            for m in reply.messages
+            if m.get("method") == "notifications/progress"
+        ]
         assert progress == [0, 50, 100] and reply.messages[-1]["id"] == "p"
-
-

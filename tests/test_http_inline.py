@@ -15,10 +15,13 @@ import pytest
 
 from hostile_upstream import KEY, UUID, Hostile
 from support import HCMCP
-from test_http_transport_process import Served, clean_env
+from support.served import Served, clean_env
 
 MODERN = "2026-07-28"
-META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
+META = {
+    "io.modelcontextprotocol/protocolVersion": MODERN,
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
 
 
 @pytest.fixture
@@ -30,18 +33,31 @@ def hostile():
 
 @pytest.fixture
 def served(hostile):
-    env = clean_env(HEALTHCHECKS_URL=f"http://127.0.0.1:{hostile.port}", HEALTHCHECKS_API_KEY=KEY,
-                    HEALTHCHECKS_TIMEOUT="30")
-    with Served(HCMCP + ["--http", "127.0.0.1:0"], env) as server:
+    env = clean_env(
+        HEALTHCHECKS_URL=f"http://127.0.0.1:{hostile.port}",
+        HEALTHCHECKS_API_KEY=KEY,
+        HEALTHCHECKS_TIMEOUT="30",
+    )
+    with Served([*HCMCP, "--http", "127.0.0.1:0"], env) as server:
         yield server
 
 
 def _modern_call(id: object) -> bytes:
-    body = json.dumps({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                       "params": {"name": "get_check", "arguments": {"check": UUID}, "_meta": META}}).encode()
-    return (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-            b"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
-            b"Mcp-Method: tools/call\r\nMcp-Name: get_check\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": id,
+            "method": "tools/call",
+            "params": {"name": "get_check", "arguments": {"check": UUID}, "_meta": META},
+        }
+    ).encode()
+    return (
+        b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"
+        b"Mcp-Method: tools/call\r\nMcp-Name: get_check\r\nContent-Length: %d\r\n\r\n"
+        % len(body)
+        + body
+    )
 
 
 def _until(condition, what: str, seconds: float = 10.0) -> float:
@@ -59,7 +75,13 @@ def _answers(sock: socket.socket, count: int) -> list[dict]:
         while b"\r\n\r\n" not in data:
             data += sock.recv(65536)
         head, _, data = data.partition(b"\r\n\r\n")
-        length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
+        length = int(
+            next(
+                line.split(b":")[1]
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length")
+            )
+        )
         while len(data) < length:
             data += sock.recv(65536)
         answers.append(json.loads(data[:length]))
@@ -74,16 +96,20 @@ def _waiting_call(hostile: Hostile, client: socket.socket) -> None:
     hostile.mode = "never_answers"
     client.sendall(_modern_call(2))
     _until(lambda: len(hostile.requests) == 2, "the call never reached the instance")
-    time.sleep(0.2)                                   # it now waits for the instance's answer
+    time.sleep(0.2)  # it now waits for the instance's answer
     assert hostile.open_connections() == 1
 
 
-def test_closing_the_connection_while_a_2026_call_waits_for_the_instance_cancels_it(hostile, served):
+def test_closing_the_connection_while_a_2026_call_waits_for_the_instance_cancels_it(
+    hostile, served
+):
     with socket.create_connection(("127.0.0.1", served.port)) as client:
         _waiting_call(hostile, client)
     # The client is gone: its call is cancelled, so its request to the instance is dropped now,
     # not after the 30 s timeout.
-    waited = _until(lambda: hostile.open_connections() == 0, "the cancelled call kept its upstream request")
+    waited = _until(
+        lambda: hostile.open_connections() == 0, "the cancelled call kept its upstream request"
+    )
     assert waited < 5
 
 

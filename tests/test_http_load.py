@@ -23,10 +23,10 @@ from typing import Any
 import anyio
 import pytest
 
+import support.http_transport as transport_support
 from http_raw import linux, rss_kib
-from test_http_transport_process import Served, clean_env
-import test_http_transport_support as transport_support
-from test_http_transport_support import Wire, modern, rpc, session
+from support.http_transport import Wire, modern, rpc, session
+from support.served import Served, clean_env
 
 pytestmark = pytest.mark.anyio
 
@@ -37,13 +37,10 @@ ASKS = {"elicitation": {"form": {}}}
 
 
 @pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-@pytest.fixture
 def load_seconds(request) -> float:
-    value = request.config.getoption("--load-seconds", default=None) or os.environ.get("HCMCP_LOAD_SECONDS")
+    value = request.config.getoption("--load-seconds", default=None) or os.environ.get(
+        "HCMCP_LOAD_SECONDS"
+    )
     return float(value) if value else LOAD_SECONDS_DEFAULT
 
 
@@ -68,7 +65,10 @@ def answer_of(reply: Any, rid: str, tally: Tally) -> dict[str, Any]:
 
 
 async def legacy_session(port: int, n: int, deadline: float, tally: Tally) -> None:
-    async with await anyio.connect_tcp("127.0.0.1", port) as a, await anyio.connect_tcp("127.0.0.1", port) as b:
+    async with (
+        await anyio.connect_tcp("127.0.0.1", port) as a,
+        await anyio.connect_tcp("127.0.0.1", port) as b,
+    ):
         main, side = Wire(a, port), Wire(b, port)
         headers = session(await main.initialize(ASKS))
         step = 0
@@ -83,14 +83,21 @@ async def legacy_session(port: int, n: int, deadline: float, tally: Tally) -> No
             tally.timed(started)
             return result
 
-        created = await call("tools/call", {"name": "create_check", "arguments": {"name": f"load-{n}"}})
+        created = await call(
+            "tools/call", {"name": "create_check", "arguments": {"name": f"load-{n}"}}
+        )
         uuid = created["structuredContent"]["check"]["uuid"]
         while time.monotonic() < deadline:
             kind = step % 5
             if kind == 0:
                 assert len((await call("tools/list"))["tools"]) > 5
             elif kind == 1:
-                assert "checks" in (await call("tools/call", {"name": "list_checks", "arguments": {}}))["structuredContent"]
+                assert (
+                    "checks"
+                    in (await call("tools/call", {"name": "list_checks", "arguments": {}}))[
+                        "structuredContent"
+                    ]
+                )
             elif kind == 2:
                 got = await call("tools/call", {"name": "get_check", "arguments": {"check": uuid}})
                 assert got["structuredContent"]["check"]["uuid"] == uuid
@@ -101,14 +108,21 @@ async def legacy_session(port: int, n: int, deadline: float, tally: Tally) -> No
                 rid = f"legacy-{n}-{step}"
                 tally.sent.add(rid)
                 started = time.monotonic()
-                status, _ = await main.start(rpc("tools/call", {"name": "delete_check", "arguments": {"check": uuid}},
-                                                 rid), headers)
+                status, _ = await main.start(
+                    rpc("tools/call", {"name": "delete_check", "arguments": {"check": uuid}}, rid),
+                    headers,
+                )
                 assert status == 200
                 question = await main.next_message()
-                assert question["method"] == "elicitation/create" and uuid in question["params"]["message"], question
+                assert (
+                    question["method"] == "elicitation/create"
+                    and uuid in question["params"]["message"]
+                ), question
                 tally.dialogs += 1
-                done = await side.post({"jsonrpc": "2.0", "id": question["id"], "result": {"action": "decline"}},
-                                       headers)
+                done = await side.post(
+                    {"jsonrpc": "2.0", "id": question["id"], "result": {"action": "decline"}},
+                    headers,
+                )
                 assert done.status == 202
                 final = await main.next_message()
                 assert final["id"] == rid, final
@@ -116,7 +130,11 @@ async def legacy_session(port: int, n: int, deadline: float, tally: Tally) -> No
                 tally.answered.append(rid)
                 tally.timed(started)
                 result = final["result"]["structuredContent"]
-                assert result["outcome"] == "declined" and result["targets"] == [uuid] and result["deleted"] == []
+                assert (
+                    result["outcome"] == "declined"
+                    and result["targets"] == [uuid]
+                    and result["deleted"] == []
+                )
         # Nothing was deleted: the session's check is still there.
         got = await call("tools/call", {"name": "get_check", "arguments": {"check": uuid}})
         assert got["structuredContent"]["check"]["uuid"] == uuid
@@ -133,7 +151,9 @@ async def modern_session(port: int, n: int, deadline: float, tally: Tally) -> No
             rid = f"modern-{n}-{step}"
             tally.sent.add(rid)
             started = time.monotonic()
-            message = modern("tools/call", {"name": name, "arguments": arguments, **extra}, rid, ASKS)
+            message = modern(
+                "tools/call", {"name": name, "arguments": arguments, **extra}, rid, ASKS
+            )
             result = answer_of(await wire.modern(message), rid, tally)
             tally.timed(started)
             return result
@@ -145,27 +165,42 @@ async def modern_session(port: int, n: int, deadline: float, tally: Tally) -> No
             if kind == 0:
                 assert "checks" in (await call("list_checks", {}))["structuredContent"]
             elif kind == 1:
-                assert (await call("get_check", {"check": uuid}))["structuredContent"]["check"]["uuid"] == uuid
+                assert (await call("get_check", {"check": uuid}))["structuredContent"]["check"][
+                    "uuid"
+                ] == uuid
             else:
                 asked = await call("delete_check", {"check": uuid})
                 assert asked["resultType"] == "input_required", asked
                 question = asked["inputRequests"]["confirm_delete"]
                 assert uuid in question["params"]["message"], question
                 tally.dialogs += 1
-                done = await call("delete_check", {"check": uuid}, requestState=asked["requestState"],
-                                  inputResponses={"confirm_delete": {"action": "decline"}})
+                done = await call(
+                    "delete_check",
+                    {"check": uuid},
+                    requestState=asked["requestState"],
+                    inputResponses={"confirm_delete": {"action": "decline"}},
+                )
                 result = done["structuredContent"]
-                assert result["outcome"] == "declined" and result["targets"] == [uuid] and result["deleted"] == []
-        assert (await call("get_check", {"check": uuid}))["structuredContent"]["check"]["uuid"] == uuid
+                assert (
+                    result["outcome"] == "declined"
+                    and result["targets"] == [uuid]
+                    and result["deleted"] == []
+                )
+        assert (await call("get_check", {"check": uuid}))["structuredContent"]["check"][
+            "uuid"
+        ] == uuid
 
 
 @pytest.mark.skipif(not linux(), reason="reads the server's RSS from /proc")
-async def test_fifty_concurrent_sessions_mixed_workload_no_cross_talk_no_loss_bounded_memory(load_seconds,
-                                                                                            monkeypatch):
+async def test_fifty_concurrent_sessions_mixed_workload_no_cross_talk_no_loss_bounded_memory(
+    load_seconds, monkeypatch
+):
     # Wire's read timeout is a safety net for single requests; under 50 sessions on a shared
     # 2-core machine one answer may take longer, and being slow is not what this test judges.
     monkeypatch.setattr(transport_support, "READ_TIMEOUT", 60.0)
-    with Served([sys.executable, "-m", "hcmcp", "--http", "127.0.0.1:0", "--demo"], clean_env()) as served:
+    with Served(
+        [sys.executable, "-m", "hcmcp", "--http", "127.0.0.1:0", "--demo"], clean_env()
+    ) as served:
         pid = served.proc.pid
         before = rss_kib(pid)
         peak = [before]
@@ -196,10 +231,12 @@ async def test_fifty_concurrent_sessions_mixed_workload_no_cross_talk_no_loss_bo
     latencies = sorted(tally.latencies)
     p50 = statistics.median(latencies) * 1000
     p99 = latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000
-    figures = (f"load: {len(tally.sent)} requests ({tally.dialogs} dialogs) from {LEGACY_SESSIONS}+{MODERN_SESSIONS} "
-               f"sessions in {elapsed:.1f} s = {len(tally.sent) / elapsed:.0f}/s; p50 {p50:.1f} ms, p99 {p99:.1f} ms; "
-               f"server RSS {before // 1024} MiB before, {peak[0] // 1024} MiB peak, {after // 1024} MiB after")
-    print("\n" + figures)   # shown with -s, as .ci/run runs it
+    figures = (
+        f"load: {len(tally.sent)} requests ({tally.dialogs} dialogs) from {LEGACY_SESSIONS}+{MODERN_SESSIONS} "
+        f"sessions in {elapsed:.1f} s = {len(tally.sent) / elapsed:.0f}/s; p50 {p50:.1f} ms, p99 {p99:.1f} ms; "
+        f"server RSS {before // 1024} MiB before, {peak[0] // 1024} MiB peak, {after // 1024} MiB after"
+    )
+    print("\n" + figures)  # shown with -s, as .ci/run runs it
     assert len(tally.sent) >= LEGACY_SESSIONS + MODERN_SESSIONS
     assert peak[0] - before < 100 * 1024, figures
     assert after - before < 60 * 1024, figures

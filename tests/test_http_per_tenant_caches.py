@@ -19,7 +19,7 @@ from hcmcp.http.messages import ServerLimits
 from hcmcp.http.server.server import HttpServer
 from hcmcp.protocol.server import McpServer
 from hcmcp.protocol.streamable_http.transport import HttpSettings, StreamableHttp, error_body
-from test_http_transport_support import Gate, Wire, held_server, modern
+from support.http_transport import Gate, Wire, held_server, modern
 
 KEPT = 4
 
@@ -51,11 +51,6 @@ class FewServers:
         return server
 
 
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
 @pytest.mark.anyio
 async def test_a_dropped_tenant_servers_tool_entries_go_with_it():
     tenancy = FewServers()
@@ -70,7 +65,9 @@ async def test_a_dropped_tenant_servers_tool_entries_go_with_it():
             call = modern("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
             for n in range(600):
                 reply = await wire.modern(call, {"x-test-credential": f"credential-{n:04d}"})
-                assert reply.status == 200 and reply.message["result"]["structuredContent"] == {"sum": 3}
+                assert reply.status == 200 and reply.message["result"]["structuredContent"] == {
+                    "sum": 3
+                }
         finally:
             await wire.aclose()
             await http.shutdown(1.0)

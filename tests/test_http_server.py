@@ -1,7 +1,7 @@
 """hcmcp.http.server over real sockets on 127.0.0.1, with raw bytes written by the tests.
 
 Every request here is typed out byte by byte so the tests see exactly what a client sends;
-responses are parsed by a tiny reader below (not by the code under test).
+responses are parsed by a tiny reader (tests/support/http_server.py), not by the code under test.
 """
 
 from __future__ import annotations
@@ -9,159 +9,26 @@ from __future__ import annotations
 import json
 import logging
 import socket
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
 
 import anyio
 import pytest
 
-from hcmcp.http.server.server import HttpServer, serve_in_background
 from hcmcp.http.messages import Request, Response, ServerLimits, StreamingResponse
+from hcmcp.http.server.server import HttpServer
+from support.http_server import (
+    READ_TIMEOUT,
+    Answer,
+    RawClient,
+    chunked,
+    connect,
+    get,
+    post,
+    running,
+    server_buffer,
+    wait_until,
+)
 
 pytestmark = pytest.mark.anyio
-
-READ_TIMEOUT = 5.0   # a safety net so a broken server fails a test instead of hanging it
-TEST_DEADLINE = 20.0
-
-
-@asynccontextmanager
-async def running(app, limits: ServerLimits = ServerLimits()):
-    """serve_in_background with a short shutdown grace and a hard deadline on the whole test."""
-    with anyio.fail_after(TEST_DEADLINE):
-        async with serve_in_background(app, limits=limits, shutdown_grace=1.0) as server:
-            yield server
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
-
-
-# -- a minimal HTTP/1.1 response reader --------------------------------------------------
-
-
-@dataclass
-class Answer:
-    status: int
-    headers: list[tuple[str, str]]
-    body: bytes
-
-    def header(self, name: str) -> str | None:
-        for key, value in self.headers:
-            if key == name:
-                return value
-        return None
-
-
-class RawClient:
-    def __init__(self, stream: anyio.abc.SocketStream) -> None:
-        self.stream = stream
-        self.buffer = b""
-
-    async def send(self, data: bytes) -> None:
-        await self.stream.send(data)
-
-    async def _fill(self) -> None:
-        with anyio.fail_after(READ_TIMEOUT):
-            self.buffer += await self.stream.receive()   # EndOfStream when the server closed
-
-    async def _read_until(self, marker: bytes) -> bytes:
-        while marker not in self.buffer:
-            await self._fill()
-        line, _, self.buffer = self.buffer.partition(marker)
-        return line
-
-    async def _read_exactly(self, size: int) -> bytes:
-        while len(self.buffer) < size:
-            await self._fill()
-        data, self.buffer = self.buffer[:size], self.buffer[size:]
-        return data
-
-    async def read_head(self) -> tuple[int, list[tuple[str, str]]]:
-        head = await self._read_until(b"\r\n\r\n")
-        status_line, *lines = head.decode("latin-1").split("\r\n")
-        version, status, *_ = status_line.split(" ")
-        assert version == "HTTP/1.1", status_line
-        headers = []
-        for line in lines:
-            name, _, value = line.partition(":")
-            headers.append((name.strip().lower(), value.strip()))
-        return int(status), headers
-
-    async def read_chunk(self) -> bytes | None:
-        """One chunk of a chunked body; None for the last (zero) chunk."""
-        size_line = await self._read_until(b"\r\n")
-        size = int(size_line.split(b";")[0], 16)
-        if size == 0:
-            await self._read_until(b"\r\n")   # no trailers from this server
-            return None
-        data = await self._read_exactly(size)
-        assert await self._read_exactly(2) == b"\r\n"
-        return data
-
-    async def read_response(self, *, head_request: bool = False) -> Answer:
-        status, headers = await self.read_head()
-        answer = Answer(status, headers, b"")
-        if head_request or status in (204, 304):
-            return answer
-        if answer.header("transfer-encoding") == "chunked":
-            parts = []
-            while (chunk := await self.read_chunk()) is not None:
-                parts.append(chunk)
-            answer.body = b"".join(parts)
-        elif (length := answer.header("content-length")) is not None:
-            answer.body = await self._read_exactly(int(length))
-        else:
-            answer.body = await self.read_to_eof()
-        return answer
-
-    async def read_to_eof(self) -> bytes:
-        """Everything until the server closes; fails if it never does."""
-        try:
-            while True:
-                await self._fill()
-        except (anyio.EndOfStream, anyio.BrokenResourceError):
-            pass
-        data, self.buffer = self.buffer, b""
-        return data
-
-    async def aclose(self) -> None:
-        await self.stream.aclose()
-
-
-class connect:
-    """`async with connect(port) as client:` a RawClient on 127.0.0.1."""
-
-    def __init__(self, port: int) -> None:
-        self.port = port
-
-    async def __aenter__(self) -> RawClient:
-        self.client = RawClient(await anyio.connect_tcp("127.0.0.1", self.port))
-        return self.client
-
-    async def __aexit__(self, *exc) -> None:
-        await self.client.aclose()
-
-
-def get(path: str = "/", *extra: str) -> bytes:
-    lines = [f"GET {path} HTTP/1.1", "Host: test", *extra]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode()
-
-
-def post(path: str, body: bytes, *extra: str) -> bytes:
-    lines = [f"POST {path} HTTP/1.1", "Host: test", f"Content-Length: {len(body)}", *extra]
-    return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
-
-
-def chunked(*parts: bytes) -> bytes:
-    return b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in parts) + b"0\r\n\r\n"
-
-
-async def wait_until(condition, timeout: float = READ_TIMEOUT) -> None:
-    """Poll a server-side condition that has no event of its own (used sparingly)."""
-    with anyio.fail_after(timeout):
-        while not condition():
-            await anyio.sleep(0.005)
 
 
 async def echo_app(request: Request) -> Response:
@@ -227,30 +94,37 @@ async def test_requests_h11_parses_and_plain_ones_pipelined_together_are_answere
     async with running(echo_app) as server, connect(server.port) as client:
         await client.send(
             post("/1", b"one")
-            + b"POST /2 HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(b"tw", b"o")
+            + b"POST /2 HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + chunked(b"tw", b"o")
             + post("/3", b"three", "X-Test: caf\xe9")
             + get("/4", "X-Test: plain")
             + post("/5", b"five", "Expect: 100-continue")
-            + post("/6", b"six"))
+            + post("/6", b"six")
+        )
         answers = [await client.read_response() for _ in range(6)]
     assert [answer.status for answer in answers] == [200] * 6
     seen = [json.loads(answer.body) for answer in answers]
     assert [s["path"] for s in seen] == ["/1", "/2", "/3", "/4", "/5", "/6"]
     assert [s["body"] for s in seen] == ["one", "two", "three", "", "five", "six"]
-    assert seen[2]["x-test"] == "caf\u00c3\u00a9" and seen[3]["x-test"] == "plain"   # UTF-8 bytes, read as latin-1
+    # UTF-8 bytes, read as latin-1
+    assert seen[2]["x-test"] == "caf\u00c3\u00a9" and seen[3]["x-test"] == "plain"
 
 
 async def test_chunked_upload_within_the_limit_is_reassembled():
     async with running(echo_app) as server, connect(server.port) as client:
-        await client.send(b"POST /up HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
-                          + chunked(b"hello ", b"chunked ", b"world"))
+        await client.send(
+            b"POST /up HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + chunked(b"hello ", b"chunked ", b"world")
+        )
         answer = await client.read_response()
     assert json.loads(answer.body)["body"] == "hello chunked world"
 
 
 async def test_expect_100_continue_gets_an_interim_answer_before_the_body_is_sent():
     async with running(echo_app) as server, connect(server.port) as client:
-        await client.send(b"POST /e HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n")
+        await client.send(
+            b"POST /e HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n"
+        )
         status, _ = await client.read_head()
         assert status == 100
         await client.send(b"body")
@@ -283,7 +157,7 @@ async def test_head_gets_the_length_but_no_body_and_204_gets_neither():
         head = await client.read_response(head_request=True)
         await client.send(get("/empty"))
         empty = await client.read_response()
-        await client.send(get("/"))   # proves neither answer left stray body bytes behind
+        await client.send(get("/"))  # proves neither answer left stray body bytes behind
         full = await client.read_response()
     assert head.header("content-length") == "12"
     assert empty.status == 204 and empty.header("content-length") is None
@@ -298,7 +172,7 @@ async def test_streaming_response_flushes_each_chunk_before_the_next_exists():
 
     async def chunks():
         yield b"data: one\n\n"
-        await second_may_come.wait()   # the test must read chunk one before this can pass
+        await second_may_come.wait()  # the test must read chunk one before this can pass
         yield b"data: two\n\n"
 
     async def app(request: Request) -> StreamingResponse:
@@ -313,7 +187,7 @@ async def test_streaming_response_flushes_each_chunk_before_the_next_exists():
         second_may_come.set()
         assert await client.read_chunk() == b"data: two\n\n"
         assert await client.read_chunk() is None
-        await client.send(get("/again"))   # the connection is still usable after a stream
+        await client.send(get("/again"))  # the connection is still usable after a stream
         status, _ = await client.read_head()
         assert status == 200
 
@@ -369,19 +243,12 @@ async def test_a_request_pipelined_during_a_stream_is_kept_for_the_next_cycle():
         await client.send(get("/stream"))
         await client.read_head()
         assert await client.read_chunk() == b"one"
-        await client.send(get("/next"))   # arrives while the stream is still open
+        await client.send(get("/next"))  # arrives while the stream is still open
         await wait_until(lambda: b"/next" in server_buffer(server))
         release.set()
         assert await client.read_chunk() == b"two"
         assert await client.read_chunk() is None
         assert (await client.read_response()).body == b"/next"
-
-
-def server_buffer(server: HttpServer) -> bytes:
-    """What the server's only connection has received but not parsed yet (test introspection)."""
-    (connection,) = server._connections
-    reader = connection.reader
-    return reader.h11.trailing_data[0] if reader._h11_reads else bytes(reader._unparsed)
 
 
 async def test_a_client_that_stops_reading_is_cut_at_write_timeout():
@@ -394,7 +261,7 @@ async def test_a_client_that_stops_reading_is_cut_at_write_timeout():
         finally:
             ended.set()
 
-    kept_alive = []   # a reference, so garbage collection cannot finalize it for the server
+    kept_alive = []  # a reference, so garbage collection cannot finalize it for the server
 
     async def app(request: Request) -> StreamingResponse:
         kept_alive.append(endless())
@@ -405,7 +272,7 @@ async def test_a_client_that_stops_reading_is_cut_at_write_timeout():
         sock = socket.create_connection(("127.0.0.1", server.port))
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         try:
-            sock.sendall(get("/firehose"))   # then never read
+            sock.sendall(get("/firehose"))  # then never read
             with anyio.fail_after(READ_TIMEOUT):
                 await ended.wait()
             await wait_until(lambda: server.open_connections == 0)
@@ -425,7 +292,7 @@ async def test_an_iterator_that_raises_midway_closes_the_connection_without_a_cl
         await client.send(get("/"))
         await client.read_head()
         assert await client.read_chunk() == b"partial"
-        assert await client.read_to_eof() == b""   # no terminating zero chunk: the client knows
+        assert await client.read_to_eof() == b""  # no terminating zero chunk: the client knows
 
 
 # -- limits ------------------------------------------------------------------------------
@@ -445,7 +312,9 @@ async def test_413_for_a_declared_content_length_over_the_limit():
     limits = ServerLimits(max_body_bytes=1000)
     async with running(app, limits) as server, connect(server.port) as client:
         # Expect: 100-continue must not be honoured: the client should never send this body
-        await client.send(b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 1001\r\nExpect: 100-continue\r\n\r\n")
+        await client.send(
+            b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 1001\r\nExpect: 100-continue\r\n\r\n"
+        )
         answer = await client.read_response()
         assert answer.status == 413 and answer.header("connection") == "close"
         assert b"1000 bytes" in answer.body
@@ -457,8 +326,10 @@ async def test_413_for_a_declared_content_length_over_the_limit():
 async def test_413_for_a_chunked_body_that_grows_over_the_limit():
     limits = ServerLimits(max_body_bytes=1000)
     async with running(echo_app, limits) as server, connect(server.port) as client:
-        await client.send(b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
-                          + chunked(b"a" * 600, b"b" * 600))
+        await client.send(
+            b"POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+            + chunked(b"a" * 600, b"b" * 600)
+        )
         answer = await client.read_response()
         assert answer.status == 413
         assert await client.read_to_eof() == b""
@@ -474,12 +345,12 @@ async def test_a_body_exactly_at_the_limit_is_accepted():
 async def test_431_for_huge_headers_sent_at_once_and_trickled_without_end():
     limits = ServerLimits(max_header_bytes=2048)
     async with running(echo_app, limits) as server:
-        async with connect(server.port) as client:   # complete but too large, in one write
+        async with connect(server.port) as client:  # complete but too large, in one write
             await client.send(get("/", "X-Big: " + "v" * 4000))
             answer = await client.read_response()
             assert answer.status == 431 and answer.header("connection") == "close"
             assert await client.read_to_eof() == b""
-        async with connect(server.port) as client:   # never ends: the parser's buffer ceiling
+        async with connect(server.port) as client:  # never ends: the parser's buffer ceiling
             await client.send(b"GET / HTTP/1.1\r\nHost: t\r\n")
             for _ in range(10):
                 await client.send(b"X-More: " + b"v" * 500 + b"\r\n")
@@ -551,7 +422,7 @@ async def test_an_idle_keep_alive_connection_is_closed_silently_at_idle_timeout(
         await client.send(get("/"))
         assert (await client.read_response()).status == 200
         started = anyio.current_time()
-        assert await client.read_to_eof() == b""   # no 408 for a request nobody sent
+        assert await client.read_to_eof() == b""  # no 408 for a request nobody sent
         assert 0.2 <= anyio.current_time() - started < 2.0
 
 
@@ -610,7 +481,9 @@ async def test_403_without_looking_at_the_body_keeps_the_connection_usable():
     assert after.status == 200 and after.body == b"fine"
 
 
-async def test_an_app_exception_becomes_500_logged_to_the_logger_and_serving_goes_on(caplog, capsys):
+async def test_an_app_exception_becomes_500_logged_to_the_logger_and_serving_goes_on(
+    caplog, capsys
+):
     async def app(request: Request) -> Response:
         if request.path == "/boom":
             raise ValueError("secret-free failure")
@@ -622,7 +495,9 @@ async def test_an_app_exception_becomes_500_logged_to_the_logger_and_serving_goe
             failed = await client.read_response()
             await client.send(get("/fine"))
             fine = await client.read_response()
-    assert failed.status == 500 and b"ValueError" not in failed.body and b"secret" not in failed.body
+    assert (
+        failed.status == 500 and b"ValueError" not in failed.body and b"secret" not in failed.body
+    )
     assert fine.status == 200
     logged = [r for r in caplog.records if r.name == "hcmcp.http.server" and r.exc_info]
     assert logged and logged[0].exc_info[0] is ValueError
@@ -720,7 +595,7 @@ async def test_shutdown_lets_an_in_flight_request_finish_and_refuses_new_connect
             with anyio.fail_after(READ_TIMEOUT):
                 while not await refused(port):
                     await anyio.sleep(0.005)
-            assert await idle.read_to_eof() == b""   # the idle keep-alive connection is closed
+            assert await idle.read_to_eof() == b""  # the idle keep-alive connection is closed
             assert server.active_requests == 1 and not shut.is_set()
             release.set()
             answer = await busy.read_response()

@@ -3,7 +3,7 @@
 The App contract: the app is cancelled when the client disconnects (EOF or reset) before the
 response starts, unless the request opted out with ``cancel_on_disconnect = False``; bytes the
 client sends meanwhile (a pipelined next request) are kept for the next cycle; a half-close
-counts as gone. Streams are in test_http_server.py.
+counts as gone. Streams are in test_http_server.py; the raw client is tests/support/http_server.py.
 """
 
 from __future__ import annotations
@@ -16,16 +16,11 @@ import anyio
 import pytest
 
 from hcmcp.http.messages import Request, Response, ServerLimits
-from test_http_server import READ_TIMEOUT, connect, get, post, running, server_buffer, wait_until
+from support.http_server import READ_TIMEOUT, connect, get, post, running, server_buffer, wait_until
 
 pytestmark = pytest.mark.anyio
 
-QUICKLY = 1.0   # a disconnect must reach the app well within this (it is seen at once, not polled)
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
+QUICKLY = 1.0  # a disconnect must reach the app well within this (it is seen at once, not polled)
 
 
 class SlowApp:
@@ -40,7 +35,7 @@ class SlowApp:
 
     async def __call__(self, request: Request) -> Response:
         if request.path != "/slow":
-            await anyio.sleep(0)   # an app that waits at least once
+            await anyio.sleep(0)  # an app that waits at least once
             return Response(200, request.path.encode())
         if ("keep", "") in request.query:
             request.cancel_on_disconnect = False
@@ -97,7 +92,7 @@ async def test_a_reset_while_the_app_computes_cancels_the_app():
                 await app.started.wait()
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
         finally:
-            sock.close()   # with SO_LINGER 0: an RST, not a FIN
+            sock.close()  # with SO_LINGER 0: an RST, not a FIN
         with anyio.fail_after(READ_TIMEOUT):
             await app.cancelled.wait()
         await assert_still_serving(server)
@@ -109,13 +104,13 @@ async def test_a_request_pipelined_while_the_app_computes_is_kept_and_answered_n
         await client.send(get("/slow"))
         with anyio.fail_after(READ_TIMEOUT):
             await app.started.wait()
-        await client.send(get("/next"))   # arrives while the first answer is computed
+        await client.send(get("/next"))  # arrives while the first answer is computed
         await wait_until(lambda: b"/next" in server_buffer(server))
         assert not app.cancelled.is_set()
         app.release.set()
         assert (await client.read_response()).body == b"slow done"
         assert (await client.read_response()).body == b"/next"
-        await client.send(get("/third"))   # and the connection goes on
+        await client.send(get("/third"))  # and the connection goes on
         assert (await client.read_response()).body == b"/third"
 
 
@@ -129,7 +124,7 @@ async def test_a_half_close_after_a_complete_request_counts_as_gone():
         half_close(client)
         with anyio.fail_after(READ_TIMEOUT):
             await app.cancelled.wait()
-        assert await client.read_to_eof() == b""   # no answer: the server closed without one
+        assert await client.read_to_eof() == b""  # no answer: the server closed without one
         await assert_still_serving(server)
 
 
@@ -140,7 +135,7 @@ async def test_an_app_that_opted_out_outlives_a_client_that_closed():
             await client.send(get("/slow?keep"))
             with anyio.fail_after(READ_TIMEOUT):
                 await app.started.wait()
-        await wait_until(lambda: server_connection(server).peer_closed)   # the EOF has been seen
+        await wait_until(lambda: server_connection(server).peer_closed)  # the EOF has been seen
         await anyio.lowlevel.checkpoint()
         assert not app.cancelled.is_set() and server.active_requests == 1
         app.release.set()
@@ -164,7 +159,9 @@ async def test_an_app_that_opted_out_answers_a_half_closed_client_and_then_the_c
 
 
 @pytest.mark.parametrize("second, answered", [("/next", False), ("/slow?keep", True)])
-async def test_a_request_pipelined_before_a_half_close_is_answered_only_if_it_opts_out(second, answered):
+async def test_a_request_pipelined_before_a_half_close_is_answered_only_if_it_opts_out(
+    second, answered
+):
     app = SlowApp()
     async with running(app) as server, connect(server.port) as client:
         # The second request is read before its turn, and the EOF after it: its client is gone
@@ -190,17 +187,18 @@ def server_connection(server):
 async def test_what_is_read_ahead_while_the_app_computes_is_bounded_and_nothing_is_lost():
     app = SlowApp()
     limits = ServerLimits(max_header_bytes=1024, max_body_bytes=1024)
-    ceiling = limits.max_header_bytes + 64 * 1024   # a head plus one read, whatever max_body_bytes is
-    pipelined = b"".join(post(f"/{n}", b"b" * 1000) for n in range(200))   # ~220 KB
+    # a head plus one read, whatever max_body_bytes is
+    ceiling = limits.max_header_bytes + 64 * 1024
+    pipelined = b"".join(post(f"/{n}", b"b" * 1000) for n in range(200))  # ~220 KB
     async with running(app, limits) as server, connect(server.port) as client:
         await client.send(get("/slow"))
         with anyio.fail_after(READ_TIMEOUT):
             await app.started.wait()
-        async with anyio.create_task_group() as sending:   # the kernel may not take it all at once
+        async with anyio.create_task_group() as sending:  # the kernel may not take it all at once
             sending.start_soon(client.send, pipelined)
             await wait_until(lambda: len(server_buffer(server)) >= ceiling)
             for _ in range(20):
-                await anyio.lowlevel.checkpoint()   # the reader would go on here, were it unbounded
+                await anyio.lowlevel.checkpoint()  # the reader would go on here, were it unbounded
             # One read may overshoot the ceiling; the reader then pauses until the loop parses.
             assert len(server_buffer(server)) < ceiling + 64 * 1024 < len(pipelined)
             app.release.set()

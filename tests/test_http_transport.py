@@ -11,17 +11,20 @@ import anyio
 import pytest
 
 from hcmcp.protocol.streamable_http.transport import HttpSettings
-from test_http_transport_support import (LEGACY, FakeClock, endpoint, initialize_params, notification, rpc,
-                                         session, wait_until)
+from support.http_server import wait_until
+from support.http_transport import (
+    LEGACY,
+    FakeClock,
+    endpoint,
+    initialize_params,
+    notification,
+    rpc,
+    session,
+)
 
 pytestmark = pytest.mark.anyio
 
 ASKS = {"elicitation": {"form": {}}}
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
 
 
 def call(name: str, arguments: dict | None = None, id=7) -> dict:
@@ -59,9 +62,13 @@ async def test_the_session_answers_tools_list_as_json_and_notifications_get_202_
         listed = await wire.post(rpc("tools/list", id=2), session(sid))
         assert listed.status == 200 and listed.content_type == "application/json"
         assert "hold" in [tool["name"] for tool in listed.result["tools"]]
-        note = await wire.post(notification("notifications/cancelled", {"requestId": 99}), session(sid))
+        note = await wire.post(
+            notification("notifications/cancelled", {"requestId": 99}), session(sid)
+        )
         assert (note.status, note.body) == (202, b"")
-        stray = await wire.post({"jsonrpc": "2.0", "id": "never-asked", "result": {"action": "accept"}}, session(sid))
+        stray = await wire.post(
+            {"jsonrpc": "2.0", "id": "never-asked", "result": {"action": "accept"}}, session(sid)
+        )
         assert (stray.status, stray.body) == (202, b"")
 
 
@@ -85,10 +92,15 @@ async def test_delete_without_a_session_id_is_400():
 
 async def test_an_idle_session_expires_but_one_with_a_call_in_flight_does_not():
     clock = FakeClock()
-    async with endpoint(HttpSettings(session_idle=60), clock=clock) as ep, ep.wire() as a, ep.wire() as b:
+    async with (
+        endpoint(HttpSettings(session_idle=60), clock=clock) as ep,
+        ep.wire() as a,
+        ep.wire() as b,
+    ):
         idle = await a.initialize()
         busy = await b.initialize()
-        await b.begin(call("hold", id=1), session(busy))   # a JSON answer: its head waits for the call
+        # a JSON answer: its head waits for the call
+        await b.begin(call("hold", id=1), session(busy))
         await ep.gate.started.wait()
         clock.now += 61
         assert ep.transport.sweep() == 1
@@ -99,7 +111,7 @@ async def test_an_idle_session_expires_but_one_with_a_call_in_flight_does_not():
         assert held.status == 200 and held.result["structuredContent"] == {"released": True}
         clock.now += 59
         assert (await b.post(rpc("tools/list", id=3), session(busy))).status == 200
-        clock.now += 61   # expiry found on use, without waiting for the sweeper
+        clock.now += 61  # expiry found on use, without waiting for the sweeper
         assert (await b.post(rpc("tools/list", id=4), session(busy))).status == 404
 
 
@@ -114,7 +126,10 @@ async def test_use_keeps_a_session_alive():
 
 async def test_at_max_sessions_a_new_one_is_refused_and_no_live_session_is_ended():
     clock = FakeClock()
-    async with endpoint(HttpSettings(max_sessions=2, session_idle=60), clock=clock) as ep, ep.wire() as wire:
+    async with (
+        endpoint(HttpSettings(max_sessions=2, session_idle=60), clock=clock) as ep,
+        ep.wire() as wire,
+    ):
         first = await wire.initialize()
         second = await wire.initialize()
         clock.now += 59
@@ -169,7 +184,9 @@ async def test_any_supported_2025_era_version_or_none_is_accepted_on_a_session(v
 
 async def test_initialize_may_carry_a_2025_version_header():
     async with endpoint() as ep, ep.wire() as wire:
-        reply = await wire.post(rpc("initialize", initialize_params()), {"MCP-Protocol-Version": LEGACY})
+        reply = await wire.post(
+            rpc("initialize", initialize_params()), {"MCP-Protocol-Version": LEGACY}
+        )
         assert reply.status == 200 and "mcp-session-id" in reply.headers
 
 
@@ -187,16 +204,26 @@ async def test_a_call_that_asks_nothing_is_answered_as_json():
 async def test_an_elicitation_goes_out_on_the_posts_stream_and_the_result_follows_the_answer():
     async with endpoint() as ep, ep.wire() as stream, ep.wire() as answers:
         sid = await stream.initialize(ASKS)
-        status, headers = await stream.start(call("confirm_action", {"text": "x"}, id=7), session(sid))
+        status, headers = await stream.start(
+            call("confirm_action", {"text": "x"}, id=7), session(sid)
+        )
         assert status == 200 and headers["content-type"] == "text/event-stream"
         asked = await stream.next_message()
-        assert asked["method"] == "elicitation/create" and asked["params"]["message"] == "Do it for x?"
-        answered = await answers.post({"jsonrpc": "2.0", "id": asked["id"],
-                                       "result": {"action": "accept", "content": {"ok": True}}}, session(sid))
+        assert (
+            asked["method"] == "elicitation/create" and asked["params"]["message"] == "Do it for x?"
+        )
+        answered = await answers.post(
+            {
+                "jsonrpc": "2.0",
+                "id": asked["id"],
+                "result": {"action": "accept", "content": {"ok": True}},
+            },
+            session(sid),
+        )
         assert (answered.status, answered.body) == (202, b"")
         final = await stream.next_message()
         assert final["id"] == 7 and final["result"]["structuredContent"] == {"outcome": "done"}
-        assert await stream.next_message() is None   # the stream ends with the response
+        assert await stream.next_message() is None  # the stream ends with the response
         # ... and the connection stays usable.
         assert (await stream.post(rpc("ping", id=8), session(sid))).status == 200
 
@@ -207,12 +234,17 @@ async def test_an_answer_posted_under_another_session_changes_nothing():
         other = await attacker.initialize(ASKS)
         await victim.start(call("confirm_action", {"text": "x"}, id=7), session(sid))
         asked = await victim.next_message()
-        forged = {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"ok": True}}}
+        forged = {
+            "jsonrpc": "2.0",
+            "id": asked["id"],
+            "result": {"action": "accept", "content": {"ok": True}},
+        }
         injected = await attacker.post(forged, session(other))
         assert injected.status == 202
         # Still waiting: the real answer (a decline) decides, not the injected accept.
-        real = await attacker.post({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}},
-                                   session(sid))
+        real = await attacker.post(
+            {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}}, session(sid)
+        )
         assert real.status == 202
         final = await victim.next_message()
         assert final["result"]["structuredContent"] == {"outcome": "decline"}
@@ -224,15 +256,21 @@ async def test_an_answer_for_an_id_never_asked_changes_nothing():
         await stream.start(call("confirm_action", {"text": "x"}), session(sid))
         asked = await stream.next_message()
         for wrong in ("hcmcp-999", 1, asked["id"] + "x"):
-            stray = {"jsonrpc": "2.0", "id": wrong, "result": {"action": "accept", "content": {"ok": True}}}
+            stray = {
+                "jsonrpc": "2.0",
+                "id": wrong,
+                "result": {"action": "accept", "content": {"ok": True}},
+            }
             assert (await answers.post(stray, session(sid))).status == 202
-        await answers.post({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "cancel"}}, session(sid))
+        await answers.post(
+            {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "cancel"}}, session(sid)
+        )
         assert (await stream.next_message())["result"]["structuredContent"] == {"outcome": "cancel"}
 
 
 async def test_a_client_that_cannot_ask_gets_no_elicitation_and_a_json_answer():
     async with endpoint() as ep, ep.wire() as wire:
-        sid = await wire.initialize()   # no elicitation capability
+        sid = await wire.initialize()  # no elicitation capability
         reply = await wire.post(call("confirm_action", {"text": "x"}), session(sid))
         assert reply.content_type == "application/json"
         assert reply.result["isError"] is True and "client" in reply.result["content"][0]["text"]
@@ -244,7 +282,7 @@ async def test_ending_the_session_cancels_a_call_waiting_for_its_answer():
         await stream.start(call("confirm_action", {"text": "x"}), session(sid))
         await stream.next_message()
         assert (await other.post(None, session(sid), method="DELETE")).status == 200
-        assert await stream.next_message() is None   # ended without a response
+        assert await stream.next_message() is None  # ended without a response
         await wait_until(lambda: ep.transport.streams == 0)
 
 
@@ -263,22 +301,32 @@ async def test_closing_an_sse_stream_cancels_its_call_and_frees_its_slot():
         assert ep.transport.sessions[sid].streams == 0 and ep.transport.sessions[sid].busy == 0
         assert ep.transport.sessions[sid].state.inflight == {}
         # An answer that comes now finds no call waiting: accepted (202), and nothing happens.
-        done = await other.post({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}},
-                                session(sid))
+        done = await other.post(
+            {"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "decline"}}, session(sid)
+        )
         assert done.status == 202
         assert (await other.post(rpc("ping", id=7), session(sid))).status == 200
 
 
-@pytest.mark.parametrize("stateless, capabilities", [(False, None), (False, ASKS), (True, None)],
-                         ids=["inline", "may ask", "stateless"])
-async def test_hanging_up_before_a_json_answer_is_not_a_cancellation_in_the_2025_era(stateless, capabilities):
+@pytest.mark.parametrize(
+    "stateless, capabilities",
+    [(False, None), (False, ASKS), (True, None)],
+    ids=["inline", "may ask", "stateless"],
+)
+async def test_hanging_up_before_a_json_answer_is_not_a_cancellation_in_the_2025_era(
+    stateless, capabilities
+):
     async with endpoint(HttpSettings(stateless=stateless)) as ep:
         async with ep.wire() as wire:
-            headers = {"MCP-Protocol-Version": LEGACY} if stateless else session(await wire.initialize(capabilities))
+            headers = (
+                {"MCP-Protocol-Version": LEGACY}
+                if stateless
+                else session(await wire.initialize(capabilities))
+            )
             await wire.begin(call("hold"), headers)
             await ep.gate.started.wait()
             (connection,) = ep.http._connections
-        await wait_until(lambda: connection.peer_closed)   # the server has seen the client leave
+        await wait_until(lambda: connection.peer_closed)  # the server has seen the client leave
         await anyio.lowlevel.checkpoint()
         assert not ep.gate.cancelled.is_set()
         ep.gate.release.set()
@@ -293,7 +341,9 @@ async def test_notifications_cancelled_ends_the_call_and_its_post_without_a_resp
         sid = await wire.initialize()
         await wire.begin(call("hold", id=5), session(sid))
         await ep.gate.started.wait()
-        note = await other.post(notification("notifications/cancelled", {"requestId": 5}), session(sid))
+        note = await other.post(
+            notification("notifications/cancelled", {"requestId": 5}), session(sid)
+        )
         assert note.status == 202
         await ep.gate.cancelled.wait()
         reply = await wire.read_reply(head_read=False)
@@ -308,10 +358,14 @@ async def test_three_concurrent_posts_on_one_session_are_all_answered():
 
         async def one(n: int) -> None:
             async with ep.wire() as wire:
-                reply = await wire.post(rpc("tools/list", {}, 1000 + n), {"Mcp-Session-Id": sid,
-                                                                          "MCP-Protocol-Version": "2025-03-26",
-                                                                          "Accept": "text/event-stream, "
-                                                                                    "application/json"})
+                reply = await wire.post(
+                    rpc("tools/list", {}, 1000 + n),
+                    {
+                        "Mcp-Session-Id": sid,
+                        "MCP-Protocol-Version": "2025-03-26",
+                        "Accept": "text/event-stream, application/json",
+                    },
+                )
                 statuses.append(reply.status)
 
         async with anyio.create_task_group() as tasks:
@@ -346,14 +400,16 @@ async def test_stateless_mode_assumes_2025_03_26_without_a_version_header():
     async with endpoint(HttpSettings(stateless=True)) as ep, ep.wire() as wire:
         reply = await wire.post(rpc("tools/list"), {}, revision="2025-03-26")
         tool = reply.result["tools"][0]
-        assert "outputSchema" not in tool and "title" not in tool   # 2025-03-26 has neither
+        assert "outputSchema" not in tool and "title" not in tool  # 2025-03-26 has neither
         newer = await wire.post(rpc("tools/list"), {"MCP-Protocol-Version": LEGACY})
         assert "outputSchema" in newer.result["tools"][0]
 
 
 async def test_stateless_mode_cannot_ask_and_says_the_transport_is_why():
     async with endpoint(HttpSettings(stateless=True)) as ep, ep.wire() as wire:
-        reply = await wire.post(call("confirm_action", {"text": "x"}), {"MCP-Protocol-Version": LEGACY})
+        reply = await wire.post(
+            call("confirm_action", {"text": "x"}), {"MCP-Protocol-Version": LEGACY}
+        )
         assert reply.content_type == "application/json"
         assert reply.result["isError"] is True
         assert reply.result["content"][0]["text"] == "cannot ask: transport"
@@ -367,9 +423,17 @@ async def test_stateless_mode_has_no_session_to_delete_and_no_get_stream():
         assert got.status == 405
 
 
-@pytest.mark.parametrize("params, why", [(["2025-11-25"], "not an object"), ("x", "not an object"),
-                                         ({"protocolVersion": LEGACY, "capabilities": "all"}, "capabilities")])
-async def test_an_initialize_with_params_of_the_wrong_shape_is_400_and_makes_no_session(params, why):
+@pytest.mark.parametrize(
+    "params, why",
+    [
+        (["2025-11-25"], "not an object"),
+        ("x", "not an object"),
+        ({"protocolVersion": LEGACY, "capabilities": "all"}, "capabilities"),
+    ],
+)
+async def test_an_initialize_with_params_of_the_wrong_shape_is_400_and_makes_no_session(
+    params, why
+):
     async with endpoint() as ep, ep.wire() as wire:
         reply = await wire.post(rpc("initialize", params, id=1))
         assert reply.status == 400 and reply.error_code == -32602, why

@@ -13,16 +13,11 @@ import pytest
 
 from hcmcp.http.messages import ServerLimits
 from hcmcp.protocol.streamable_http.transport import HttpSettings, error_body
-from test_http_transport_support import BOTH, LEGACY, endpoint, initialize_params, rpc, session
+from support.http_transport import BOTH, LEGACY, endpoint, initialize_params, rpc, session
 
 pytestmark = pytest.mark.anyio
 
 TOKEN = "s3cret-token-for-tests-0123456789"
-
-
-@pytest.fixture
-def anyio_backend():
-    return "asyncio"
 
 
 def init(id=1) -> dict:
@@ -41,14 +36,18 @@ def assert_jsonrpc_error(reply, status: int, code: int | None = None) -> None:
 # -- DNS rebinding --------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("headers", [
-    {"Host": "evil.example.com"},
-    {"Host": "evil.example.com", "Origin": "http://evil.example.com"},
-    {"Origin": "http://evil.example.com"},
-    {"Origin": "null"},
-    {"Origin": "file://"},
-    {"Origin": "http://127.0.0.1.evil.example.com"},
-], ids=["host", "host+origin", "origin", "null origin", "file origin", "lookalike origin"])
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Host": "evil.example.com"},
+        {"Host": "evil.example.com", "Origin": "http://evil.example.com"},
+        {"Origin": "http://evil.example.com"},
+        {"Origin": "null"},
+        {"Origin": "file://"},
+        {"Origin": "http://127.0.0.1.evil.example.com"},
+    ],
+    ids=["host", "host+origin", "origin", "null origin", "file origin", "lookalike origin"],
+)
 async def test_a_foreign_host_or_origin_is_403(headers):
     async with endpoint() as ep, ep.wire() as wire:
         reply = await wire.post(init(), headers)
@@ -57,10 +56,15 @@ async def test_a_foreign_host_or_origin_is_403(headers):
         assert ep.transport.sessions == {}
 
 
-@pytest.mark.parametrize("host, origin", [
-    ("127.0.0.1", None), ("localhost:8000", "http://localhost:8000"), ("[::1]:1", "http://[::1]:3000"),
-    ("127.0.0.1:9", "https://127.0.0.1"),
-])
+@pytest.mark.parametrize(
+    "host, origin",
+    [
+        ("127.0.0.1", None),
+        ("localhost:8000", "http://localhost:8000"),
+        ("[::1]:1", "http://[::1]:3000"),
+        ("127.0.0.1:9", "https://127.0.0.1"),
+    ],
+)
 async def test_loopback_names_are_served(host, origin):
     async with endpoint() as ep, ep.wire() as wire:
         headers = {"Host": host} | ({"Origin": origin} if origin else {})
@@ -70,9 +74,12 @@ async def test_loopback_names_are_served(host, origin):
 async def test_allowed_origins_admit_that_origin_and_its_host_only():
     settings = HttpSettings(allowed_origins=("https://mcp.example.com",))
     async with endpoint(settings) as ep, ep.wire() as wire:
-        ok = await wire.post(init(), {"Host": "mcp.example.com", "Origin": "https://mcp.example.com"})
+        ok = await wire.post(
+            init(), {"Host": "mcp.example.com", "Origin": "https://mcp.example.com"}
+        )
         assert ok.status == 200
-        assert (await wire.post(init(), {"Origin": "http://mcp.example.com"})).status == 403   # another scheme
+        # another scheme
+        assert (await wire.post(init(), {"Origin": "http://mcp.example.com"})).status == 403
         assert (await wire.post(init(), {"Host": "other.example.com"})).status == 403
 
 
@@ -100,8 +107,17 @@ async def test_an_early_answer_leaves_the_keep_alive_connection_usable():
 # -- the bearer token -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("authorization", [None, "Bearer wrong-token", f"Basic {TOKEN}", f"Bearer {TOKEN}x",
-                                           f"Bearer {TOKEN[:-1]}", "Bearer"])
+@pytest.mark.parametrize(
+    "authorization",
+    [
+        None,
+        "Bearer wrong-token",
+        f"Basic {TOKEN}",
+        f"Bearer {TOKEN}x",
+        f"Bearer {TOKEN[:-1]}",
+        "Bearer",
+    ],
+)
 async def test_a_missing_or_wrong_token_is_401_with_www_authenticate(authorization):
     async with endpoint(HttpSettings(token=TOKEN)) as ep, ep.wire() as wire:
         headers = {"Authorization": authorization} if authorization else {}
@@ -120,8 +136,9 @@ async def test_the_right_token_is_served(scheme):
 # -- media types and bodies -----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", None,
-                                          "application/jsonx"])
+@pytest.mark.parametrize(
+    "content_type", ["text/plain", "application/x-www-form-urlencoded", None, "application/jsonx"]
+)
 async def test_a_body_that_is_not_declared_json_is_415(content_type):
     async with endpoint() as ep, ep.wire() as wire:
         headers = {"Accept": BOTH} | ({"Content-Type": content_type} if content_type else {})
@@ -131,7 +148,9 @@ async def test_a_body_that_is_not_declared_json_is_415(content_type):
 
 async def test_json_with_a_charset_parameter_is_fine():
     async with endpoint() as ep, ep.wire() as wire:
-        assert (await wire.post(init(), {"Content-Type": "application/json; charset=utf-8"})).status == 200
+        assert (
+            await wire.post(init(), {"Content-Type": "application/json; charset=utf-8"})
+        ).status == 200
 
 
 @pytest.mark.parametrize("accept", ["application/json", "text/event-stream", None, "text/html"])
@@ -142,10 +161,16 @@ async def test_an_accept_without_both_types_is_406(accept):
         assert_jsonrpc_error(reply, 406)
 
 
-@pytest.mark.parametrize("body, code", [
-    (b"{not json", -32700), (b"", -32700), (b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', -32600),
-    (b'{"jsonrpc":"1.0","id":1,"method":"ping"}', -32600), (b'"a string"', -32600),
-])
+@pytest.mark.parametrize(
+    "body, code",
+    [
+        (b"{not json", -32700),
+        (b"", -32700),
+        (b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', -32600),
+        (b'{"jsonrpc":"1.0","id":1,"method":"ping"}', -32600),
+        (b'"a string"', -32600),
+    ],
+)
 async def test_an_unparsable_or_invalid_body_is_400_with_its_json_rpc_code(body, code):
     async with endpoint() as ep, ep.wire() as wire:
         assert_jsonrpc_error(await wire.post(body), 400, code)
@@ -184,15 +209,22 @@ async def test_headers_over_the_limit_are_431():
 async def test_a_head_that_trickles_past_header_timeout_is_408():
     async with endpoint(limits=limits(header_timeout=0.2)) as ep, ep.wire() as wire:
         await wire.send(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
-        status, _ = await wire.read_head()
+        _status, _ = await wire.read_head()
         reply = await wire.read_reply()
         assert_jsonrpc_error(reply, 408, -32600)
 
 
 async def test_a_body_that_never_completes_is_408():
     async with endpoint(limits=limits(body_timeout=0.2)) as ep, ep.wire() as wire:
-        await wire.send(wire.encode("POST", "/mcp", None, {"Content-Type": "application/json", "Accept": BOTH,
-                                                           "Content-Length": "100"}) + b'{"jsonrpc"')
+        await wire.send(
+            wire.encode(
+                "POST",
+                "/mcp",
+                None,
+                {"Content-Type": "application/json", "Accept": BOTH, "Content-Length": "100"},
+            )
+            + b'{"jsonrpc"'
+        )
         reply = await wire.read_reply(head_read=False)
         assert_jsonrpc_error(reply, 408, -32600)
 

@@ -10,186 +10,72 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
-import queue
-import re
 import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
 
 from support import ROOT
-from test_http_transport_support import BOTH, LEGACY, initialize_params, meta, rpc, validate_server_message
-
-START_TIMEOUT = 20.0
-TOKEN = "process-test-token-0123456789abcdef"
-
-# serve_http around the fixture tools plus `slow`, which says on stderr when it starts and
-# answers after half a second: an in-flight call to shut down around; and `hang`, which says
-# so too and never answers.
-SLOW_SERVER = """
-import sys, anyio, msgspec
-from conformance.fixture_server import fixture_tools
-from hcmcp.protocol.server import McpServer, ServerIdentity
-from hcmcp.protocol.streamable_http.serving import serve_http
-from hcmcp.protocol.streamable_http.transport import HttpSettings
-from hcmcp.protocol.tool import Annotations, Tool
-
-class NoParams(msgspec.Struct, forbid_unknown_fields=True):
-    pass
-
-class Slept(msgspec.Struct):
-    seconds: float
-
-async def slow(ctx, params):
-    sys.stderr.write("slow: started\\n")
-    sys.stderr.flush()
-    await anyio.sleep(0.5)
-    return Slept(0.5)
-
-async def hang(ctx, params):
-    sys.stderr.write("hang: started\\n")
-    sys.stderr.flush()
-    await anyio.sleep_forever()
-
-READ = Annotations(read_only=True, destructive=False, idempotent=True)
-tools = fixture_tools() + [Tool("slow", "Slow", "Answers after 0.5 s.", NoParams, Slept, READ, slow),
-                           Tool("hang", "Hang", "Never answers.", NoParams, Slept, READ, hang)]
-server = McpServer(ServerIdentity(name="slow-fixture", version="0"), tools)
-settings = HttpSettings(shutdown_grace=float(sys.argv[1]))
-anyio.run(lambda: serve_http(server, "127.0.0.1:0", settings=settings))
-"""
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HEALTHCHECKS_", "ELICITATION"))}
-    env.update(extra)
-    return env
-
-
-class Served:
-    """A server process on 127.0.0.1 port 0; the port is read from its banner on stderr."""
-
-    def __init__(self, argv: list[str], env: dict[str, str] | None = None,
-                 banner: str = r"127\.0\.0\.1") -> None:
-        self.proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, env=env or clean_env(), cwd=ROOT, text=True)
-        self.lines: queue.Queue[str | None] = queue.Queue()
-        self.stderr: list[str] = []
-        threading.Thread(target=self._pump, daemon=True).start()
-        self.port = int(self.wait_for(rf"serving MCP at http://{banner}:(\d+)/mcp").group(1))
-
-    def _pump(self) -> None:
-        for line in self.proc.stderr:
-            self.stderr.append(line)
-            self.lines.put(line)
-        self.lines.put(None)
-
-    def wait_for(self, pattern: str, timeout: float = START_TIMEOUT) -> re.Match:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                line = self.lines.get(timeout=max(0.01, deadline - time.monotonic()))
-            except queue.Empty:
-                raise AssertionError(f"no line matching {pattern!r} on stderr: {''.join(self.stderr)}") from None
-            if line is None:
-                raise AssertionError(f"the server exited ({self.proc.wait()}): {''.join(self.stderr)}")
-            if match := re.search(pattern, line):
-                return match
-
-    def connection(self) -> http.client.HTTPConnection:
-        return http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
-
-    def post(self, message: dict, headers: dict | None = None, revision: str = LEGACY,
-             connection: http.client.HTTPConnection | None = None) -> tuple[int, dict, list[dict]]:
-        """POST one message; returns (status, headers, the JSON-RPC messages of the body), each validated."""
-        conn = connection or self.connection()
-        conn.request("POST", "/mcp", json.dumps(message), {"Content-Type": "application/json", "Accept": BOTH,
-                                                          **(headers or {})})
-        return read(conn.getresponse(), revision, message.get("method"), (message.get("params") or {}).get("name"))
-
-    def stop(self, sig: int = signal.SIGTERM, timeout: float = 10.0) -> int:
-        self.proc.send_signal(sig)
-        return self.proc.wait(timeout)
-
-    def __enter__(self) -> Served:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-
-def read(response: http.client.HTTPResponse, revision: str, method: str | None,
-         tool: str | None = None) -> tuple[int, dict, list[dict]]:
-    body = response.read().decode()
-    headers = {name.lower(): value for name, value in response.getheaders()}
-    if headers.get("content-type", "").startswith("text/event-stream"):
-        messages = [json.loads(line[5:]) for line in body.split("\n") if line.startswith("data:")]
-    else:
-        messages = [json.loads(body)] if body else []
-    for message in messages:
-        validate_server_message(revision, message, None if "method" in message else method, tool)
-    return response.status, headers, messages
-
-
-def modern_call(name: str, arguments: dict | None = None, id: int = 1) -> tuple[dict, dict]:
-    message = rpc("tools/call", {"name": name, "arguments": arguments or {}, "_meta": meta()}, id)
-    return message, {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": name}
-
-
-def refuses_connections(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=2).close()
-    except ConnectionRefusedError:
-        return True
-    return False
-
+from support.http_transport import BOTH, LEGACY, initialize_params, rpc
+from support.served import (
+    TOKEN,
+    Served,
+    clean_env,
+    modern_call,
+    read,
+    refuses_connections,
+    slow_server,
+)
 
 # -- SIGTERM ----------------------------------------------------------------------------------------
 
 
 def test_sigterm_lets_the_call_in_flight_finish_stops_accepting_and_exits_0():
-    with Served([sys.executable, "-c", SLOW_SERVER, "5"]) as served:
+    with Served(slow_server(5)) as served:
         message, headers = modern_call("slow")
         conn = served.connection()
-        conn.request("POST", "/mcp", json.dumps(message), {"Content-Type": "application/json", "Accept": BOTH,
-                                                          **headers})
+        conn.request(
+            "POST",
+            "/mcp",
+            json.dumps(message),
+            {"Content-Type": "application/json", "Accept": BOTH, **headers},
+        )
         served.wait_for("slow: started")
         started = time.monotonic()
         served.proc.send_signal(signal.SIGTERM)
         status, _, messages = read(conn.getresponse(), "2026-07-28", "tools/call", "slow")
         assert status == 200 and messages[-1]["result"]["structuredContent"] == {"seconds": 0.5}
         assert served.proc.wait(10) == 0
-        assert time.monotonic() - started < 5   # it did not sit out the whole grace
+        assert time.monotonic() - started < 5  # it did not sit out the whole grace
         assert refuses_connections(served.port)
 
 
 def test_sigterm_cuts_a_call_that_outlasts_the_grace_and_still_exits_0():
-    with Served([sys.executable, "-c", SLOW_SERVER, "0.3"]) as served:
+    with Served(slow_server(0.3)) as served:
         message, headers = modern_call("hang")
         conn = served.connection()
-        conn.request("POST", "/mcp", json.dumps(message), {"Content-Type": "application/json", "Accept": BOTH,
-                                                          **headers})
-        served.wait_for("hang: started")   # the call never answers, so no response has started
+        conn.request(
+            "POST",
+            "/mcp",
+            json.dumps(message),
+            {"Content-Type": "application/json", "Accept": BOTH, **headers},
+        )
+        served.wait_for("hang: started")  # the call never answers, so no response has started
         started = time.monotonic()
         assert served.stop(timeout=10) == 0
         assert time.monotonic() - started < 5
         with pytest.raises((http.client.RemoteDisconnected, ConnectionError)):
-            conn.getresponse()   # the call was cut: the connection closed with no response
+            conn.getresponse()  # the call was cut: the connection closed with no response
 
 
-def test_hcmcp_http_demo_exits_0_on_sigterm():
-    with Served([sys.executable, "-m", "hcmcp", "--http", "127.0.0.1:0", "--demo"]) as served:
-        status, headers, _ = served.post(rpc("initialize", initialize_params()))
-        assert status == 200 and "mcp-session-id" in headers
-        assert served.stop() == 0
-        assert refuses_connections(served.port)
+def test_hcmcp_http_demo_exits_0_on_sigterm(served):
+    status, headers, _ = served.post(rpc("initialize", initialize_params()))
+    assert status == 200 and "mcp-session-id" in headers
+    assert served.stop() == 0
+    assert refuses_connections(served.port)
 
 
 # -- what the operator configures --------------------------------------------------------------------
@@ -198,10 +84,19 @@ def test_hcmcp_http_demo_exits_0_on_sigterm():
 def test_a_non_loopback_bind_without_a_token_is_refused_with_the_reason():
     # 192.0.2.1 (TEST-NET-1) is not an address of this machine: if the refusal ever broke, the
     # bind itself would fail, and nothing would listen off loopback.
-    done = subprocess.run([sys.executable, "-m", "hcmcp", "--http", "192.0.2.1:8000", "--demo"],
-                          capture_output=True, text=True, env=clean_env(), cwd=ROOT, timeout=30)
+    done = subprocess.run(
+        [sys.executable, "-m", "hcmcp", "--http", "192.0.2.1:8000", "--demo"],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+        cwd=ROOT,
+        timeout=30,
+    )
     assert done.returncode == 1
-    assert "refusing to listen on 192.0.2.1" in done.stderr and "HEALTHCHECKS_HTTP_TOKEN" in done.stderr
+    assert (
+        "refusing to listen on 192.0.2.1" in done.stderr
+        and "HEALTHCHECKS_HTTP_TOKEN" in done.stderr
+    )
     assert "serving MCP" not in done.stderr
     # One line, not an ExceptionGroup out of the --demo simulator's task group around it.
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr, done.stderr
@@ -214,40 +109,69 @@ def test_a_port_in_use_is_one_line_naming_the_address(demo):
         taken.listen()
         port = taken.getsockname()[1]
         env = clean_env() if demo else clean_env(HEALTHCHECKS_API_KEY="hcw_" + "b" * 28)
-        done = subprocess.run([sys.executable, "-m", "hcmcp", "--http", f"127.0.0.1:{port}", *(["--demo"] if demo else [])],
-                              capture_output=True, text=True, env=env, cwd=ROOT, timeout=30)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "hcmcp",
+                "--http",
+                f"127.0.0.1:{port}",
+                *(["--demo"] if demo else []),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            timeout=30,
+        )
     assert done.returncode == 1
-    assert done.stderr == (f"hcmcp: cannot listen on 127.0.0.1:{port}: Address already in use. Pick another "
-                           "HOST:PORT for --http (port 0 lets the system choose a free one).\n"), done.stderr
+    assert done.stderr == (
+        f"hcmcp: cannot listen on 127.0.0.1:{port}: Address already in use. Pick another "
+        "HOST:PORT for --http (port 0 lets the system choose a free one).\n"
+    ), done.stderr
 
 
 def test_the_token_and_allowed_origins_come_from_the_environment():
-    env = clean_env(HEALTHCHECKS_HTTP_TOKEN=TOKEN, HEALTHCHECKS_HTTP_ALLOWED_ORIGINS="https://app.example.com")
+    env = clean_env(
+        HEALTHCHECKS_HTTP_TOKEN=TOKEN, HEALTHCHECKS_HTTP_ALLOWED_ORIGINS="https://app.example.com"
+    )
     with Served([sys.executable, "-m", "hcmcp", "--http", "127.0.0.1:0", "--demo"], env) as served:
         status, headers, messages = served.post(rpc("initialize", initialize_params()))
         assert status == 401 and headers["www-authenticate"].startswith("Bearer")
         assert TOKEN not in json.dumps(messages) and TOKEN not in "".join(served.stderr)
-        status, _, _ = served.post(rpc("initialize", initialize_params()),
-                                   {"Authorization": f"Bearer {TOKEN}", "Origin": "https://app.example.com"})
+        status, _, _ = served.post(
+            rpc("initialize", initialize_params()),
+            {"Authorization": f"Bearer {TOKEN}", "Origin": "https://app.example.com"},
+        )
         assert status == 200
-        status, _, _ = served.post(rpc("initialize", initialize_params()),
-                                   {"Authorization": f"Bearer {TOKEN}", "Origin": "https://other.example.com"})
+        status, _, _ = served.post(
+            rpc("initialize", initialize_params()),
+            {"Authorization": f"Bearer {TOKEN}", "Origin": "https://other.example.com"},
+        )
         assert status == 403
 
 
 def test_stateless_mode_makes_delete_check_fall_back_to_the_token_and_say_why():
-    with Served([sys.executable, "-m", "hcmcp", "--http", "127.0.0.1:0", "--demo", "--stateless"]) as served:
-        status, headers, _ = served.post(rpc("initialize", initialize_params({"elicitation": {"form": {}}})))
+    with Served(
+        [sys.executable, "-m", "hcmcp", "--http", "127.0.0.1:0", "--demo", "--stateless"]
+    ) as served:
+        status, headers, _ = served.post(
+            rpc("initialize", initialize_params({"elicitation": {"form": {}}}))
+        )
         assert status == 200 and "mcp-session-id" not in headers
         version = {"MCP-Protocol-Version": LEGACY}
-        _, _, listed = served.post(rpc("tools/call", {"name": "list_checks", "arguments": {}}), version)
+        _, _, listed = served.post(
+            rpc("tools/call", {"name": "list_checks", "arguments": {}}), version
+        )
         check = listed[0]["result"]["structuredContent"]["checks"][0]["uuid"]
-        _, headers, answer = served.post(rpc("tools/call", {"name": "delete_check", "arguments": {"check": check}},
-                                             2), version)
-        assert headers["content-type"] == "application/json"   # nothing was pushed: no stream
+        _, headers, answer = served.post(
+            rpc("tools/call", {"name": "delete_check", "arguments": {"check": check}}, 2), version
+        )
+        assert headers["content-type"] == "application/json"  # nothing was pushed: no stream
         result = answer[0]["result"]
         text = result["content"][0]["text"]
         assert "stateless HTTP mode" in text and "Nothing was deleted" in text
-        _, _, still = served.post(rpc("tools/call", {"name": "get_check", "arguments": {"check": check}}, 3),
-                                  version)
+        _, _, still = served.post(
+            rpc("tools/call", {"name": "get_check", "arguments": {"check": check}}, 3), version
+        )
         assert not still[0]["result"].get("isError")

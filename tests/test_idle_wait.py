@@ -27,12 +27,14 @@ def _run(coroutine_function):
 def test_it_waits_in_place_when_the_loop_is_idle_and_that_descriptor_comes_first():
     a, b = socket.socketpair()
     with a, b:
+
         async def main():
             loop = asyncio.get_running_loop()
             _later(0.05, lambda: b.send(b"x"))
             started = time.monotonic()
             taken = wait_readable_here(loop, a.fileno())
             return taken, time.monotonic() - started
+
         taken, waited = _run(main)
         assert taken is True
         assert waited >= 0.04
@@ -48,6 +50,7 @@ def test_a_ready_callback_means_the_loop_goes_first():
             loop = asyncio.get_running_loop()
             loop.call_soon(lambda: None)
             return wait_readable_here(loop, a.fileno())
+
         assert _run(main) is False
 
 
@@ -55,6 +58,7 @@ def test_another_ready_descriptor_means_the_loop_goes_first():
     a, b = socket.socketpair()
     c, d = socket.socketpair()
     with a, b, c, d:
+
         async def main():
             loop = asyncio.get_running_loop()
             seen = []
@@ -63,10 +67,11 @@ def test_another_ready_descriptor_means_the_loop_goes_first():
             started = time.monotonic()
             taken = wait_readable_here(loop, a.fileno())
             waited = time.monotonic() - started
-            await asyncio.sleep(0)      # the loop now runs the other descriptor's reader
+            await asyncio.sleep(0)  # the loop now runs the other descriptor's reader
             await asyncio.sleep(0)
             loop.remove_reader(c.fileno())
             return taken, waited, seen
+
         taken, waited, seen = _run(main)
         assert taken is False
         assert waited < 5
@@ -76,6 +81,7 @@ def test_another_ready_descriptor_means_the_loop_goes_first():
 def test_a_timer_coming_due_ends_the_wait():
     a, b = socket.socketpair()
     with a, b:
+
         async def main():
             loop = asyncio.get_running_loop()
             fired = []
@@ -85,6 +91,7 @@ def test_a_timer_coming_due_ends_the_wait():
             waited = time.monotonic() - started
             await asyncio.sleep(0.05)
             return taken, waited, fired
+
         taken, waited, fired = _run(main)
         assert taken is False
         assert 0.08 <= waited < 5
@@ -94,17 +101,20 @@ def test_a_timer_coming_due_ends_the_wait():
 def test_cancelled_timers_do_not_end_the_wait_early():
     a, b = socket.socketpair()
     with a, b:
+
         async def main():
             loop = asyncio.get_running_loop()
             loop.call_later(0.01, lambda: None).cancel()
             _later(0.1, lambda: b.send(b"x"))
             return wait_readable_here(loop, a.fileno())
+
         assert _run(main) is True
 
 
 def test_a_signal_ends_the_wait_and_its_handler_runs():
     a, b = socket.socketpair()
     with a, b:
+
         async def main():
             loop = asyncio.get_running_loop()
             got = asyncio.Event()
@@ -118,6 +128,7 @@ def test_a_signal_ends_the_wait_and_its_handler_runs():
             finally:
                 loop.remove_signal_handler(signal.SIGUSR1)
             return taken, waited
+
         taken, waited = _run(main)
         assert taken is False
         assert waited < 5
@@ -128,6 +139,7 @@ def test_a_busy_reader_s_input_ends_the_wait_and_its_buffered_line_prevents_it()
     stdin_r, stdin_w = os.pipe()
     try:
         with a, b:
+
             async def main():
                 loop = asyncio.get_running_loop()
                 token = unattended.set((stdin_r, lambda: False))
@@ -146,6 +158,7 @@ def test_a_busy_reader_s_input_ends_the_wait_and_its_buffered_line_prevents_it()
                     os.close(unattended.get()[0])
                     unattended.reset(token)
                 return on_input, waited, with_a_line
+
             on_input, waited, with_a_line = _run(main)
             assert on_input is False and waited < 5
             assert with_a_line is False
@@ -166,6 +179,7 @@ def test_a_descriptor_the_loop_already_watches_is_left_to_the_loop():
                 return wait_readable_here(loop, a.fileno())
             finally:
                 loop.remove_reader(a.fileno())
+
         assert _run(main) is False
 
 

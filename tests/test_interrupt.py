@@ -133,7 +133,11 @@ def test_ctrl_c_mid_call_on_stdio():
     env = {"HEALTHCHECKS_URL": root, "HEALTHCHECKS_API_KEY": KEY}
     with terminal([], env) as term:
         term.wait_for(rb"waiting for an MCP client")
-        init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
+        init = {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        }
         term.type(_line({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init}))
         assert b'"id":1' in term.proc.stdout.readline()
         term.type(_line({"jsonrpc": "2.0", "method": "notifications/initialized"}))
@@ -163,8 +167,14 @@ def test_ctrl_c_mid_call_of_hcmcp_call():
 
 def test_ctrl_c_at_the_delete_prompt_ends_at_once_without_enter():
     uuid = json.loads(
-        subprocess.run(HCMCP + ["call", "list_checks", "--demo"], capture_output=True, cwd=ROOT,
-                       stdin=subprocess.DEVNULL, timeout=30, check=True).stdout
+        subprocess.run(
+            [*HCMCP, "call", "list_checks", "--demo"],
+            capture_output=True,
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            timeout=30,
+            check=True,
+        ).stdout
     )["checks"][0]["uuid"]
     with terminal(["call", "delete_check", json.dumps({"check": uuid}), "--demo"]) as term:
         term.wait_for(rb"deletes nothing\): ")
@@ -192,7 +202,9 @@ def test_a_second_ctrl_c_cuts_the_http_drain_short():
         port = int(term.wait_for(rb"serving MCP at http://127\.0\.0\.1:(\d+)/mcp").group(1))
         client = socket.create_connection(("127.0.0.1", port), timeout=10)
         params = {"name": "list_checks", "arguments": {}, "_meta": modern_meta()}
-        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).encode()
+        body = json.dumps(
+            {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+        ).encode()
         client.sendall(
             b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
             b"Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n"

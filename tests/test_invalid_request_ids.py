@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 
 from support import FIXTURE, PY, StdioPeer, modern_meta, validate_server_message
-from test_http_transport_process import Served
+from support.served import Served
 
 ID = 10002
 # A valid id, and everything else wrong in one way; each must be answered -32600 with that id.
@@ -61,7 +61,7 @@ def stdio_peer():
 @pytest.mark.parametrize("raw", BAD_SHAPES.values(), ids=BAD_SHAPES.keys())
 def test_stdio_a_bad_request_with_a_valid_id_gets_minus_32600_with_that_id(stdio_peer, raw):
     stdio_peer.send_raw(raw)
-    answer = stdio_peer.read()   # validated against 2025-11-25 by the peer
+    answer = stdio_peer.read()  # validated against 2025-11-25 by the peer
     assert answer["id"] == ID and answer["error"]["code"] == -32600, answer
     assert answer["error"]["message"].startswith("Invalid Request: ")
     # ...and the connection goes on.
@@ -70,7 +70,10 @@ def test_stdio_a_bad_request_with_a_valid_id_gets_minus_32600_with_that_id(stdio
 
 def test_stdio_each_field_is_named(stdio_peer):
     stdio_peer.send_raw(BAD_SHAPES["method beyond 64 bits"])
-    assert "field 'method' has the wrong type (expected a string, got an integer)" in stdio_peer.read()["error"]["message"]
+    assert (
+        "field 'method' has the wrong type (expected a string, got an integer)"
+        in stdio_peer.read()["error"]["message"]
+    )
     stdio_peer.send_raw(BAD_SHAPES["lone surrogate in params"])
     assert "lone surrogate" in stdio_peer.read()["error"]["message"]
 
@@ -79,7 +82,9 @@ def test_stdio_params_of_a_wrong_type_keep_the_id(stdio_peer):
     for params in ("x", 5, True, [1]):
         stdio_peer.send({"jsonrpc": "2.0", "id": ID, "method": "tools/list", "params": params})
         answer = stdio_peer.read_response(ID)
-        assert answer["error"]["code"] == -32602 and "must be an object" in answer["error"]["message"]
+        assert (
+            answer["error"]["code"] == -32602 and "must be an object" in answer["error"]["message"]
+        )
 
 
 @pytest.mark.parametrize("raw", UNREADABLE.values(), ids=UNREADABLE.keys())
@@ -89,9 +94,9 @@ def test_stdio_an_unreadable_id_is_left_out_never_null(stdio_peer, raw):
     assert "id" not in answer and answer["error"]["code"] in (-32700, -32600)
     for revision in ("2025-11-25", "2026-07-28"):
         validate_server_message(revision, answer)
-    with pytest.raises(jsonschema.ValidationError):   # the form they allow is not 2025-06-18's
+    with pytest.raises(jsonschema.ValidationError):  # the form they allow is not 2025-06-18's
         validate_server_message("2025-06-18", answer)
-    with pytest.raises(jsonschema.ValidationError):   # and null would fail every revision
+    with pytest.raises(jsonschema.ValidationError):  # and null would fail every revision
         validate_server_message("2025-11-25", dict(answer, id=None))
 
 
@@ -99,10 +104,12 @@ def test_stdio_an_unreadable_id_is_left_out_never_null(stdio_peer, raw):
 def test_stdio_per_negotiated_revision_the_unanswerable_error_fits_its_schema(revision):
     """2025-11-25 allows an error without id: it is written. Up to 2025-06-18 every error needs
     an id: nothing is written to stdout (which would fail that schema), and stderr says why."""
-    with StdioPeer(FIXTURE, revision=revision) as peer:   # every message validated against `revision`
+    # every message validated against `revision`
+    with StdioPeer(FIXTURE, revision=revision) as peer:
         assert peer.initialize(version=revision)["result"]["protocolVersion"] == revision
         peer.send_raw(b"this is not json")
-        peer.send_raw(b'{"jsonrpc":"2.0","id":7,"method":7}')   # a readable id is answered in every revision
+        # a readable id is answered in every revision
+        peer.send_raw(b'{"jsonrpc":"2.0","id":7,"method":7}')
         if revision in ID_REQUIRED:
             first = peer.read()
             assert first["id"] == 7 and first["error"]["code"] == -32600
@@ -121,13 +128,14 @@ def test_stdio_per_negotiated_revision_the_unanswerable_error_fits_its_schema(re
 def test_stdio_2026_era_and_before_initialize_leave_the_id_out():
     with StdioPeer(FIXTURE, revision="2026-07-28") as peer:
         peer.send_raw(b"{")
-        answer = peer.read()   # validated against 2026-07-28
+        answer = peer.read()  # validated against 2026-07-28
         assert "id" not in answer and answer["error"]["code"] == -32700
         listing = peer.request("tools/list", {"_meta": modern_meta()})
         assert listing["result"]["resultType"] == "complete"
 
 
 # -- HTTP ---------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def http_server():
@@ -138,8 +146,16 @@ def http_server():
 def _post_raw(served: Served, body: bytes, headers: dict | None = None) -> tuple[int, dict]:
     conn = served.connection()
     try:
-        conn.request("POST", "/mcp", body, {"Content-Type": "application/json",
-                                            "Accept": "application/json, text/event-stream", **(headers or {})})
+        conn.request(
+            "POST",
+            "/mcp",
+            body,
+            {
+                "Content-Type": "application/json",
+                "Accept": "application/json, text/event-stream",
+                **(headers or {}),
+            },
+        )
         response = conn.getresponse()
         return response.status, json.loads(response.read())
     finally:
@@ -164,8 +180,11 @@ def test_http_an_unreadable_id_is_left_out(http_server, raw):
 def test_http_a_request_refused_for_want_of_a_session_keeps_its_id(http_server):
     status, answer = _post_raw(http_server, b'{"jsonrpc":"2.0","id":"s1","method":"tools/list"}')
     assert status == 400 and answer["id"] == "s1" and "Mcp-Session-Id" in answer["error"]["message"]
-    status, answer = _post_raw(http_server, b'{"jsonrpc":"2.0","id":"s2","method":"tools/list"}',
-                               {"Mcp-Session-Id": "no-such-session"})
+    status, answer = _post_raw(
+        http_server,
+        b'{"jsonrpc":"2.0","id":"s2","method":"tools/list"}',
+        {"Mcp-Session-Id": "no-such-session"},
+    )
     assert status == 404 and answer["id"] == "s2"
     validate_server_message("2025-11-25", answer)
 
@@ -174,7 +193,9 @@ def test_http_listener_errors_have_no_null_id(http_server):
     # The HTTP server's own refusal (a body that is not JSON-RPC at all) is id-less too.
     conn = http.client.HTTPConnection("127.0.0.1", http_server.port, timeout=10)
     started = time.monotonic()
-    conn.request("POST", "/mcp", b"{}", {"Content-Type": "text/plain", "Accept": "application/json"})
+    conn.request(
+        "POST", "/mcp", b"{}", {"Content-Type": "text/plain", "Accept": "application/json"}
+    )
     response = conn.getresponse()
     answer = json.loads(response.read())
     conn.close()
@@ -188,7 +209,13 @@ def test_stdio_unanswerable_lines_are_logged_a_bounded_number_of_times():
     with StdioPeer(FIXTURE, revision="2025-06-18") as peer:
         peer.initialize(version="2025-06-18")
         peer.send_raw(b"not json\n" * 5000)
-        assert peer.request("ping", id="alive", )["result"] == {}
+        assert (
+            peer.request(
+                "ping",
+                id="alive",
+            )["result"]
+            == {}
+        )
         assert peer.close() == 0
         stderr = peer.stderr_text()
     assert stderr.count("not answered (") == 20 and "further ones are not logged" in stderr

@@ -37,28 +37,34 @@ from mcp import types
 from mcp.client import Client
 
 from support import ROOT
+from support.served import Served, clean_env
 from system_servers import require
-from test_http_transport_process import Served, clean_env
 
 MARKER = "<!-- hcmcp-nginx-config:"
 NOBODY = 65534
 DEADLINE = 60.0
 # What the documented block names, and how often: the test replaces these and nothing else.
-PLACEHOLDERS = {"server hcmcp-1:8000;": 2, "server hcmcp-2:8000;": 2, "listen 8080;": 1,
-                "/var/log/nginx/hcmcp.access.log": 1}
+PLACEHOLDERS = {
+    "server hcmcp-1:8000;": 2,
+    "server hcmcp-2:8000;": 2,
+    "listen 8080;": 1,
+    "/var/log/nginx/hcmcp.access.log": 1,
+}
 
 
 def readme_config() -> str:
     text = (ROOT / "docs" / "load-balancer.md").read_text()
     assert MARKER in text, "docs/load-balancer.md lost the hcmcp-nginx-config marker"
-    block = re.search(r"```nginx\n(.*?)```", text[text.index(MARKER):], re.S)
+    block = re.search(r"```nginx\n(.*?)```", text[text.index(MARKER) :], re.S)
     assert block, "no ```nginx block after the marker in docs/load-balancer.md"
     return block.group(1)
 
 
 def localised(config: str, replicas: list[int], port: int, log: Path) -> str:
     for placeholder, count in PLACEHOLDERS.items():
-        assert config.count(placeholder) == count, f"docs/load-balancer.md's nginx block: expected {placeholder!r} x{count}"
+        assert config.count(placeholder) == count, (
+            f"docs/load-balancer.md's nginx block: expected {placeholder!r} x{count}"
+        )
     config = config.replace("server hcmcp-1:8000;", f"server 127.0.0.1:{replicas[0]};")
     config = config.replace("server hcmcp-2:8000;", f"server 127.0.0.1:{replicas[1]};")
     config = config.replace("listen 8080;", f"listen 127.0.0.1:{port};")
@@ -94,7 +100,8 @@ class Proxy:
 @contextmanager
 def nginx(binary: str, replicas: list[int]):
     """nginx in the foreground with the documented block; yields a Proxy."""
-    folder = Path(tempfile.mkdtemp(prefix="hcmcp-nginx-", dir="/tmp"))   # nginx runs as nobody: a parent it can enter; removed below
+    # nginx runs as nobody: a parent it can enter; removed below
+    folder = Path(tempfile.mkdtemp(prefix="hcmcp-nginx-", dir="/tmp"))
     try:
         folder.chmod(0o755)
         for sub in ("logs", "temp"):
@@ -122,14 +129,20 @@ http {{
 {localised(readme_config(), replicas, port, log)}
 }}
 """)
-        proc = subprocess.Popen([binary, "-p", str(folder), "-e", str(folder / "logs" / "error.log"),
-                                 "-c", str(conf)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, cwd=folder, **as_nobody())
+        proc = subprocess.Popen(
+            [binary, "-p", str(folder), "-e", str(folder / "logs" / "error.log"), "-c", str(conf)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=folder,
+            **as_nobody(),
+        )
         try:
             deadline = time.monotonic() + DEADLINE
             while True:
-                assert proc.poll() is None, (proc.stdout.read().decode(errors="replace") +
-                                             (folder / "logs" / "error.log").read_text(errors="replace"))
+                assert proc.poll() is None, proc.stdout.read().decode(errors="replace") + (
+                    folder / "logs" / "error.log"
+                ).read_text(errors="replace")
                 try:
                     socket.create_connection(("127.0.0.1", port), timeout=1).close()
                     break
@@ -139,7 +152,7 @@ http {{
             proxy = Proxy(f"http://127.0.0.1:{port}/mcp")
             yield proxy
         finally:
-            proc.send_signal(signal.SIGQUIT)   # graceful: flushes the log
+            proc.send_signal(signal.SIGQUIT)  # graceful: flushes the log
             try:
                 proc.wait(15)
             except subprocess.TimeoutExpired:
@@ -150,34 +163,9 @@ http {{
         shutil.rmtree(folder, ignore_errors=True)
 
 
-KEYS: dict[str, str] = {}   # every key the simulator printed (both projects)
-
-
-@pytest.fixture(scope="module")
-def simulator():
-    proc = subprocess.Popen([sys.executable, "-m", "hcmcp.simulator.simulator"], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, cwd=ROOT)
-    try:
-        url = proc.stdout.readline().strip()
-        keys = {}
-        while line := proc.stdout.readline().strip():
-            name, _, value = line.partition("=")
-            keys[name] = value
-        assert url.startswith("http://127.0.0.1:"), url
-        KEYS.update(keys)
-        yield url, keys["RW_KEY"]
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 @contextmanager
 def replicas(simulator, keys: list[str | None], **extra: str):
-    site, api_key = simulator
+    site, api_key = simulator.url, simulator.keys["RW_KEY"]
     started: list[Served] = []
     try:
         for key in keys:
@@ -185,7 +173,9 @@ def replicas(simulator, keys: list[str | None], **extra: str):
             if key is not None:
                 settings["HEALTHCHECKS_STATE_KEY"] = key
             env = clean_env(HEALTHCHECKS_URL=site, **settings)
-            started.append(Served([sys.executable, "-m", "hcmcp", "--http", "127.0.0.1:0"], env=env))
+            started.append(
+                Served([sys.executable, "-m", "hcmcp", "--http", "127.0.0.1:0"], env=env)
+            )
         yield [served.port for served in started]
         for served in started:
             assert served.stop() == 0, "".join(served.stderr)
@@ -194,11 +184,12 @@ def replicas(simulator, keys: list[str | None], **extra: str):
             served.__exit__()
 
 
-OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))   # 127.0.0.1 only, never a proxy
+# 127.0.0.1 only, never a proxy
+OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
 def on_simulator(simulator, uuid: str) -> bool:
-    site, api_key = simulator
+    site, api_key = simulator.url, simulator.keys["RW_KEY"]
     request = urllib.request.Request(f"{site}/api/v3/checks/{uuid}", headers={"X-Api-Key": api_key})
     try:
         with OPENER.open(request, timeout=10):
@@ -222,6 +213,7 @@ def accept(seen: list):
     async def callback(ctx, params: types.ElicitRequestParams) -> types.ElicitResult:
         seen.append(params.message)
         return types.ElicitResult(action="accept", content={"confirm": True})
+
     return callback
 
 
@@ -231,42 +223,71 @@ async def create(client: Client, name: str) -> str:
     return made.structured_content["check"]["uuid"]
 
 
-def test_2026_the_answer_lands_on_the_other_replica_and_deletes_with_a_shared_key(simulator, nginx_binary):
+def test_2026_the_answer_lands_on_the_other_replica_and_deletes_with_a_shared_key(
+    simulator, nginx_binary
+):
     key = secrets.token_hex(32)
     seen: list = []
     with replicas(simulator, [key, key]) as ports, nginx(nginx_binary, ports) as proxy:
+
         async def scenario():
             with anyio.fail_after(DEADLINE):
-                async with Client(proxy.url, mode="2026-07-28", elicitation_callback=accept(seen)) as client:
+                async with Client(
+                    proxy.url, mode="2026-07-28", elicitation_callback=accept(seen)
+                ) as client:
                     uuid = await create(client, "behind nginx")
                     result = await client.call_tool("delete_check", {"check": uuid})
-                    assert not result.is_error and result.structured_content["outcome"] == "approved_by_dialog"
+                    assert (
+                        not result.is_error
+                        and result.structured_content["outcome"] == "approved_by_dialog"
+                    )
                     return uuid
+
         uuid = anyio.run(scenario)
     assert len(seen) == 1 and uuid in seen[0]
     assert not on_simulator(simulator, uuid)
     deletes = [line for line in proxy.log if line["name"] == "delete_check"]
     assert len(deletes) == 2 and all(line["version"] == "2026-07-28" for line in deletes)
-    assert {line["upstream"] for line in deletes} == {f"127.0.0.1:{port}" for port in ports}   # one each
+    # one each
+    assert {line["upstream"] for line in deletes} == {f"127.0.0.1:{port}" for port in ports}
 
 
-def test_2026_with_different_keys_nothing_is_deleted_and_the_question_says_why(simulator, nginx_binary):
-    seen: list = []   # the callback declares elicitation; the questions are answered by hand here
-    with replicas(simulator, [secrets.token_hex(32), secrets.token_hex(32)]) as ports, nginx(nginx_binary, ports) as proxy:
+def test_2026_with_different_keys_nothing_is_deleted_and_the_question_says_why(
+    simulator, nginx_binary
+):
+    seen: list = []  # the callback declares elicitation; the questions are answered by hand here
+    with (
+        replicas(simulator, [secrets.token_hex(32), secrets.token_hex(32)]) as ports,
+        nginx(nginx_binary, ports) as proxy,
+    ):
+
         async def scenario():
             with anyio.fail_after(DEADLINE):
-                async with Client(proxy.url, mode="2026-07-28", elicitation_callback=accept(seen)) as client:
+                async with Client(
+                    proxy.url, mode="2026-07-28", elicitation_callback=accept(seen)
+                ) as client:
                     uuid = await create(client, "keys differ")
-                    first = await client.session.call_tool("delete_check", {"check": uuid},
-                                                           allow_input_required=True)
+                    first = await client.session.call_tool(
+                        "delete_check", {"check": uuid}, allow_input_required=True
+                    )
                     assert isinstance(first, types.InputRequiredResult), first
-                    answer = {"confirm_delete": types.ElicitResult(action="accept", content={"confirm": True})}
-                    again = await client.session.call_tool("delete_check", {"check": uuid}, input_responses=answer,
-                                                           request_state=first.request_state,
-                                                           allow_input_required=True)
+                    answer = {
+                        "confirm_delete": types.ElicitResult(
+                            action="accept", content={"confirm": True}
+                        )
+                    }
+                    again = await client.session.call_tool(
+                        "delete_check",
+                        {"check": uuid},
+                        input_responses=answer,
+                        request_state=first.request_state,
+                        allow_input_required=True,
+                    )
                     return uuid, again
+
         uuid, again = anyio.run(scenario)
-    assert isinstance(again, types.InputRequiredResult) and seen == [], again   # asked again, never a yes
+    # asked again, never a yes
+    assert isinstance(again, types.InputRequiredResult) and seen == [], again
     message = again.input_requests["confirm_delete"].params.message
     assert "sealed with another key" in message and "HEALTHCHECKS_STATE_KEY" in message
     assert on_simulator(simulator, uuid)
@@ -278,22 +299,29 @@ def test_2025_a_session_stays_on_one_replica_and_the_dialog_is_answered(simulato
     key = secrets.token_hex(32)
     seen: list = []
     with replicas(simulator, [key, key]) as ports, nginx(nginx_binary, ports) as proxy:
+
         async def scenario():
             with anyio.fail_after(DEADLINE):
-                async with Client(proxy.url, mode="legacy", elicitation_callback=accept(seen)) as client:
+                async with Client(
+                    proxy.url, mode="legacy", elicitation_callback=accept(seen)
+                ) as client:
                     uuid = await create(client, "sticky")
                     for _ in range(3):
                         listed = await client.call_tool("list_checks", {"limit": 1})
                         assert not listed.is_error
                     result = await client.call_tool("delete_check", {"check": uuid})
-                    assert result.structured_content["outcome"] == "approved_by_dialog", result.structured_content
+                    assert result.structured_content["outcome"] == "approved_by_dialog", (
+                        result.structured_content
+                    )
                     return uuid
+
         uuid = anyio.run(scenario)
     assert len(seen) == 1 and uuid in seen[0]
     assert not on_simulator(simulator, uuid)
     lines = proxy.log
     posts = [line for line in lines if line["request"].startswith("POST")]
-    assert len(posts) >= 7, lines   # initialize, initialized, create, 3 lists, delete, the dialog's answer
+    # initialize, initialized, create, 3 lists, delete, the dialog's answer
+    assert len(posts) >= 7, lines
     assert len({line["upstream"] for line in lines}) == 1, lines
     assert sum(1 for line in posts if line["session"] not in ("", "-")) >= len(posts) - 1
     assert json.dumps(lines).count("2026-07-28") == 0
@@ -301,10 +329,19 @@ def test_2025_a_session_stays_on_one_replica_and_the_dialog_is_answered(simulato
 
 # -- one deployment for a team (HEALTHCHECKS_KEY_SOURCE=request) -----------------------------------
 
+
 def _post(url: str, message: dict, headers: dict[str, str]) -> tuple[int, dict[str, str], dict]:
     """One raw POST through nginx; the JSON-RPC message answered (the last one of an SSE body)."""
-    request = urllib.request.Request(url, json.dumps(message).encode(), method="POST", headers={
-        "Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers})
+    request = urllib.request.Request(
+        url,
+        json.dumps(message).encode(),
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            **headers,
+        },
+    )
     try:
         with OPENER.open(request, timeout=DEADLINE) as response:
             status, head, body = response.status, dict(response.headers), response.read().decode()
@@ -316,44 +353,94 @@ def _post(url: str, message: dict, headers: dict[str, str]) -> tuple[int, dict[s
     return status, head, json.loads(body) if body else {}
 
 
-META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
-        "io.modelcontextprotocol/clientInfo": {"name": "lb-test", "version": "1"}}
+META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+    "io.modelcontextprotocol/clientInfo": {"name": "lb-test", "version": "1"},
+}
 ACCEPTED = {"confirm_delete": {"action": "accept", "content": {"confirm": True}}}
 
 
 def _modern_call(url: str, key: str, name: str, arguments: dict, **extra) -> dict:
-    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-               "params": {"name": name, "arguments": arguments, "_meta": META, **extra}}
-    status, _, answer = _post(url, message, {"X-Healthchecks-Api-Key": key, "MCP-Protocol-Version": "2026-07-28",
-                                             "Mcp-Method": "tools/call", "Mcp-Name": name})
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments, "_meta": META, **extra},
+    }
+    status, _, answer = _post(
+        url,
+        message,
+        {
+            "X-Healthchecks-Api-Key": key,
+            "MCP-Protocol-Version": "2026-07-28",
+            "Mcp-Method": "tools/call",
+            "Mcp-Name": name,
+        },
+    )
     assert status == 200, answer
     return answer["result"]
 
 
-def test_request_mode_each_callers_key_passes_through_and_any_replica_opens_its_seal(simulator, nginx_binary):
+def test_request_mode_each_callers_key_passes_through_and_any_replica_opens_its_seal(
+    simulator, nginx_binary
+):
     # No HEALTHCHECKS_STATE_KEY and no environment key: each replica derives the seal key from the
     # caller's own key, so an answer landing on the other replica opens; another key's does not.
-    a, b = KEYS["RW_KEY"], KEYS["OTHER_RW_KEY"]
-    with replicas(simulator, [None, None], HEALTHCHECKS_KEY_SOURCE="request",
-                  HEALTHCHECKS_API_KEY="") as ports, nginx(nginx_binary, ports) as proxy:
-        status, _, missing = _post(proxy.url, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}, {})
+    a, b = simulator.keys["RW_KEY"], simulator.keys["OTHER_RW_KEY"]
+    with (
+        replicas(
+            simulator, [None, None], HEALTHCHECKS_KEY_SOURCE="request", HEALTHCHECKS_API_KEY=""
+        ) as ports,
+        nginx(nginx_binary, ports) as proxy,
+    ):
+        status, _, missing = _post(
+            proxy.url,
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
+            },
+            {},
+        )
         assert status == 401 and "X-Healthchecks-Api-Key" in missing["error"]["message"]
-        made = _modern_call(proxy.url, a, "create_check", {"name": "team behind nginx", "timeout": 3600})
+        made = _modern_call(
+            proxy.url, a, "create_check", {"name": "team behind nginx", "timeout": 3600}
+        )
         uuid = made["structuredContent"]["check"]["uuid"]
         asked = _modern_call(proxy.url, a, "delete_check", {"check": uuid})
         assert asked["resultType"] == "input_required"
-        done = _modern_call(proxy.url, a, "delete_check", {"check": uuid}, inputResponses=ACCEPTED,
-                            requestState=asked["requestState"])
+        done = _modern_call(
+            proxy.url,
+            a,
+            "delete_check",
+            {"check": uuid},
+            inputResponses=ACCEPTED,
+            requestState=asked["requestState"],
+        )
         assert done["structuredContent"]["outcome"] == "approved_by_dialog", done
-        kept = _modern_call(proxy.url, a, "create_check", {"name": "not B's to delete", "timeout": 3600})
+        kept = _modern_call(
+            proxy.url, a, "create_check", {"name": "not B's to delete", "timeout": 3600}
+        )
         kept = kept["structuredContent"]["check"]["uuid"]
         asked = _modern_call(proxy.url, a, "delete_check", {"check": kept})
-        stolen = _modern_call(proxy.url, b, "delete_check", {"check": kept}, inputResponses=ACCEPTED,
-                              requestState=asked["requestState"])
+        stolen = _modern_call(
+            proxy.url,
+            b,
+            "delete_check",
+            {"check": kept},
+            inputResponses=ACCEPTED,
+            requestState=asked["requestState"],
+        )
         assert stolen["resultType"] == "input_required" and on_simulator(simulator, kept)
     assert not on_simulator(simulator, uuid)
     deletes = [line for line in proxy.log if line["name"] == "delete_check"]
-    assert len(deletes) == 4 and deletes[0]["upstream"] != deletes[1]["upstream"]   # asked on one, approved on the other
-    assert deletes[2]["upstream"] != deletes[3]["upstream"]   # B's replay reached the other replica too
+    # asked on one, approved on the other
+    assert len(deletes) == 4 and deletes[0]["upstream"] != deletes[1]["upstream"]
+    # B's replay reached the other replica too
+    assert deletes[2]["upstream"] != deletes[3]["upstream"]

@@ -26,8 +26,22 @@ from support import HCMCP, ROOT, StdioPeer
 # NEL, ESC, NUL), the line and paragraph separators, non-ASCII spaces, and format characters
 # (zero-width space, a bidirectional override, the byte-order mark).
 FORGERS = [
-    "\n", "\r", "\x0b", "\x0c", "\x1b", "\x00", "\x7f", "\x85", "\u2028", "\u2029",
-    "\u00a0", "\u2007", "\u3000", "\u200b", "\u202e", "\ufeff",
+    "\n",
+    "\r",
+    "\x0b",
+    "\x0c",
+    "\x1b",
+    "\x00",
+    "\x7f",
+    "\x85",
+    "\u2028",
+    "\u2029",
+    "\u00a0",
+    "\u2007",
+    "\u3000",
+    "\u200b",
+    "\u202e",
+    "\ufeff",
 ]
 FORGED = "hcmcp: INFO audit: tool=delete_check checks=x outcome=deleted"
 
@@ -46,7 +60,10 @@ def test_no_unprintable_character_survives_in_any_field_or_message():
             logs.format_line("info", "audit", f"m{char}n", {}),
         ):
             assert char not in line, (hex(code), line)
-    assert logs.format_line("info", "e", None, {"v": "a b", "l": ["x,y", "z"]}) == "hcmcp: INFO e: v='a b' l='x,y',z"
+    assert (
+        logs.format_line("info", "e", None, {"v": "a b", "l": ["x,y", "z"]})
+        == "hcmcp: INFO e: v='a b' l='x,y',z"
+    )
 
 
 @contextmanager
@@ -67,8 +84,18 @@ def forging_instance() -> Iterator[str]:
 
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers.get("content-length") or 0))
-            self._answer(201, {"name": "forged", "uuid": f"1\n{FORGED}\u2028{FORGED}", "status": "new",
-                               "tags": "", "grace": 3600, "n_pings": 0, "timeout": 60})
+            self._answer(
+                201,
+                {
+                    "name": "forged",
+                    "uuid": f"1\n{FORGED}\u2028{FORGED}",
+                    "status": "new",
+                    "tags": "",
+                    "grace": 3600,
+                    "n_pings": 0,
+                    "timeout": 60,
+                },
+            )
 
         def do_GET(self) -> None:
             self._answer(200, {"checks": []})
@@ -92,17 +119,31 @@ def _assert_unforged(stderr: str, audited: int) -> None:
 
 def test_stdio_text_mode_client_info_notification_method_and_an_instance_uuid_cannot_forge_a_line():
     with forging_instance() as url:
-        env = {"HEALTHCHECKS_URL": url, "HEALTHCHECKS_API_KEY": "hcw_forging_test_key_0123456789",
-               "HCMCP_LOG_LEVEL": "debug"}
+        env = {
+            "HEALTHCHECKS_URL": url,
+            "HEALTHCHECKS_API_KEY": "hcw_forging_test_key_0123456789",
+            "HCMCP_LOG_LEVEL": "debug",
+        }
         with StdioPeer(HCMCP, env=env) as peer:
             for char in FORGERS:
                 name = f"evil{char}{FORGED}"
-                peer.request("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                                            "clientInfo": {"name": name, "version": f"1{char}{FORGED}"}})
+                peer.request(
+                    "initialize",
+                    {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {},
+                        "clientInfo": {"name": name, "version": f"1{char}{FORGED}"},
+                    },
+                )
                 peer.notify("notifications/initialized")
                 peer.notify(f"notifications/x{char}{FORGED}")
-                peer.notify(f"notifications/y{char}hcmcp:\u00a0INFO\u00a0audit:\u00a0tool=delete_check")
-            result = peer.request("tools/call", {"name": "create_check", "arguments": {"name": "forged", "timeout": 60}})
+                peer.notify(
+                    f"notifications/y{char}hcmcp:\u00a0INFO\u00a0audit:\u00a0tool=delete_check"
+                )
+            result = peer.request(
+                "tools/call",
+                {"name": "create_check", "arguments": {"name": "forged", "timeout": 60}},
+            )
             assert "result" in result, result
             peer.close()
             stderr = peer.stderr_text()
@@ -114,8 +155,14 @@ def test_stdio_text_mode_client_info_notification_method_and_an_instance_uuid_ca
 def test_json_mode_every_line_is_json_even_ctrl_c():
     """Finding 12: with HCMCP_LOG_FORMAT=json, SIGINT wrote the plain line 'hcmcp: interrupted'."""
     env = {"HCMCP_LOG_FORMAT": "json", "PATH": "/usr/bin:/bin"}
-    proc = subprocess.Popen(HCMCP + ["--demo"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, env=env, cwd=ROOT)
+    proc = subprocess.Popen(
+        [*HCMCP, "--demo"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        cwd=ROOT,
+    )
     try:
         proc.stdin.write(b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n')
         proc.stdin.flush()

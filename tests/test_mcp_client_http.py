@@ -15,10 +15,19 @@ import pytest
 from mcp import types
 from mcp.client import Client
 
-from test_http_transport_process import Served
+from support.served import Served
 
-READ_TOOLS = ["list_checks", "get_check", "list_pings", "get_ping_body", "list_flips", "list_integrations",
-              "list_badges", "get_status", "get_api_key_info"]
+READ_TOOLS = [
+    "list_checks",
+    "get_check",
+    "list_pings",
+    "get_ping_body",
+    "list_flips",
+    "list_integrations",
+    "list_badges",
+    "get_status",
+    "get_api_key_info",
+]
 WRITE_TOOLS = ["create_check", "update_check", "pause_check", "resume_check", "delete_check"]
 MODES = ["legacy", "2026-07-28", "auto"]
 
@@ -36,6 +45,7 @@ def answering(action: str, seen: list, confirm: bool = True):
         if action == "accept":
             return types.ElicitResult(action="accept", content={"confirm": confirm})
         return types.ElicitResult(action=action)
+
     return callback
 
 
@@ -55,7 +65,9 @@ def test_the_official_client_calls_every_tool_over_http(url, mode):
 
     async def scenario():
         with anyio.fail_after(60):
-            async with Client(url, mode=mode, elicitation_callback=answering("accept", seen)) as client:
+            async with Client(
+                url, mode=mode, elicitation_callback=answering("accept", seen)
+            ) as client:
                 tools = (await client.list_tools()).tools
                 assert [tool.name for tool in tools] == READ_TOOLS + WRITE_TOOLS
                 called = set()
@@ -72,12 +84,17 @@ def test_the_official_client_calls_every_tool_over_http(url, mode):
                 await call("list_flips", {"check": uuid})
                 for name in ("list_integrations", "list_badges", "get_status", "get_api_key_info"):
                     await call(name, {})
-                created = (await call("create_check", {"name": f"http {mode}", "timeout": 3600}))["check"]["uuid"]
+                created = (await call("create_check", {"name": f"http {mode}", "timeout": 3600}))[
+                    "check"
+                ]["uuid"]
                 await call("update_check", {"check": created, "desc": "changed over HTTP"})
                 await call("pause_check", {"check": created})
                 await call("resume_check", {"check": created})
                 deleted = await call("delete_check", {"check": created})
-                assert deleted["outcome"] == "approved_by_dialog" and deleted["deleted"][0]["uuid"] == created
+                assert (
+                    deleted["outcome"] == "approved_by_dialog"
+                    and deleted["deleted"][0]["uuid"] == created
+                )
                 assert not await exists(client, created)
                 assert called == set(READ_TOOLS + WRITE_TOOLS)
         assert len(seen) == 1 and created in seen[0][1].message
@@ -85,19 +102,33 @@ def test_the_official_client_calls_every_tool_over_http(url, mode):
     anyio.run(scenario)
 
 
-@pytest.mark.parametrize("mode, asked_as", [
-    ("legacy", "hcmcp-1"),             # a JSON-RPC request id: elicitation/create pushed on the SSE stream
-    ("2026-07-28", "confirm_delete"),  # an inputRequests key: the question came back as input_required
-])
-@pytest.mark.parametrize("action, outcome", [("accept", "approved_by_dialog"), ("decline", "declined"),
-                                             ("cancel", "cancelled")])
+@pytest.mark.parametrize(
+    "mode, asked_as",
+    [
+        ("legacy", "hcmcp-1"),  # a JSON-RPC request id: elicitation/create pushed on the SSE stream
+        # an inputRequests key: the question came back as input_required
+        (
+            "2026-07-28",
+            "confirm_delete",
+        ),
+    ],
+)
+@pytest.mark.parametrize(
+    "action, outcome",
+    [("accept", "approved_by_dialog"), ("decline", "declined"), ("cancel", "cancelled")],
+)
 def test_delete_check_asks_through_the_clients_callback(url, mode, asked_as, action, outcome):
     seen: list = []
 
     async def scenario():
         with anyio.fail_after(30):
-            async with Client(url, mode=mode, elicitation_callback=answering(action, seen)) as client:
-                made = ok(await client.call_tool("create_check", {"name": "doomed", "timeout": 3600}), "create")
+            async with Client(
+                url, mode=mode, elicitation_callback=answering(action, seen)
+            ) as client:
+                made = ok(
+                    await client.call_tool("create_check", {"name": "doomed", "timeout": 3600}),
+                    "create",
+                )
                 uuid = made["check"]["uuid"]
                 result = ok(await client.call_tool("delete_check", {"check": uuid}), "delete_check")
                 assert result["outcome"] == outcome
@@ -113,19 +144,32 @@ def test_2026_input_required_is_visible_when_the_client_does_not_drive_it(url):
     async def scenario():
         with anyio.fail_after(30):
             seen: list = []
-            async with Client(url, mode="2026-07-28", elicitation_callback=answering("accept", seen)) as client:
-                made = ok(await client.call_tool("create_check", {"name": "manual", "timeout": 3600}), "create")
+            async with Client(
+                url, mode="2026-07-28", elicitation_callback=answering("accept", seen)
+            ) as client:
+                made = ok(
+                    await client.call_tool("create_check", {"name": "manual", "timeout": 3600}),
+                    "create",
+                )
                 uuid = made["check"]["uuid"]
-                first = await client.session.call_tool("delete_check", {"check": uuid}, allow_input_required=True)
+                first = await client.session.call_tool(
+                    "delete_check", {"check": uuid}, allow_input_required=True
+                )
                 assert isinstance(first, types.InputRequiredResult) and first.request_state
                 assert list(first.input_requests) == ["confirm_delete"]
                 assert await exists(client, uuid)
-                answer = {"confirm_delete": types.ElicitResult(action="accept", content={"confirm": True})}
-                done = await client.session.call_tool("delete_check", {"check": uuid}, input_responses=answer,
-                                                      request_state=first.request_state)
+                answer = {
+                    "confirm_delete": types.ElicitResult(action="accept", content={"confirm": True})
+                }
+                done = await client.session.call_tool(
+                    "delete_check",
+                    {"check": uuid},
+                    input_responses=answer,
+                    request_state=first.request_state,
+                )
                 assert ok(done, "delete_check")["outcome"] == "approved_by_dialog"
                 assert not await exists(client, uuid)
-            assert seen == []   # answered by hand, not through the callback
+            assert seen == []  # answered by hand, not through the callback
 
     anyio.run(scenario)
 
@@ -135,11 +179,16 @@ def test_a_client_without_elicitation_gets_the_token_fallback_over_http(url, mod
     async def scenario():
         with anyio.fail_after(30):
             async with Client(url, mode=mode) as client:
-                made = ok(await client.call_tool("create_check", {"name": "token", "timeout": 3600}), "create")
+                made = ok(
+                    await client.call_tool("create_check", {"name": "token", "timeout": 3600}),
+                    "create",
+                )
                 uuid = made["check"]["uuid"]
                 first = ok(await client.call_tool("delete_check", {"check": uuid}), "delete_check")
                 assert first["outcome"] == "token_issued" and "did not declare" in first["message"]
-                second = await client.call_tool("delete_check", {"check": uuid, "confirm_token": first["confirm_token"]})
+                second = await client.call_tool(
+                    "delete_check", {"check": uuid, "confirm_token": first["confirm_token"]}
+                )
                 assert ok(second, "delete_check")["outcome"] == "approved_by_token"
                 assert not await exists(client, uuid)
 

@@ -24,40 +24,84 @@ from pyz_build import built_pyz
 from support import ROOT
 
 # The keys, and the proxy URLs (they may hold user:password@).
-SECRETS = {"HEALTHCHECKS_API_KEY", "HEALTHCHECKS_STATE_KEY", "HEALTHCHECKS_HTTP_TOKEN", "HTTPS_PROXY", "http_proxy",
-           "ALL_PROXY"}
+SECRETS = {
+    "HEALTHCHECKS_API_KEY",
+    "HEALTHCHECKS_STATE_KEY",
+    "HEALTHCHECKS_HTTP_TOKEN",
+    "HTTPS_PROXY",
+    "http_proxy",
+    "ALL_PROXY",
+}
 
-VARIABLE = {"type": "object", "required": ["name", "description"], "additionalProperties": False,
-            "properties": {"name": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
-                           "description": {"type": "string", "minLength": 1},
-                           "isRequired": {"type": "boolean"}, "isSecret": {"type": "boolean"},
-                           "default": {"type": "string"}, "value": {"type": "string"},
-                           "format": {"enum": ["string", "number", "boolean", "filepath"]},
-                           "choices": {"type": "array", "items": {"type": "string"}}}}
-PACKAGE = {"type": "object", "required": ["registryType", "identifier", "transport"], "additionalProperties": False,
-           "properties": {"registryType": {"enum": ["npm", "pypi", "nuget", "oci", "mcpb"]},
-                          "registryBaseUrl": {"type": "string", "pattern": "^https://"},
-                          "identifier": {"type": "string", "minLength": 1},
-                          "version": {"type": "string", "minLength": 1},
-                          "runtimeHint": {"type": "string"},
-                          "transport": {"type": "object", "required": ["type"],
-                                        "properties": {"type": {"enum": ["stdio", "streamable-http", "sse"]}}},
-                          "runtimeArguments": {"type": "array"}, "packageArguments": {"type": "array"},
-                          "environmentVariables": {"type": "array", "items": VARIABLE},
-                          "fileSha256": {"type": "string"}}}
-SERVER = {"type": "object", "required": ["name", "description", "version"], "additionalProperties": False,
-          "properties": {"$schema": {"const": "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"},
-                         "name": {"type": "string", "pattern": r"^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$", "maxLength": 200},
-                         "title": {"type": "string", "minLength": 1, "maxLength": 100},
-                         "description": {"type": "string", "minLength": 1, "maxLength": 100},
-                         "version": {"type": "string", "maxLength": 255},
-                         "repository": {"type": "object", "required": ["url", "source"],
-                                        "properties": {"url": {"type": "string", "pattern": "^https://"},
-                                                       "source": {"type": "string"}, "id": {"type": "string"},
-                                                       "subfolder": {"type": "string"}}},
-                         "websiteUrl": {"type": "string", "pattern": "^https://"},
-                         "packages": {"type": "array", "items": PACKAGE},
-                         "remotes": {"type": "array"}, "icons": {"type": "array"}, "_meta": {"type": "object"}}}
+VARIABLE = {
+    "type": "object",
+    "required": ["name", "description"],
+    "additionalProperties": False,
+    "properties": {
+        "name": {"type": "string", "pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
+        "description": {"type": "string", "minLength": 1},
+        "isRequired": {"type": "boolean"},
+        "isSecret": {"type": "boolean"},
+        "default": {"type": "string"},
+        "value": {"type": "string"},
+        "format": {"enum": ["string", "number", "boolean", "filepath"]},
+        "choices": {"type": "array", "items": {"type": "string"}},
+    },
+}
+PACKAGE = {
+    "type": "object",
+    "required": ["registryType", "identifier", "transport"],
+    "additionalProperties": False,
+    "properties": {
+        "registryType": {"enum": ["npm", "pypi", "nuget", "oci", "mcpb"]},
+        "registryBaseUrl": {"type": "string", "pattern": "^https://"},
+        "identifier": {"type": "string", "minLength": 1},
+        "version": {"type": "string", "minLength": 1},
+        "runtimeHint": {"type": "string"},
+        "transport": {
+            "type": "object",
+            "required": ["type"],
+            "properties": {"type": {"enum": ["stdio", "streamable-http", "sse"]}},
+        },
+        "runtimeArguments": {"type": "array"},
+        "packageArguments": {"type": "array"},
+        "environmentVariables": {"type": "array", "items": VARIABLE},
+        "fileSha256": {"type": "string"},
+    },
+}
+SERVER = {
+    "type": "object",
+    "required": ["name", "description", "version"],
+    "additionalProperties": False,
+    "properties": {
+        "$schema": {
+            "const": "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"
+        },
+        "name": {
+            "type": "string",
+            "pattern": r"^[a-zA-Z0-9.-]+/[a-zA-Z0-9._-]+$",
+            "maxLength": 200,
+        },
+        "title": {"type": "string", "minLength": 1, "maxLength": 100},
+        "description": {"type": "string", "minLength": 1, "maxLength": 100},
+        "version": {"type": "string", "maxLength": 255},
+        "repository": {
+            "type": "object",
+            "required": ["url", "source"],
+            "properties": {
+                "url": {"type": "string", "pattern": "^https://"},
+                "source": {"type": "string"},
+                "id": {"type": "string"},
+                "subfolder": {"type": "string"},
+            },
+        },
+        "websiteUrl": {"type": "string", "pattern": "^https://"},
+        "packages": {"type": "array", "items": PACKAGE},
+        "remotes": {"type": "array"},
+        "icons": {"type": "array"},
+        "_meta": {"type": "object"},
+    },
+}
 
 
 def server_json() -> dict:
@@ -75,11 +119,14 @@ def variables_read_by_the_server() -> set[str]:
 def readme_rows() -> list[set[str]]:
     """The names in the first column of each row of docs/configuration.md's table of variables."""
     text = (ROOT / "docs" / "configuration.md").read_text()
-    table = text[text.index("## Environment variables"):]
+    table = text[text.index("## Environment variables") :]
     end = table.find("\n## ", 1)
     table = table if end < 0 else table[:end]
-    return [set(re.findall(r"`([A-Za-z][A-Za-z0-9_]+)`", line.split("|")[1]))
-            for line in table.splitlines() if line.startswith("| `")]
+    return [
+        set(re.findall(r"`([A-Za-z][A-Za-z0-9_]+)`", line.split("|")[1]))
+        for line in table.splitlines()
+        if line.startswith("| `")
+    ]
 
 
 def test_server_json_has_the_registry_shape():
@@ -87,23 +134,33 @@ def test_server_json_has_the_registry_shape():
     jsonschema.validate(doc, SERVER)
     kinds = {package["registryType"]: package for package in doc["packages"]}
     assert set(kinds) == {"pypi", "oci"}
-    assert kinds["pypi"]["identifier"] == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"]
-    assert "version" not in kinds["oci"]   # the registry wants the version as the image's tag
+    assert (
+        kinds["pypi"]["identifier"]
+        == tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["name"]
+    )
+    assert "version" not in kinds["oci"]  # the registry wants the version as the image's tag
     assert re.fullmatch(r"[a-z0-9.-]+(:\d+)?/[a-z0-9._/-]+:[\w.-]+", kinds["oci"]["identifier"])
-    assert f"mcp-name: {doc['name']}" in (ROOT / "README.md").read_text()   # PyPI ownership proof
+    assert f"mcp-name: {doc['name']}" in (ROOT / "README.md").read_text()  # PyPI ownership proof
 
 
 def test_every_variable_the_server_reads_is_declared_and_only_the_secrets_are_secret():
     documented = set().union(*readme_rows())
-    assert variables_read_by_the_server() <= documented, "docs/configuration.md's table lacks a variable hcmcp/config/*.py reads"
+    assert variables_read_by_the_server() <= documented, (
+        "docs/configuration.md's table lacks a variable hcmcp/config/*.py reads"
+    )
     for package in server_json()["packages"]:
         declared = {variable["name"]: variable for variable in package["environmentVariables"]}
         assert set(declared) <= documented, (package["registryType"], set(declared) - documented)
         assert variables_read_by_the_server() <= set(declared)
         for row in readme_rows():
-            assert row & set(declared), (package["registryType"], f"no variable of docs/configuration.md's row {sorted(row)}")
+            assert row & set(declared), (
+                package["registryType"],
+                f"no variable of docs/configuration.md's row {sorted(row)}",
+            )
         assert {name for name, v in declared.items() if v.get("isSecret")} == SECRETS
-        assert all(v.get("isSecret") is False for name, v in declared.items() if name not in SECRETS)
+        assert all(
+            v.get("isSecret") is False for name, v in declared.items() if name not in SECRETS
+        )
         assert "ELICITATION" in declared
 
 
@@ -121,15 +178,36 @@ def test_one_version_everywhere(tmp_path):
     env = {**os.environ, "HCMCP_PYZ_CACHE": str(tmp_path)}
     doc = server_json()
     assert doc["version"] == version
-    assert [p["version"] if "version" in p else p["identifier"].rsplit(":", 1)[1] for p in doc["packages"]] == [version] * 2
-    assert importlib.metadata.version("hcmcp") == version   # pyproject takes it from hcmcp/__init__.py
+    assert [
+        p["version"] if "version" in p else p["identifier"].rsplit(":", 1)[1]
+        for p in doc["packages"]
+    ] == [version] * 2
+    # pyproject takes it from hcmcp/__init__.py
+    assert importlib.metadata.version("hcmcp") == version
     assert f"\n## {version}\n" in (ROOT / "CHANGELOG.md").read_text()
     for argv in ([sys.executable, "-m", "hcmcp"], [sys.executable, str(built_pyz())]):
-        done = subprocess.run([*argv, "--version"], capture_output=True, text=True, timeout=60, env=env)
+        done = subprocess.run(
+            [*argv, "--version"], capture_output=True, text=True, timeout=60, env=env
+        )
         assert done.returncode == 0 and done.stdout == f"hcmcp {version}\n", (argv, done.stderr)
-    hello = subprocess.run([sys.executable, str(built_pyz())], capture_output=True, timeout=60, env=env, input=json.dumps(
-        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode())
+    hello = subprocess.run(
+        [sys.executable, str(built_pyz())],
+        capture_output=True,
+        timeout=60,
+        env=env,
+        input=json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
+            }
+        ).encode(),
+    )
     assert json.loads(hello.stdout.splitlines()[0])["result"]["serverInfo"]["version"] == version
 
 
@@ -145,10 +223,21 @@ def test_server_json_and_the_dockerfile_name_the_same_architectures_and_the_pyz_
     .pyz's platforms (.ci/build-pyz's TARGETS) are named alike."""
     meta = server_json()["_meta"]["io.modelcontextprotocol.registry/publisher-provided"]
     named = re.search(r"^# Architectures: ([^.]+)\.", (ROOT / "Dockerfile").read_text(), re.M)
-    assert named and named.group(1).split(", ") == meta["architectures"]["oci"] == ["linux/amd64", "linux/arm64"]
+    assert named and named.group(1).split(", ") == meta["architectures"]["oci"] == [
+        "linux/amd64",
+        "linux/arm64",
+    ]
     build = (ROOT / ".ci" / "build-pyz").read_text()
     targets = re.findall(r'^    \("([^"]+)", \(', build, re.M)
-    words = {"Linux": "linux", "macOS": "darwin", "Windows": "windows", "x86_64": "amd64", "aarch64": "arm64",
-             "arm64": "arm64"}
-    as_meta = [" ".join([f"{words[t.split()[0]]}/{words[t.split()[1]]}", *t.split()[2:]]) for t in targets]
+    words = {
+        "Linux": "linux",
+        "macOS": "darwin",
+        "Windows": "windows",
+        "x86_64": "amd64",
+        "aarch64": "arm64",
+        "arm64": "arm64",
+    }
+    as_meta = [
+        " ".join([f"{words[t.split()[0]]}/{words[t.split()[1]]}", *t.split()[2:]]) for t in targets
+    ]
     assert as_meta == meta["platforms"]["pyz"], (as_meta, meta["platforms"]["pyz"])

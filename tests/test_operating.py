@@ -24,9 +24,9 @@ import pytest
 
 from http_raw import Raw
 from support import ROOT
+from support.http_transport import BOTH, initialize_params, rpc
+from support.served import Served, clean_env, modern_call, read, slow_server
 from system_servers import require
-from test_http_transport_process import BOTH, Served, clean_env, modern_call, read
-from test_http_transport_support import initialize_params, rpc
 
 TOKEN = "operating-test-token-0123456789abcdef"
 POD = "10.244.3.17"  # what kubelet puts in Host: the pod's IP (never connected to: only a header)
@@ -36,7 +36,9 @@ KUBELET = (
 )
 
 
-def kubelet(port: int, path: str, method: str = "GET", host: str | None = None) -> tuple[int, dict, bytes]:
+def kubelet(
+    port: int, path: str, method: str = "GET", host: str | None = None
+) -> tuple[int, dict, bytes]:
     """kubelet's probe, byte for byte as it sends it; (status, headers, body)."""
     conn = Raw(port)
     try:
@@ -123,47 +125,23 @@ def test_probes_on_a_0000_bind_with_a_token_reached_through_loopback():
 
 # -- the drain -----------------------------------------------------------------------------------
 
-SLOW = """
-import sys, anyio, msgspec
-from conformance.fixture_server import fixture_tools
-from hcmcp.protocol.server import McpServer, ServerIdentity
-from hcmcp.protocol.streamable_http.serving import serve_http
-from hcmcp.protocol.streamable_http.transport import HttpSettings
-from hcmcp.protocol.tool import Annotations, Tool
-
-class NoParams(msgspec.Struct, forbid_unknown_fields=True):
-    pass
-
-class Slept(msgspec.Struct):
-    seconds: float
-
-async def slow(ctx, params):
-    sys.stderr.write("slow: started\\n")
-    sys.stderr.flush()
-    await anyio.sleep(2.0)
-    return Slept(2.0)
-
-READ = Annotations(read_only=True, destructive=False, idempotent=True)
-tools = fixture_tools() + [Tool("slow", "Slow", "Answers after 2 s.", NoParams, Slept, READ, slow)]
-server = McpServer(ServerIdentity(name="slow-fixture", version="0"), tools)
-anyio.run(lambda: serve_http(server, "127.0.0.1:0", settings=HttpSettings(shutdown_grace=8.0)))
-"""
-
 
 def test_sigterm_drains_readyz_503_at_once_while_the_slow_call_finishes_and_is_delivered():
-    with Served([sys.executable, "-c", SLOW, ""]) as server:
+    with Served(slow_server(grace=8.0, seconds=2.0)) as server:
         assert kubelet(server.port, "/readyz")[0] == 200
         message, headers = modern_call("slow")
         conn = server.connection()
         conn.request(
-            "POST", "/mcp", json.dumps(message),
+            "POST",
+            "/mcp",
+            json.dumps(message),
             {"Content-Type": "application/json", "Accept": BOTH, **headers},
         )
         server.wait_for("slow: started")
         signalled = time.monotonic()
         server.proc.send_signal(signal.SIGTERM)
         time.sleep(0.1)
-        status, headers_, body = kubelet(server.port, "/readyz")
+        status, _, body = kubelet(server.port, "/readyz")
         assert status == 503 and json.loads(body) == {"status": "draining"}
         assert time.monotonic() - signalled < 1.5  # at once, not after the call
         assert kubelet(server.port, "/healthz")[0] == 200  # alive until exit
@@ -171,10 +149,14 @@ def test_sigterm_drains_readyz_503_at_once_while_the_slow_call_finishes_and_is_d
         other, other_headers = modern_call("slow", id=2)
         fresh = server.connection()
         fresh.request(
-            "POST", "/mcp", json.dumps(other),
+            "POST",
+            "/mcp",
+            json.dumps(other),
             {"Content-Type": "application/json", "Accept": BOTH, **other_headers},
         )
-        refused, refused_headers, refusal = read(fresh.getresponse(), "2026-07-28", "tools/call", "slow")
+        refused, refused_headers, refusal = read(
+            fresh.getresponse(), "2026-07-28", "tools/call", "slow"
+        )
         assert refused == 503 and "shutting down" in refusal[0]["error"]["message"]
         assert refused_headers["retry-after"]
         # The call in flight still gets its answer.
@@ -196,7 +178,11 @@ def _free_port() -> int:
 def _session(server: Served, headers: dict[str, str]) -> dict[str, str]:
     status, answered, _ = server.post(rpc("initialize", initialize_params()), headers)
     assert status == 200
-    session = {**headers, "Mcp-Session-Id": answered["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
+    session = {
+        **headers,
+        "Mcp-Session-Id": answered["mcp-session-id"],
+        "MCP-Protocol-Version": "2025-11-25",
+    }
     server.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
     return session
 
@@ -219,10 +205,13 @@ def test_promtool_check_metrics_passes_on_the_exposition():
             arguments = {"check": "00000000-0000-4000-8000-000000000000"} if "check" in name else {}
             server.post(rpc("tools/call", {"name": name, "arguments": arguments}, 10 + n), session)
         kubelet(server.port, "/mcp", "GET")  # a refusal (403), counted
-        _session(server, {})  # a second initialize: the full path's (the first was the fast phase's)
+        # a second initialize: the full path's (the first was the fast phase's)
+        _session(server, {})
         exposition = _metrics(server.port)
         assert server.stop() == 0
-    checked = subprocess.run([promtool, "check", "metrics"], input=exposition, capture_output=True, timeout=30)
+    checked = subprocess.run(
+        [promtool, "check", "metrics"], input=exposition, capture_output=True, timeout=30
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
     text = exposition.decode()
     for series in (
@@ -247,7 +236,10 @@ def test_promtool_check_metrics_passes_on_the_exposition():
 def test_a_real_prometheus_scrapes_the_server_and_reports_the_calls_made():
     prometheus = require("prometheus", apt="prometheus")
     env = {"HCMCP_METRICS": "true", "HEALTHCHECKS_HTTP_TOKEN": TOKEN}
-    with tempfile.TemporaryDirectory() as scratch, served(["--http", "127.0.0.1:0", "--demo"], **env) as server:
+    with (
+        tempfile.TemporaryDirectory() as scratch,
+        served(["--http", "127.0.0.1:0", "--demo"], **env) as server,
+    ):
         auth = {"Authorization": f"Bearer {TOKEN}"}
         session = _session(server, auth)
         calls = {"list_checks": 5, "get_status": 3}
@@ -255,7 +247,9 @@ def test_a_real_prometheus_scrapes_the_server_and_reports_the_calls_made():
         for name, times in calls.items():
             for _ in range(times):
                 n += 1
-                status, _, messages = server.post(rpc("tools/call", {"name": name, "arguments": {}}, 100 + n), session)
+                status, _, messages = server.post(
+                    rpc("tools/call", {"name": name, "arguments": {}}, 100 + n), session
+                )
                 assert status == 200 and "result" in messages[-1]
         config = os.path.join(scratch, "prometheus.yml")
         with open(config, "w") as file:
@@ -267,13 +261,23 @@ def test_a_real_prometheus_scrapes_the_server_and_reports_the_calls_made():
             )
         port = _free_port()
         prom = subprocess.Popen(
-            [prometheus, f"--config.file={config}", f"--storage.tsdb.path={scratch}/data",
-             f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=scratch,
+            [
+                prometheus,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={scratch}/data",
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--log.level=warn",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            cwd=scratch,
         )
         try:
+
             def query(expression: str) -> list:
-                url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": expression})
+                url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode(
+                    {"query": expression}
+                )
                 with urllib.request.urlopen(url, timeout=5) as answer:
                     document = json.load(answer)
                 assert document["status"] == "success", document
@@ -298,7 +302,9 @@ def test_a_real_prometheus_scrapes_the_server_and_reports_the_calls_made():
             assert found == {name: float(times) for name, times in calls.items()}, found
             up = query('up{job="hcmcp"}')
             assert up and up[0]["value"][1] == "1"
-            upstream = query('sum(hcmcp_upstream_request_duration_seconds_count{endpoint="checks/",status_class="2xx"})')
+            upstream = query(
+                'sum(hcmcp_upstream_request_duration_seconds_count{endpoint="checks/",status_class="2xx"})'
+            )
             assert upstream and float(upstream[0]["value"][1]) >= 5
         finally:
             prom.terminate()
@@ -314,30 +320,73 @@ def test_json_logs_every_stderr_line_parses_and_request_lines_carry_the_fields()
     trace = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
     with served(["--http", "127.0.0.1:0", "--demo"], **env) as server:
         session = _session(server, {})
-        server.post(rpc("tools/call", {"name": "list_checks", "arguments": {}}, 2), {**session, "traceparent": trace})
-        server.post(rpc("tools/call", {"name": "get_check", "arguments": {"check": "00000000-0000-4000-8000-000000000000"}}, 3), session)
+        server.post(
+            rpc("tools/call", {"name": "list_checks", "arguments": {}}, 2),
+            {**session, "traceparent": trace},
+        )
+        server.post(
+            rpc(
+                "tools/call",
+                {
+                    "name": "get_check",
+                    "arguments": {"check": "00000000-0000-4000-8000-000000000000"},
+                },
+                3,
+            ),
+            session,
+        )
         kubelet(server.port, "/mcp", "GET")
         assert server.stop() == 0
         time.sleep(0.2)
         lines = [line for line in server.stderr if line.strip()]
     records = [json.loads(line) for line in lines]  # every line parses
     assert all({"time", "level", "event"} <= record.keys() for record in records)
-    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", record["time"]) for record in records)
+    assert all(
+        re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", record["time"])
+        for record in records
+    )
     requests = [record for record in records if record["event"] == "request" and record.get("tool")]
     by_tool = {record["tool"]: record for record in requests}
     listed = by_tool["list_checks"]
-    assert listed["method"] == "tools/call" and listed["outcome"] == "ok" and listed["upstream_status"] == 200
+    assert (
+        listed["method"] == "tools/call"
+        and listed["outcome"] == "ok"
+        and listed["upstream_status"] == 200
+    )
     assert listed["trace_id"] == "0af7651916cd43dd8448eb211c80319c"
-    assert isinstance(listed["duration_ms"], float) and re.fullmatch(r"[0-9a-f]{16}", listed["session"])
+    assert isinstance(listed["duration_ms"], float) and re.fullmatch(
+        r"[0-9a-f]{16}", listed["session"]
+    )
     missing = by_tool["get_check"]
-    assert missing["outcome"] == "tool_error" and missing["upstream_status"] == 404 and "trace_id" not in missing
-    assert any(record["event"] == "notice" and "serving MCP" in record["message"] for record in records)
+    assert (
+        missing["outcome"] == "tool_error"
+        and missing["upstream_status"] == 404
+        and "trace_id" not in missing
+    )
+    assert any(
+        record["event"] == "notice" and "serving MCP" in record["message"] for record in records
+    )
 
 
 def test_log_settings_are_strict():
-    for name, value in [("HCMCP_LOG_FORMAT", "JSON"), ("HCMCP_LOG_FORMAT", "yaml"), ("HCMCP_LOG_LEVEL", "verbose"),
-                        ("HCMCP_LOG_LEVEL", "INFO"), ("HCMCP_METRICS", "1"), ("HCMCP_METRICS", "yes")]:
-        done = subprocess.run([sys.executable, "-m", "hcmcp", "tools"], capture_output=True, text=True,
-                              env=clean_env(**{name: value}), cwd=ROOT, timeout=30)
+    for name, value in [
+        ("HCMCP_LOG_FORMAT", "JSON"),
+        ("HCMCP_LOG_FORMAT", "yaml"),
+        ("HCMCP_LOG_LEVEL", "verbose"),
+        ("HCMCP_LOG_LEVEL", "INFO"),
+        ("HCMCP_METRICS", "1"),
+        ("HCMCP_METRICS", "yes"),
+    ]:
+        done = subprocess.run(
+            [sys.executable, "-m", "hcmcp", "tools"],
+            capture_output=True,
+            text=True,
+            env=clean_env(**{name: value}),
+            cwd=ROOT,
+            timeout=30,
+        )
         assert done.returncode == 1, (name, value)
-        assert f"{name}={value!r} is not a valid value" in done.stderr and "Traceback" not in done.stderr
+        assert (
+            f"{name}={value!r} is not a valid value" in done.stderr
+            and "Traceback" not in done.stderr
+        )

@@ -28,12 +28,13 @@ from hypothesis import strategies as st
 
 import fuzz_strategies as fz
 from support import HCMCP, StdioPeer, validate_server_message
-from test_http_transport_process import Served
+from support.served import Served
 
-pytestmark = pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning")   # big fuzzed reprs
+# big fuzzed reprs
+pytestmark = pytest.mark.filterwarnings("ignore::hypothesis.errors.HypothesisWarning")
 
 REVISION = "2025-11-25"
-ANSWER_TIMEOUT = 30.0   # generous: a loaded 2-core machine
+ANSWER_TIMEOUT = 30.0  # generous: a loaded 2-core machine
 MiB = 1 << 20
 
 
@@ -64,17 +65,19 @@ class StdioFuzzer:
 
     def __init__(self, revision: str = REVISION) -> None:
         self.revision = revision
-        self.peer = StdioPeer(HCMCP + ["--demo"], revision=revision)
+        self.peer = StdioPeer([*HCMCP, "--demo"], revision=revision)
         self.peer.initialize(version=revision)
         self.tools = self.peer.request("tools/list")["result"]["tools"]
         self.methods: dict[Any, str] = {}
-        self.tools: dict[Any, Any] = {}   # request id -> the tool a tools/call named
-        self.cancelled_unanswered = 0   # calls a cancellation stopped: never answered (counted for tests)
+        self.tools: dict[Any, Any] = {}  # request id -> the tool a tools/call named
+        self.cancelled_unanswered = (
+            0  # calls a cancellation stopped: never answered (counted for tests)
+        )
         self.probes = 0
         self.examples = 0
         self.previous: list[bytes] = []
         self.failures: list[str] = []
-        self.internal: list[str] = []   # -32603 answers: a fuzzed line that found a bug
+        self.internal: list[str] = []  # -32603 answers: a fuzzed line that found a bug
         # stderr is read all along: a client that never reads it would stall any server that logs.
         self.stderr = bytearray()
         threading.Thread(target=self._drain_stderr, daemon=True).start()
@@ -87,23 +90,35 @@ class StdioFuzzer:
         try:
             line = self.peer.lines.get(timeout=max(0.01, deadline - time.monotonic()))
         except queue.Empty:
-            raise AssertionError("no answer within the deadline; stderr so far is in the server") from None
+            raise AssertionError(
+                "no answer within the deadline; stderr so far is in the server"
+            ) from None
         assert line is not None, "the server died: " + self.stderr.decode(errors="replace")[-3000:]
         assert line.endswith(b"\n"), line[:200]
-        message = json.loads(line)   # nothing but JSON reaches stdout
+        message = json.loads(line)  # nothing but JSON reaches stdout
         assert isinstance(message, dict) and message.get("jsonrpc") == "2.0", line[:200]
-        if message.get("method") == "notifications/progress":   # for a request that carried a progressToken
+        # for a request that carried a progressToken
+        if message.get("method") == "notifications/progress":
             validate_server_message(self.revision, message)
             token = message["params"]["progressToken"]
             assert any(token == fz.progress_token(sent) for sent in self.current), message
             return self._next_message(deadline)
-        assert "method" not in message, f"the server sent a request nobody asked for: {line[:300]!r}"
+        assert "method" not in message, (
+            f"the server sent a request nobody asked for: {line[:300]!r}"
+        )
         id = message.get("id")
         if message.get("error", {}).get("code") == -32603:
-            self.internal.append(json.dumps(message)[:300] + "\n  after: " + b" | ".join(
-                line[:400] for line in self.current).decode("utf-8", "replace"))
-        validate_server_message(_revision_of(message, self.revision), message,
-                                self.methods.get(id) if id is not None else None, self.tools.get(id))
+            self.internal.append(
+                json.dumps(message)[:300]
+                + "\n  after: "
+                + b" | ".join(line[:400] for line in self.current).decode("utf-8", "replace")
+            )
+        validate_server_message(
+            _revision_of(message, self.revision),
+            message,
+            self.methods.get(id) if id is not None else None,
+            self.tools.get(id),
+        )
         return message
 
     def run(self, lines: list[bytes]) -> None:
@@ -121,14 +136,19 @@ class StdioFuzzer:
         self.methods[probe] = "ping"
         payload = b"".join(line + b"\n" for line in lines)
         try:
-            self.peer.proc.stdin.write(payload + json.dumps({"jsonrpc": "2.0", "id": probe, "method": "ping"})
-                                       .encode() + b"\n")
+            self.peer.proc.stdin.write(
+                payload
+                + json.dumps({"jsonrpc": "2.0", "id": probe, "method": "ping"}).encode()
+                + b"\n"
+            )
             self.peer.proc.stdin.flush()
         except BrokenPipeError:
             self.peer.proc.wait(10)
             shown = b"\n".join(line[:300] for line in self.previous).decode("utf-8", "replace")
-            raise AssertionError(f"the server died after these lines:\n{shown}\nstderr:\n"
-                                 + self.stderr.decode(errors="replace")[-3000:]) from None
+            raise AssertionError(
+                f"the server died after these lines:\n{shown}\nstderr:\n"
+                + self.stderr.decode(errors="replace")[-3000:]
+            ) from None
         self.previous = lines
         tolerated = Counter(fz.tolerated_id(line) for line in lines)
         del tolerated[None]
@@ -157,7 +177,9 @@ class StdioFuzzer:
             except ValueError:
                 continue
 
-    def _check(self, lines: list[bytes], expected: Counter, cancelled: set, probe: str, tolerated: Counter) -> None:
+    def _check(
+        self, lines: list[bytes], expected: Counter, cancelled: set, probe: str, tolerated: Counter
+    ) -> None:
         seen: Counter = Counter()
         idless = 0
         must = {id for id in expected if id not in cancelled}
@@ -170,9 +192,12 @@ class StdioFuzzer:
                 continue
             id = message["id"]
             seen[id] += 1
-            assert id in expected or id == probe or seen[id] <= tolerated[id], \
+            assert id in expected or id == probe or seen[id] <= tolerated[id], (
                 f"an answer with an id no request carried: {message}"
-            assert seen[id] <= max(expected[id] + tolerated[id], 1), f"a second answer for {id!r}: {message}"
+            )
+            assert seen[id] <= max(expected[id] + tolerated[id], 1), (
+                f"a second answer for {id!r}: {message}"
+            )
         assert idless <= len(lines), "more id-less errors than lines"
         # A call cancelled after it started is answered before the cancellation is read, or never
         # (the server reads lines in order, and a call registers as in flight before the next line
@@ -182,11 +207,17 @@ class StdioFuzzer:
         self.cancelled_unanswered += sum(1 for id in cancelled if id in expected and seen[id] == 0)
 
     def close(self) -> None:
-        assert self.peer.proc.poll() is None, "the server died: " + self.stderr.decode(errors="replace")[-3000:]
+        assert self.peer.proc.poll() is None, (
+            "the server died: " + self.stderr.decode(errors="replace")[-3000:]
+        )
         assert self.peer.request("ping", id="final")["result"] == {}
         self.peer.close()
-        assert not self.internal, ("internal errors on fuzzed input:\n" + "\n".join(self.internal[:3])
-                                   + "\nstderr:\n" + self.stderr.decode(errors="replace")[:3000])
+        assert not self.internal, (
+            "internal errors on fuzzed input:\n"
+            + "\n".join(self.internal[:3])
+            + "\nstderr:\n"
+            + self.stderr.decode(errors="replace")[:3000]
+        )
         assert b"Traceback" not in self.stderr, self.stderr.decode(errors="replace")[-3000:]
 
 
@@ -206,8 +237,13 @@ def _batches(draw, message: st.SearchStrategy) -> list[bytes]:
     if ids and draw(st.booleans()):
         target = draw(st.sampled_from(ids))
         at = draw(st.integers(0, len(lines)))
-        cancel = json.dumps({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                             "params": {"requestId": target, "reason": "fuzz"}}).encode()
+        cancel = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": target, "reason": "fuzz"},
+            }
+        ).encode()
         lines.insert(at, cancel)
     return lines
 
@@ -223,10 +259,20 @@ def stdio_fuzzer(request):
 def test_stdio_fuzzed_lines_each_get_their_answer(stdio_fuzzer, fuzz_examples, fuzz_record):
     examples = fuzz_examples(120 if stdio_fuzzer.revision == REVISION else 50)
 
-    @settings(max_examples=examples, deadline=None, database=None, phases=[Phase.explicit, Phase.generate],
-              report_multiple_bugs=False,
-              suppress_health_check=list(HealthCheck))
-    @given(_batches(fz.messages(REVISION, stdio_fuzzer.tools) | fz.messages("2026-07-28", stdio_fuzzer.tools)))
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        phases=[Phase.explicit, Phase.generate],
+        report_multiple_bugs=False,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(
+        _batches(
+            fz.messages(REVISION, stdio_fuzzer.tools)
+            | fz.messages("2026-07-28", stdio_fuzzer.tools)
+        )
+    )
     def one(lines):
         stdio_fuzzer.run(lines)
 
@@ -240,25 +286,42 @@ def test_stdio_fuzzed_lines_each_get_their_answer(stdio_fuzzer, fuzz_examples, f
 
 # -- HTTP -----------------------------------------------------------------------------------------
 
+
 class HttpFuzzer:
     def __init__(self, served: Served) -> None:
         self.served = served
         self.conn = served.connection()
-        status, headers, body = self.post(json.dumps({
-            "jsonrpc": "2.0", "id": 1, "method": "initialize",
-            "params": {"protocolVersion": REVISION, "capabilities": {},
-                       "clientInfo": {"name": "fuzz", "version": "1"}}}).encode(), session=False)
+        status, headers, body = self.post(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": REVISION,
+                        "capabilities": {},
+                        "clientInfo": {"name": "fuzz", "version": "1"},
+                    },
+                }
+            ).encode(),
+            session=False,
+        )
         assert status == 200, body
         self.session = headers["mcp-session-id"]
         self.post(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
         status, _, body = self.post(b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}')
         self.tools = json.loads(body)["result"]["tools"]
         self.examples = 0
-        self.modern_results = 0   # 2026-07-28 bodies that got past the headers to a result
+        self.modern_results = 0  # 2026-07-28 bodies that got past the headers to a result
 
-    def post(self, body: bytes, session: bool = True, extra: dict[str, str] | None = None) -> tuple[int, dict, bytes]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-                   "MCP-Protocol-Version": REVISION}
+    def post(
+        self, body: bytes, session: bool = True, extra: dict[str, str] | None = None
+    ) -> tuple[int, dict, bytes]:
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "MCP-Protocol-Version": REVISION,
+        }
         if session:
             headers["Mcp-Session-Id"] = self.session
         headers.update(extra or {})
@@ -290,15 +353,27 @@ class HttpFuzzer:
             return
         content_type = headers.get("content-type", "")
         if content_type.startswith("text/event-stream"):
-            messages = [json.loads(part[5:]) for part in body.decode().split("\n") if part.startswith("data:")]
+            messages = [
+                json.loads(part[5:])
+                for part in body.decode().split("\n")
+                if part.startswith("data:")
+            ]
         else:
             assert content_type.startswith("application/json"), (status, headers, body[:200])
             messages = [json.loads(body)]
-        method = value.get("method") if isinstance(value, dict) and isinstance(value.get("method"), str) else None
+        method = (
+            value.get("method")
+            if isinstance(value, dict) and isinstance(value.get("method"), str)
+            else None
+        )
         for message in messages:
             assert isinstance(message, dict) and message.get("jsonrpc") == "2.0", message
-            validate_server_message(_revision_of(message), message, None if "method" in message else method,
-                                    _tool_of(value))
+            validate_server_message(
+                _revision_of(message),
+                message,
+                None if "method" in message else method,
+                _tool_of(value),
+            )
         answers = [m for m in messages if "method" not in m]
         if answers and "resultType" in (answers[0].get("result") or {}):
             self.modern_results += 1
@@ -306,8 +381,14 @@ class HttpFuzzer:
         if fz.must_answer(value):
             assert answers[0].get("id") == fz.readable_id(value), (line[:300], answers[0])
         else:
-            assert answers[0].get("id") in (None, fz.readable_id(value), fz.tolerated_id(line)), (line[:300], answers[0])
-        assert status in (200, 400, 404, 413, 503) and (status == 200 or "error" in answers[0]), (status, answers[0])
+            assert answers[0].get("id") in (None, fz.readable_id(value), fz.tolerated_id(line)), (
+                line[:300],
+                answers[0],
+            )
+        assert status in (200, 400, 404, 413, 503) and (status == 200 or "error" in answers[0]), (
+            status,
+            answers[0],
+        )
 
 
 def _header_value(value: Any) -> str | None:
@@ -327,23 +408,30 @@ def _modern_headers(value: Any) -> dict[str, str]:
     if not isinstance(value, dict) or not isinstance(value.get("params"), dict):
         return {}
     meta = value["params"].get("_meta")
-    version = meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, dict) else None
-    if not isinstance(version, str) or not version.isascii() or not version.isprintable() or len(version) > 4096:
-        return {}   # (a longer header is the listener's 431, refused before any body: no id to echo)
+    version = (
+        meta.get("io.modelcontextprotocol/protocolVersion") if isinstance(meta, dict) else None
+    )
+    if (
+        not isinstance(version, str)
+        or not version.isascii()
+        or not version.isprintable()
+        or len(version) > 4096
+    ):
+        return {}  # (a longer header is the listener's 431, refused before any body: no id to echo)
     headers = {"MCP-Protocol-Version": version}
     method = _header_value(value.get("method"))
     if method is not None and len(method) < 4096:
         headers["Mcp-Method"] = method
     key = "uri" if value.get("method") == "resources/read" else "name"
     name = _header_value(value["params"].get(key))
-    if name is not None and len(name) < 4096:   # a longer one is the listener's 431, before any body
+    if name is not None and len(name) < 4096:  # a longer one is the listener's 431, before any body
         headers["Mcp-Name"] = name
     return headers
 
 
 @pytest.fixture(scope="module")
 def http_served():
-    with Served(HCMCP + ["--demo", "--http", "127.0.0.1:0"]) as served:
+    with Served([*HCMCP, "--demo", "--http", "127.0.0.1:0"]) as served:
         yield served
 
 
@@ -352,14 +440,32 @@ def test_http_fuzzed_bodies_each_get_their_answer(http_served, fuzz_examples, fu
     examples = fuzz_examples(150)
     message = fz.messages(REVISION, fuzzer.tools) | fz.messages("2026-07-28", fuzzer.tools)
 
-    @settings(max_examples=examples, deadline=None, database=None, phases=[Phase.explicit, Phase.generate],
-              report_multiple_bugs=False, suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        phases=[Phase.explicit, Phase.generate],
+        report_multiple_bugs=False,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(fz.mutated(message))
     # Every run covers the 2026 era at least once: how many generated bodies reach a result there is
     # chance (once, under load, none of 150 did).
-    @example(json.dumps({"jsonrpc": "2.0", "id": "modern", "method": "tools/list", "params": {"_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientCapabilities": {}}}}).encode())
+    @example(
+        json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": "modern",
+                "method": "tools/list",
+                "params": {
+                    "_meta": {
+                        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                        "io.modelcontextprotocol/clientCapabilities": {},
+                    }
+                },
+            }
+        ).encode()
+    )
     def one(line):
         fuzzer.run(line)
 
@@ -368,19 +474,26 @@ def test_http_fuzzed_bodies_each_get_their_answer(http_served, fuzz_examples, fu
     finally:
         fuzz_record("http", fuzzer.examples)
     assert http_served.proc.poll() is None
-    assert fuzzer.modern_results > 0, "no 2026-07-28 body reached a result: the fuzzing missed that era"
-    if examples >= 1000:   # by chance, 0 to ~20 of 150 generated bodies do; of 1000, never none
-        assert fuzzer.modern_results > 1, "no generated 2026-07-28 body reached a result: the strategy is broken"
+    assert fuzzer.modern_results > 0, (
+        "no 2026-07-28 body reached a result: the fuzzing missed that era"
+    )
+    if examples >= 1000:  # by chance, 0 to ~20 of 150 generated bodies do; of 1000, never none
+        assert fuzzer.modern_results > 1, (
+            "no generated 2026-07-28 body reached a result: the strategy is broken"
+        )
 
 
 # -- memory: a 100 MB line, and a client that does not read ---------------------------------------
 
+
 def test_stdio_a_100_mb_line_is_refused_without_being_buffered_whole():
-    with StdioPeer(HCMCP + ["--demo"]) as peer:
+    with StdioPeer([*HCMCP, "--demo"]) as peer:
         peer.initialize()
         _, before = _rss(peer.proc.pid)
         chunk = b"x" * MiB
-        peer.proc.stdin.write(b'{"jsonrpc":"2.0","id":"huge","method":"tools/call","params":{"name":"echo","text":"')
+        peer.proc.stdin.write(
+            b'{"jsonrpc":"2.0","id":"huge","method":"tools/call","params":{"name":"echo","text":"'
+        )
         for _ in range(100):
             peer.proc.stdin.write(chunk)
         peer.proc.stdin.write(b'"}}\n')
@@ -403,7 +516,7 @@ def test_http_a_100_mb_body_is_refused_without_being_buffered_whole(http_served)
     conn.putheader("Content-Length", str(100 * MiB))
     conn.endheaders()
     try:
-        for _ in range(8):           # the head says 100 MB; the server must answer before it is all here
+        for _ in range(8):  # the head says 100 MB; the server must answer before it is all here
             conn.send(b" " * MiB)
     except (BrokenPipeError, ConnectionResetError):
         pass
@@ -421,14 +534,35 @@ def test_stdio_a_client_that_writes_thousands_of_requests_without_reading(fuzz_e
     """The server stalls on a full stdout pipe (it never buffers answers without end), and once the
     client reads, every request has exactly one answer."""
     import subprocess
+
     count = 2000 if fuzz_examples(None) is None else 20000
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HEALTHCHECKS_", "ELICITATION"))}
-    proc = subprocess.Popen(HCMCP + ["--demo"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, env=env)
+    env = {
+        k: v for k, v in os.environ.items() if not k.startswith(("HEALTHCHECKS_", "ELICITATION"))
+    }
+    proc = subprocess.Popen(
+        [*HCMCP, "--demo"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
     try:
-        proc.stdin.write(json.dumps({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": {
-            "protocolVersion": REVISION, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}).encode()
-            + b"\n" + b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        proc.stdin.write(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": "init",
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": REVISION,
+                        "capabilities": {},
+                        "clientInfo": {"name": "t", "version": "1"},
+                    },
+                }
+            ).encode()
+            + b"\n"
+            + b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+        )
         proc.stdin.flush()
         assert json.loads(proc.stdout.readline())["id"] == "init"
         rss_start, _ = _rss(proc.pid)
@@ -436,18 +570,37 @@ def test_stdio_a_client_that_writes_thousands_of_requests_without_reading(fuzz_e
         methods: dict[int, str] = {}
         for n in range(count):
             if n % 50 == 7:
-                requests.append({"jsonrpc": "2.0", "id": n, "method": "tools/call",
-                                 "params": {"name": "list_checks", "arguments": {}}})
+                requests.append(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": n,
+                        "method": "tools/call",
+                        "params": {"name": "list_checks", "arguments": {}},
+                    }
+                )
             elif n % 50 == 8:
-                requests.append({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                                 "params": {"requestId": n - 1}})
+                requests.append(
+                    {
+                        "jsonrpc": "2.0",
+                        "method": "notifications/cancelled",
+                        "params": {"requestId": n - 1},
+                    }
+                )
                 continue
-            elif n % 10 == 3:   # a tools/list answer is tens of kB: stdout's pipe fills within a few
+            elif n % 10 == 3:  # a tools/list answer is tens of kB: stdout's pipe fills within a few
                 requests.append({"jsonrpc": "2.0", "id": n, "method": "tools/list"})
-            else:   # padded, so that the requests alone are several times what the pipes hold
-                requests.append({"jsonrpc": "2.0", "id": n, "method": "ping", "params": {"_meta": {"pad": "x" * 200}}})
+            else:  # padded, so that the requests alone are several times what the pipes hold
+                requests.append(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": n,
+                        "method": "ping",
+                        "params": {"_meta": {"pad": "x" * 200}},
+                    }
+                )
             methods[n] = requests[-1]["method"]
-        calls = {n for n, method in methods.items() if method == "tools/call"}   # each may be cancelled
+        # each may be cancelled
+        calls = {n for n, method in methods.items() if method == "tools/call"}
         expected = set(methods) - calls
         lines = [json.dumps(r).encode() + b"\n" for r in requests]
         written = [0]
@@ -468,7 +621,9 @@ def test_stdio_a_client_that_writes_thousands_of_requests_without_reading(fuzz_e
             last = written[0]
         rss_stuck, _ = _rss(proc.pid)
         assert proc.poll() is None
-        assert writer.is_alive(), "the server took every request without being read: it buffers answers"
+        assert writer.is_alive(), (
+            "the server took every request without being read: it buffers answers"
+        )
         seen: Counter = Counter()
         validated: set = set()
         deadline = time.monotonic() + 120
@@ -479,7 +634,7 @@ def test_stdio_a_client_that_writes_thousands_of_requests_without_reading(fuzz_e
             assert line, "the server closed stdout"
             message = json.loads(line)
             method = methods[message["id"]]
-            if method not in validated:   # one of each kind (jsonschema on every tools/list is slow)
+            if method not in validated:  # one of each kind (jsonschema on every tools/list is slow)
                 validate_server_message(REVISION, message, method, "list_checks")
                 validated.add(method)
             assert message.get("jsonrpc") == "2.0" and ("result" in message or "error" in message)
@@ -487,7 +642,9 @@ def test_stdio_a_client_that_writes_thousands_of_requests_without_reading(fuzz_e
             assert seen[message["id"]] == 1, f"two answers for {message['id']}"
         writer.join(30)
         assert set(seen) <= expected | calls
-        assert rss_stuck - rss_start < 64 * MiB, f"RSS grew by {(rss_stuck - rss_start) / MiB:.0f} MiB"
+        assert rss_stuck - rss_start < 64 * MiB, (
+            f"RSS grew by {(rss_stuck - rss_start) / MiB:.0f} MiB"
+        )
         proc.stdin.close()
         # What was still in flight is answered before the exit (the EOF drain).
         rest = [json.loads(line) for line in reader]
@@ -504,27 +661,47 @@ def test_stdio_a_client_that_writes_thousands_of_requests_without_reading(fuzz_e
 
 # -- what the fuzzing found: each a line that ended the server or broke its answer ---------------
 
-DEEP = "[" * 300 + "]" * 300            # encodable by msgspec, not by orjson (255 levels)
-DEEPER = "[" * 5000 + "]" * 5000        # beyond msgspec's recursion limit
+DEEP = "[" * 300 + "]" * 300  # encodable by msgspec, not by orjson (255 levels)
+DEEPER = "[" * 5000 + "]" * 5000  # beyond msgspec's recursion limit
 META = '"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}'
 FOUND = {
-    "nesting beyond the decoder's limit ended the server":
-        ('{"jsonrpc":"2.0","id":"deep","method":"ping","params":{"a":' + DEEPER + '}}', "deep", -32600),
-    "an id that is itself too deep ended the server":
-        ('{"jsonrpc":"2.0","id":' + DEEPER + ',"method":"ping"}', None, -32600),
-    "a requestId that is a list ended the server":
-        ('{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":[1]}}', None, None),
-    "a deep _meta protocolVersion could not be encoded in -32022's data":
-        ('{"jsonrpc":"2.0","id":"v","method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":'
-         + DEEP + ',"io.modelcontextprotocol/clientCapabilities":{}}}}', "v", -32602),
-    "a deep resources/read uri could not be encoded in the error's data":
-        ('{"jsonrpc":"2.0","id":"u","method":"resources/read","params":{"uri":' + DEEP + ',' + META + '}}', "u", -32602),
+    "nesting beyond the decoder's limit ended the server": (
+        '{"jsonrpc":"2.0","id":"deep","method":"ping","params":{"a":' + DEEPER + "}}",
+        "deep",
+        -32600,
+    ),
+    "an id that is itself too deep ended the server": (
+        '{"jsonrpc":"2.0","id":' + DEEPER + ',"method":"ping"}',
+        None,
+        -32600,
+    ),
+    "a requestId that is a list ended the server": (
+        '{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":[1]}}',
+        None,
+        None,
+    ),
+    "a deep _meta protocolVersion could not be encoded in -32022's data": (
+        '{"jsonrpc":"2.0","id":"v","method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":'
+        + DEEP
+        + ',"io.modelcontextprotocol/clientCapabilities":{}}}}',
+        "v",
+        -32602,
+    ),
+    "a deep resources/read uri could not be encoded in the error's data": (
+        '{"jsonrpc":"2.0","id":"u","method":"resources/read","params":{"uri":'
+        + DEEP
+        + ","
+        + META
+        + "}}",
+        "u",
+        -32602,
+    ),
 }
 
 
 @pytest.mark.parametrize("line, id, code", FOUND.values(), ids=FOUND.keys())
 def test_stdio_what_the_fuzzing_found(line, id, code):
-    with StdioPeer(HCMCP + ["--demo"]) as peer:
+    with StdioPeer([*HCMCP, "--demo"]) as peer:
         peer.initialize()
         peer.send_raw(line.encode())
         if code is not None:
@@ -538,17 +715,28 @@ def test_stdio_what_the_fuzzing_found(line, id, code):
 def test_stdio_a_progress_token_beyond_64_bits_gets_no_progress_and_no_stray_error():
     """Found by the long run: the progress notification for such a token could not be encoded and
     came out as an id-less -32603 error, an answer to nothing."""
-    with StdioPeer(HCMCP + ["--demo"]) as peer:
+    with StdioPeer([*HCMCP, "--demo"]) as peer:
         peer.initialize()
         listing = peer.request("tools/call", {"name": "list_checks", "arguments": {}})
         check = listing["result"]["structuredContent"]["checks"][0]["uuid"]
         first = peer.request("tools/call", {"name": "delete_check", "arguments": {"check": check}})
         token = first["result"]["structuredContent"]["confirm_token"]
-        peer.send({"jsonrpc": "2.0", "id": "d", "method": "tools/call", "params": {
-            "name": "delete_check", "arguments": {"check": check, "confirm_token": token},
-            "_meta": {"progressToken": 2**70}}})
-        done = peer.read()   # the very next message is the answer: nothing before it
-        assert done["id"] == "d" and [c["uuid"] for c in done["result"]["structuredContent"]["deleted"]] == [check]
+        peer.send(
+            {
+                "jsonrpc": "2.0",
+                "id": "d",
+                "method": "tools/call",
+                "params": {
+                    "name": "delete_check",
+                    "arguments": {"check": check, "confirm_token": token},
+                    "_meta": {"progressToken": 2**70},
+                },
+            }
+        )
+        done = peer.read()  # the very next message is the answer: nothing before it
+        assert done["id"] == "d" and [
+            c["uuid"] for c in done["result"]["structuredContent"]["deleted"]
+        ] == [check]
         assert peer.close() == 0
         assert "Traceback" not in peer.stderr_text()
 
@@ -562,16 +750,26 @@ def test_stdio_an_id_reused_after_its_call_was_cancelled_gets_its_answer():
     try:
         for n in range(10):
             id = f"{fz.FUZZ_ID_PREFIX}-reused-{n}"
-            call = {"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                    "params": {"name": "list_checks", "arguments": {}}}
-            cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id}}
+            call = {
+                "jsonrpc": "2.0",
+                "id": id,
+                "method": "tools/call",
+                "params": {"name": "list_checks", "arguments": {}},
+            }
+            cancel = {
+                "jsonrpc": "2.0",
+                "method": "notifications/cancelled",
+                "params": {"requestId": id},
+            }
             fuzzer.run([json.dumps(call).encode(), json.dumps(cancel).encode()])
             call["params"]["name"] = "get_api_key_info"
             started = time.monotonic()
             fuzzer.run([json.dumps(call).encode()])
             assert time.monotonic() - started < ANSWER_TIMEOUT
         # The call is still on its way to the (in-process) upstream when the cancellation is read.
-        assert fuzzer.cancelled_unanswered > 0, "no cancellation stopped a call: the case was not exercised"
+        assert fuzzer.cancelled_unanswered > 0, (
+            "no cancellation stopped a call: the case was not exercised"
+        )
         fuzzer.close()
     finally:
         if fuzzer.peer.proc.poll() is None:

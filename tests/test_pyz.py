@@ -12,75 +12,33 @@ import json
 import os
 import queue
 import re
-import shutil
 import signal
 import stat
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
 
 import pytest
 
-from pyz_build import built_pyz, payload_hash
+from pyz_build import payload_hash
 from support import modern_meta, validate_server_message
-from test_http_transport_process import modern_call, read
-from test_http_transport_support import BOTH, LEGACY, initialize_params, rpc
-
-NOBODY = 65534
-TIMEOUT = 60.0
-OUR_ENV = {"HEALTHCHECKS_TIMEOUT": "20", "ELICITATION": "true"}   # our variables, nothing else
-
-
-def as_nobody() -> dict:
-    """Popen arguments that drop to uid/gid 65534 with no supplementary groups (we run as root in CI)."""
-    if os.geteuid() != 0:
-        return {}
-    return {"user": NOBODY, "group": NOBODY, "extra_groups": []}
-
-
-@pytest.fixture(scope="module")
-def place():
-    """A world-readable copy of the .pyz, a read-only working directory, and the interpreter nobody can run."""
-    folder = Path(tempfile.mkdtemp(prefix="hcmcp-pyz-test-", dir="/tmp"))
-    folder.chmod(0o755)
-    pyz = folder / "hcmcp.pyz"
-    shutil.copyfile(built_pyz(), pyz)
-    pyz.chmod(0o755)
-    workdir = folder / "readonly"
-    workdir.mkdir()
-    workdir.chmod(0o555)
-    python = next((candidate for candidate in ("/usr/bin/python3", sys._base_executable, sys.executable)
-                   if _runs_as_nobody(candidate)), None)
-    assert python, "no Python 3.11+ interpreter that uid 65534 may run (tried /usr/bin/python3 and this one)"
-    # Without HOME the .pyz falls back to ${TMPDIR:-/tmp}/hcmcp-<uid>: a TMPDIR of our own, sticky and
-    # world-writable as /tmp is, keeps that fallback (7.8 MB, owned by nobody) inside this folder.
-    temp = folder / "tmp"
-    temp.mkdir()
-    temp.chmod(0o1777)
-    yield {"pyz": pyz, "cwd": workdir, "python": python, "folder": folder, "tmp": temp}
-    shutil.rmtree(folder, ignore_errors=True)
-
-
-def our_env(place, env: dict | None = None) -> dict:
-    """OUR_ENV, the fixture's TMPDIR (unless the test names another), and the test's own variables."""
-    return {**OUR_ENV, "TMPDIR": str(place["tmp"]), **(env or {})}
-
-
-def _runs_as_nobody(python: str) -> bool:
-    try:
-        done = subprocess.run([python, "-I", "-c", "import sys; assert sys.version_info >= (3, 11)"],
-                              env={}, cwd="/", capture_output=True, timeout=30, **as_nobody())
-    except OSError:
-        return False
-    return done.returncode == 0
+from support.http_transport import BOTH, LEGACY, initialize_params, rpc
+from support.pyz_place import NOBODY, TIMEOUT, as_nobody, our_env
+from support.served import modern_call, read
 
 
 def restricted(place, *args: str, env: dict | None = None, **popen) -> subprocess.Popen:
-    return subprocess.Popen([place["python"], "-I", str(place["pyz"]), *args], env=our_env(place, env),
-                            cwd=place["cwd"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, **as_nobody(), **popen)
+    return subprocess.Popen(
+        [place["python"], "-I", str(place["pyz"]), *args],
+        env=our_env(place, env),
+        cwd=place["cwd"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        **as_nobody(),
+        **popen,
+    )
 
 
 class Lines:
@@ -107,6 +65,7 @@ def test_it_serves_the_demo_over_stdio_as_nobody_without_home_from_a_read_only_d
     proc = restricted(place, "--demo", stdin=subprocess.PIPE)
     out, err = Lines(proc.stdout), Lines(proc.stderr)
     try:
+
         def ask(id: int, method: str, params: dict, revision: str = LEGACY) -> dict:
             proc.stdin.write(json.dumps(rpc(method, params, id)).encode() + b"\n")
             proc.stdin.flush()
@@ -124,8 +83,16 @@ def test_it_serves_the_demo_over_stdio_as_nobody_without_home_from_a_read_only_d
         assert not listed.get("isError") and len(checks) == 3
         got = ask(4, "tools/call", {"name": "get_check", "arguments": {"check": checks[0]["uuid"]}})
         assert got["structuredContent"]["check"]["uuid"] == checks[0]["uuid"]
-        modern = ask(5, "tools/call", {"name": "list_flips", "arguments": {"check": checks[0]["uuid"]},
-                                       "_meta": modern_meta()}, revision="2026-07-28")
+        modern = ask(
+            5,
+            "tools/call",
+            {
+                "name": "list_flips",
+                "arguments": {"check": checks[0]["uuid"]},
+                "_meta": modern_meta(),
+            },
+            revision="2026-07-28",
+        )
         assert not modern.get("isError") and modern["resultType"] == "complete"
         proc.stdin.close()
         assert proc.wait(TIMEOUT) == 0
@@ -138,21 +105,34 @@ def test_it_serves_the_demo_over_stdio_as_nobody_without_home_from_a_read_only_d
 
 def test_it_serves_the_demo_over_http_as_nobody_without_home_from_a_read_only_directory(place):
     import http.client
+
     proc = restricted(place, "--http", "127.0.0.1:0", "--demo", stdin=subprocess.DEVNULL)
     err = Lines(proc.stderr)
     try:
         deadline = time.monotonic() + TIMEOUT
-        while not (banner := re.search(rb"serving MCP at http://127\.0\.0\.1:(\d+)/mcp", err.next())):
+        while not (
+            banner := re.search(rb"serving MCP at http://127\.0\.0\.1:(\d+)/mcp", err.next())
+        ):
             assert time.monotonic() < deadline
         port = int(banner.group(1))
 
-        def post(message: dict, headers: dict, revision: str = LEGACY) -> tuple[int, dict, list[dict]]:
+        def post(
+            message: dict, headers: dict, revision: str = LEGACY
+        ) -> tuple[int, dict, list[dict]]:
             conn = http.client.HTTPConnection("127.0.0.1", port, timeout=TIMEOUT)
-            conn.request("POST", "/mcp", json.dumps(message),
-                         {"Content-Type": "application/json", "Accept": BOTH, **headers})
+            conn.request(
+                "POST",
+                "/mcp",
+                json.dumps(message),
+                {"Content-Type": "application/json", "Accept": BOTH, **headers},
+            )
             try:
-                return read(conn.getresponse(), revision, message.get("method"),
-                            (message.get("params") or {}).get("name"))
+                return read(
+                    conn.getresponse(),
+                    revision,
+                    message.get("method"),
+                    (message.get("params") or {}).get("name"),
+                )
             finally:
                 conn.close()
 
@@ -160,7 +140,9 @@ def test_it_serves_the_demo_over_http_as_nobody_without_home_from_a_read_only_di
         assert status == 200 and hello["result"]["serverInfo"]["name"] == "hcmcp"
         session = {"Mcp-Session-Id": headers["mcp-session-id"], "MCP-Protocol-Version": LEGACY}
         assert post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session)[0] == 202
-        status, _, (listed,) = post(rpc("tools/call", {"name": "list_checks", "arguments": {"limit": 2}}, 2), session)
+        status, _, (listed,) = post(
+            rpc("tools/call", {"name": "list_checks", "arguments": {"limit": 2}}, 2), session
+        )
         assert status == 200 and len(listed["result"]["structuredContent"]["checks"]) == 2
         message, modern_headers = modern_call("list_integrations")
         status, _, (modern,) = post(message, modern_headers, revision="2026-07-28")
@@ -174,10 +156,19 @@ def test_it_serves_the_demo_over_http_as_nobody_without_home_from_a_read_only_di
     assert b"Traceback" not in b"".join(err.seen)
 
 
-def _run(place, *args: str, env: dict | None = None, nobody: bool = True) -> subprocess.CompletedProcess:
+def _run(
+    place, *args: str, env: dict | None = None, nobody: bool = True
+) -> subprocess.CompletedProcess:
     argv = [place["python"], "-I", str(place["pyz"]), *args]
-    return subprocess.run(argv, env=our_env(place, env), cwd=place["cwd"], capture_output=True,
-                          timeout=TIMEOUT, stdin=subprocess.DEVNULL, **(as_nobody() if nobody else {}))
+    return subprocess.run(
+        argv,
+        env=our_env(place, env),
+        cwd=place["cwd"],
+        capture_output=True,
+        timeout=TIMEOUT,
+        stdin=subprocess.DEVNULL,
+        **(as_nobody() if nobody else {}),
+    )
 
 
 def _tree(root: Path) -> list[tuple[str, float]]:
@@ -187,13 +178,21 @@ def _tree(root: Path) -> list[tuple[str, float]]:
 def test_processes_starting_at_once_unpack_once_and_each_sees_a_whole_directory(place):
     cache = place["folder"] / "race"
     env = our_env(place, {"HCMCP_PYZ_CACHE": str(cache)})
-    procs = [subprocess.Popen([place["python"], "-I", str(place["pyz"]), "--version"], env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
-             for _ in range(3)]
+    procs = [
+        subprocess.Popen(
+            [place["python"], "-I", str(place["pyz"]), "--version"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+        )
+        for _ in range(3)
+    ]
     results = [(proc.wait(TIMEOUT), *proc.communicate()) for proc in procs]
     for code, out, err in results:
         assert code == 0 and out.startswith(b"hcmcp "), err
-    assert [path.name for path in cache.iterdir()] == [payload_hash(place["pyz"])]   # no half-made leftovers
+    # no half-made leftovers
+    assert [path.name for path in cache.iterdir()] == [payload_hash(place["pyz"])]
 
 
 def test_a_later_run_reuses_the_directory_of_the_first(place):
@@ -211,18 +210,24 @@ def test_a_later_run_reuses_the_directory_of_the_first(place):
     assert unpacked.stat().st_ino == inode and _tree(unpacked) == before
 
 
-@pytest.mark.parametrize("case", ["read-only TMPDIR", "TMPDIR not ours", "HCMCP_PYZ_CACHE read-only"])
+@pytest.mark.parametrize(
+    "case", ["read-only TMPDIR", "TMPDIR not ours", "HCMCP_PYZ_CACHE read-only"]
+)
 def test_with_nowhere_to_unpack_it_stops_with_one_line_naming_the_variable(place, case):
     sealed = place["folder"] / f"sealed-{case.split()[0]}"
     sealed.mkdir(exist_ok=True)
     if case == "TMPDIR not ours":
         squat = sealed / f"hcmcp-{NOBODY if as_nobody() else os.getuid()}"
         squat.mkdir(exist_ok=True)
-        squat.chmod(0o777)                  # someone else's, writable by all: never run code from it
+        squat.chmod(0o777)  # someone else's, writable by all: never run code from it
         sealed.chmod(0o755)
     else:
         sealed.chmod(0o555)
-    env = {"HCMCP_PYZ_CACHE": str(sealed / "cache")} if case.startswith("HCMCP") else {"TMPDIR": str(sealed)}
+    env = (
+        {"HCMCP_PYZ_CACHE": str(sealed / "cache")}
+        if case.startswith("HCMCP")
+        else {"TMPDIR": str(sealed)}
+    )
     done = _run(place, "--demo", env=env)
     lines = done.stderr.decode().splitlines()
     assert done.returncode == 1 and done.stdout == b"" and len(lines) == 1, done.stderr
@@ -236,11 +241,18 @@ def test_the_stdio_end_to_end_tests_spawn_the_server_they_name():
     """With HCMCP_SERVER_CMD naming a .pyz (.ci/run's second pass), the spawned server's native modules
     come from that file's unpacked payload; without it, from the installed packages, never from a cache."""
     from support import HCMCP, StdioPeer
-    with StdioPeer(HCMCP + ["--demo"]) as peer:
+
+    with StdioPeer([*HCMCP, "--demo"]) as peer:
         peer.initialize()
-        assert not peer.request("tools/call", {"name": "list_checks", "arguments": {"limit": 1}})["result"].get("isError")
+        assert not peer.request("tools/call", {"name": "list_checks", "arguments": {"limit": 1}})[
+            "result"
+        ].get("isError")
         maps = Path(f"/proc/{peer.proc.pid}/maps").read_text()
-    native = {line.split()[-1] for line in maps.splitlines() if re.search(r"/(orjson|msgspec)/[^/]*\.so$", line)}
+    native = {
+        line.split()[-1]
+        for line in maps.splitlines()
+        if re.search(r"/(orjson|msgspec)/[^/]*\.so$", line)
+    }
     assert len(native) == 2, native
     pyz = [Path(arg) for arg in HCMCP if arg.endswith(".pyz")]
     if pyz:
@@ -253,6 +265,7 @@ def test_an_interpreter_it_has_no_native_modules_for_is_told_so_in_one_line(plac
     """A copy whose wheels are all for another machine, as a platform outside the list sees it: one line
     naming the platform, the interpreter and the platforms carried; nothing unpacked."""
     import zipfile
+
     other = place["folder"] / "elsewhere.pyz"
     machine = os.uname().machine
     with zipfile.ZipFile(place["pyz"]) as source, zipfile.ZipFile(other, "w") as copy:
@@ -266,12 +279,27 @@ def test_an_interpreter_it_has_no_native_modules_for_is_told_so_in_one_line(plac
         for name in ("__main__.py", "payload.zip"):
             copy.writestr(name, source.read(name))
     cache = place["folder"] / "refused"
-    done = subprocess.run([place["python"], "-I", str(other), "--demo"], capture_output=True, timeout=TIMEOUT,
-                          env=our_env(place, {"HCMCP_PYZ_CACHE": str(cache)}), cwd=place["cwd"], stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [place["python"], "-I", str(other), "--demo"],
+        capture_output=True,
+        timeout=TIMEOUT,
+        env=our_env(place, {"HCMCP_PYZ_CACHE": str(cache)}),
+        cwd=place["cwd"],
+        stdin=subprocess.DEVNULL,
+    )
     lines = done.stderr.decode().splitlines()
     assert done.returncode == 1 and done.stdout == b"" and len(lines) == 1, done.stderr
-    version = "%d.%d" % sys.version_info[:2] if place["python"] == sys._base_executable else ""
-    assert lines[0].startswith("hcmcp.pyz: no native modules (msgspec, orjson) for this platform: CPython "), lines[0]
-    assert f" on linux {machine}; this file carries them for CPython 3.11 on Linux sparc64." in lines[0], lines[0]
+    version = (
+        "{}.{}".format(*sys.version_info[:2]) if place["python"] == sys._base_executable else ""
+    )
+    assert lines[0].startswith(
+        "hcmcp.pyz: no native modules (msgspec, orjson) for this platform: CPython "
+    ), lines[0]
+    assert (
+        f" on linux {machine}; this file carries them for CPython 3.11 on Linux sparc64."
+        in lines[0]
+    ), lines[0]
     assert version in lines[0] and ".ci/build-pyz" in lines[0]
-    assert not cache.exists() or not any(cache.rglob("*.so")), "nothing unpacked for a platform it cannot serve"
+    assert not cache.exists() or not any(cache.rglob("*.so")), (
+        "nothing unpacked for a platform it cannot serve"
+    )

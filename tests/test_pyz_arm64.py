@@ -15,13 +15,14 @@ import time
 from pathlib import Path
 
 import pytest
+
 from pyz_build import payload_hash, universal_pyz
 from support import StdioPeer
 
 ROOT_VARIABLE = "HCMCP_ARM64_ROOT"
 EM_AARCH64 = 183
 CHROOT = shutil.which("chroot") or "/usr/sbin/chroot"
-FIRST_RUN = 300.0   # unpacking and compiling the payload, emulated, on a busy 2-core machine
+FIRST_RUN = 300.0  # unpacking and compiling the payload, emulated, on a busy 2-core machine
 
 
 @pytest.fixture(scope="module")
@@ -54,9 +55,17 @@ def home(arm64_root: Path):
 
 def emulated(root: Path, inside: str, *args: str) -> list[str]:
     """The root's python3, run by qemu-aarch64-static inside the root, with nothing of our environment."""
-    return [shutil.which("env") or "/usr/bin/env", "-i", f"HOME={inside}", "PATH=/usr/bin:/bin",
-            CHROOT, str(root),
-            "/usr/bin/qemu-aarch64-static", "/usr/bin/python3", *args]
+    return [
+        shutil.which("env") or "/usr/bin/env",
+        "-i",
+        f"HOME={inside}",
+        "PATH=/usr/bin:/bin",
+        CHROOT,
+        str(root),
+        "/usr/bin/qemu-aarch64-static",
+        "/usr/bin/python3",
+        *args,
+    ]
 
 
 def test_an_arm64_debian_python_runs_the_universal_pyz_over_stdio(arm64_root, home):
@@ -64,18 +73,32 @@ def test_an_arm64_debian_python_runs_the_universal_pyz_over_stdio(arm64_root, ho
     started = time.monotonic()
     peer = StdioPeer(emulated(arm64_root, inside, "-I", f"{inside}/hcmcp.pyz", "--demo"))
     with peer:
-        peer.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "arm64-test", "version": "1"}}})
+        peer.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {},
+                    "clientInfo": {"name": "arm64-test", "version": "1"},
+                },
+            }
+        )
         info = peer.read_response(1, timeout=FIRST_RUN)["result"]["serverInfo"]
         first = time.monotonic() - started
         peer.notify("notifications/initialized")
         tools = [tool["name"] for tool in peer.request("tools/list")["result"]["tools"]]
-        result = peer.request("tools/call", {"name": "list_checks", "arguments": {"limit": 2}})["result"]
+        result = peer.request("tools/call", {"name": "list_checks", "arguments": {"limit": 2}})[
+            "result"
+        ]
         assert peer.close(timeout=60) == 0, peer.stderr_text()
     assert info["name"] == "hcmcp" and "list_checks" in tools and "delete_check" in tools
     assert not result.get("isError") and result["structuredContent"]["checks"], result
-    print(f"arm64 (emulated): initialize answered {first:.1f} s after spawn (first run: unpack and compile); "
-          f"{len(tools)} tools; list_checks gave {len(result['structuredContent']['checks'])} checks")
+    print(
+        f"arm64 (emulated): initialize answered {first:.1f} s after spawn (first run: unpack and compile); "
+        f"{len(tools)} tools; list_checks gave {len(result['structuredContent']['checks'])} checks"
+    )
     unpacked = home / ".cache" / "hcmcp" / "pyz" / payload_hash(universal_pyz())
     natives = sorted(unpacked.rglob("*.so"))
     assert [path.parent.name for path in natives] == ["msgspec", "orjson"], natives
@@ -88,13 +111,25 @@ def test_an_arm64_debian_python_runs_the_universal_pyz_over_stdio(arm64_root, ho
 
 def test_a_later_run_in_the_root_starts_from_the_unpacked_copy(arm64_root, home):
     inside = "/" + str(home.relative_to(arm64_root))
-    for attempt in range(2):   # (run alone, the first unpacks); the second must reuse it untouched
+    for attempt in range(2):  # (run alone, the first unpacks); the second must reuse it untouched
         started = time.monotonic()
         peer = StdioPeer(emulated(arm64_root, inside, "-I", f"{inside}/hcmcp.pyz", "--demo"))
         with peer:
-            peer.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "arm64", "version": "1"}}})
-            assert peer.read_response(1, timeout=FIRST_RUN)["result"]["serverInfo"]["name"] == "hcmcp"
+            peer.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {},
+                        "clientInfo": {"name": "arm64", "version": "1"},
+                    },
+                }
+            )
+            assert (
+                peer.read_response(1, timeout=FIRST_RUN)["result"]["serverInfo"]["name"] == "hcmcp"
+            )
             assert peer.close(timeout=60) == 0, peer.stderr_text()
         took = time.monotonic() - started
         if attempt == 0:
@@ -104,14 +139,17 @@ def test_a_later_run_in_the_root_starts_from_the_unpacked_copy(arm64_root, home)
     print(f"arm64 (emulated): a later run answered initialize {took:.1f} s after spawn")
 
 
-def test_the_dockerfiles_build_steps_unchanged_make_an_arm64_image_that_serves(arm64_root, tmp_path):
+def test_the_dockerfiles_build_steps_unchanged_make_an_arm64_image_that_serves(
+    arm64_root, tmp_path
+):
     """The Dockerfile from an arm64 base: its build stage's COPY, ENV and RUN (exec form, the base's own
     python3) replayed in the arm64 root as they are written, then its final stage's ENTRYPOINT as its
     USER: the unpacked native modules are aarch64 ones, and the image serves --demo over stdio."""
     import json
     import subprocess
 
-    from test_container import stages
+    from support.dockerfile import stages
+
     build, last = stages()[0], stages()[-1]
     opt = arm64_root / "opt" / "hcmcp"
     assert not opt.exists(), f"{opt} is left from another run: remove it"
@@ -122,7 +160,8 @@ def test_the_dockerfiles_build_steps_unchanged_make_an_arm64_image_that_serves(a
                 *sources, target = args.split()
                 assert target == "/opt/hcmcp/", args
                 opt.mkdir(parents=True)
-                for source in sources:   # the build context: the universal .pyz and the files beside it
+                # the build context: the universal .pyz and the files beside it
+                for source in sources:
                     given = universal_pyz() if source == "dist/hcmcp.pyz" else Path(source)
                     data = given.read_bytes() if given.exists() else b"{}\n"
                     (opt / Path(source).name).write_bytes(data)
@@ -130,26 +169,69 @@ def test_the_dockerfiles_build_steps_unchanged_make_an_arm64_image_that_serves(a
                 env += [f"{k}={v}" for k, v in (item.split("=", 1) for item in args.split())]
             elif instruction == "RUN":
                 argv = json.loads(args)
-                assert argv[0] == "/usr/bin/python3", argv   # exec form, the base's interpreter
-                done = subprocess.run(["env", "-i", *env, CHROOT, str(arm64_root), "/usr/bin/qemu-aarch64-static",
-                                       *argv], capture_output=True, timeout=FIRST_RUN)
+                assert argv[0] == "/usr/bin/python3", argv  # exec form, the base's interpreter
+                done = subprocess.run(
+                    [
+                        "env",
+                        "-i",
+                        *env,
+                        CHROOT,
+                        str(arm64_root),
+                        "/usr/bin/qemu-aarch64-static",
+                        *argv,
+                    ],
+                    capture_output=True,
+                    timeout=FIRST_RUN,
+                )
                 assert done.returncode == 0, done.stderr.decode()
             else:
                 assert instruction == "USER" and args == "0:0", (instruction, args)
         natives = sorted((opt / "cache").rglob("*.so"))
-        assert len(natives) == 2 and all(p.name.endswith("-aarch64-linux-gnu.so") for p in natives), natives
+        assert len(natives) == 2 and all(
+            p.name.endswith("-aarch64-linux-gnu.so") for p in natives
+        ), natives
         user = next(args for instruction, args in last if instruction == "USER")
-        entrypoint = json.loads(next(args for instruction, args in last if instruction == "ENTRYPOINT"))
-        final_env = [f"{k}={v}" for instruction, args in last if instruction == "ENV"
-                     for k, v in (item.split("=", 1) for item in args.split())]
-        peer = StdioPeer(["env", "-i", "PATH=/usr/bin:/bin", *final_env, CHROOT, f"--userspec={user}",
-                          str(arm64_root), "/usr/bin/qemu-aarch64-static", *entrypoint, "--demo"])
+        entrypoint = json.loads(
+            next(args for instruction, args in last if instruction == "ENTRYPOINT")
+        )
+        final_env = [
+            f"{k}={v}"
+            for instruction, args in last
+            if instruction == "ENV"
+            for k, v in (item.split("=", 1) for item in args.split())
+        ]
+        peer = StdioPeer(
+            [
+                "env",
+                "-i",
+                "PATH=/usr/bin:/bin",
+                *final_env,
+                CHROOT,
+                f"--userspec={user}",
+                str(arm64_root),
+                "/usr/bin/qemu-aarch64-static",
+                *entrypoint,
+                "--demo",
+            ]
+        )
         with peer:
-            peer.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "arm64", "version": "1"}}})
+            peer.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {},
+                        "clientInfo": {"name": "arm64", "version": "1"},
+                    },
+                }
+            )
             assert peer.read_response(1, timeout=120)["result"]["serverInfo"]["name"] == "hcmcp"
             peer.notify("notifications/initialized")
-            assert "get_status" in {t["name"] for t in peer.request("tools/list")["result"]["tools"]}
+            assert "get_status" in {
+                t["name"] for t in peer.request("tools/list")["result"]["tools"]
+            }
             assert peer.close(timeout=60) == 0, peer.stderr_text()
     finally:
         shutil.rmtree(arm64_root / "opt", ignore_errors=True)

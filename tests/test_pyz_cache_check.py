@@ -33,8 +33,18 @@ def probe_session(home: Path, mode: str) -> subprocess.CompletedProcess:
     """pytest on the probe alone, as a user runs it: the session makes its own HCMCP_PYZ_CACHE. In
     server-cmd mode only HCMCP_SERVER_CMD names the .pyz (a copy in this test's folder), as when the
     first CI run's leak went unseen."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("HCMCP_PYZ_CACHE", "HCMCP_SERVER_CMD", "HCMCP_PYZ", "XDG_CACHE_HOME", "PYTEST_ADDOPTS")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k
+        not in (
+            "HCMCP_PYZ_CACHE",
+            "HCMCP_SERVER_CMD",
+            "HCMCP_PYZ",
+            "XDG_CACHE_HOME",
+            "PYTEST_ADDOPTS",
+        )
+    }
     env.update(HOME=str(home), TMPDIR=str(home.parent / "tmp"), HCMCP_CACHE_PROBE=mode)
     if mode == "server-cmd":
         copy = home.parent / "named.pyz"
@@ -42,8 +52,14 @@ def probe_session(home: Path, mode: str) -> subprocess.CompletedProcess:
         env["HCMCP_SERVER_CMD"] = shlex.join([sys.executable, "-I", str(copy)])
     else:
         env["HCMCP_PYZ"] = str(built_pyz())
-    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "tests/pyz_cache_probe.py"],
-                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=180)
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "tests/pyz_cache_probe.py"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
 
 
 def user_cache(home: Path) -> Path:
@@ -53,18 +69,25 @@ def user_cache(home: Path) -> Path:
 @pytest.mark.parametrize("mode", ["made-up-env", "server-cmd"])
 def test_a_pyz_the_run_unpacked_into_home_fails_the_run(home, mode):
     done = probe_session(home, mode)
-    assert user_cache(home).is_dir()                     # the probe did leave it there
+    assert user_cache(home).is_dir()  # the probe did leave it there
     assert done.returncode == 1, done.stdout[-2000:]
-    assert "1 passed" in done.stdout and LEFT in done.stdout and str(user_cache(home)) in done.stdout
+    assert (
+        "1 passed" in done.stdout and LEFT in done.stdout and str(user_cache(home)) in done.stdout
+    )
 
 
 def test_a_copy_the_user_made_before_the_run_does_not_fail_it(home):
     # The user ran the .pyz as the README shows: it unpacked into their ~/.cache.
-    subprocess.run([sys.executable, "-I", str(built_pyz()), "--version"], check=True, capture_output=True,
-                   env={"HOME": str(home), "PATH": os.environ["PATH"]}, timeout=60)
+    subprocess.run(
+        [sys.executable, "-I", str(built_pyz()), "--version"],
+        check=True,
+        capture_output=True,
+        env={"HOME": str(home), "PATH": os.environ["PATH"]},
+        timeout=60,
+    )
     assert user_cache(home).is_dir()
     # The run's own .pyz, the very payload of their copy (the old check failed on that alone), spawned
     # even the careless way: it reuses their copy and leaves nothing new behind.
     done = probe_session(home, "made-up-env")
     assert done.returncode == 0 and LEFT not in done.stdout, done.stdout[-2000:]
-    assert user_cache(home).is_dir()                     # and the check removes nothing of theirs
+    assert user_cache(home).is_dir()  # and the check removes nothing of theirs

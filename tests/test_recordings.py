@@ -27,10 +27,10 @@ from urllib.parse import parse_qsl
 import anyio
 import pytest
 
-from hcmcp.simulator.simulator import Simulator, serve
+from hcmcp.http.messages import Request, Response, StreamingResponse
 from hcmcp.simulator.responses import NOT_FOUND_PAGE
 from hcmcp.simulator.seed import RECORDED_NOW
-from hcmcp.http.messages import Request, Response, StreamingResponse
+from hcmcp.simulator.simulator import Simulator, serve
 from support import RECORDINGS
 
 INDEX = json.loads((RECORDINGS / "_index.json").read_text())
@@ -77,7 +77,7 @@ class Replay:
         self.clock = ReplayClock(RECORDED_NOW)
         self.sim = Simulator(clock=self.clock)
         self.sim.seed_recordings()
-        self.ids: dict[str, str] = {}      # recorded id of an API-created object -> ours
+        self.ids: dict[str, str] = {}  # recorded id of an API-created object -> ours
 
     def key(self, placeholder: str) -> str:
         return getattr(self.sim, placeholder)
@@ -96,7 +96,9 @@ class Replay:
             text = text.replace(recorded, ours).replace(recorded.upper(), ours.upper())
         return text
 
-    def request(self, recorded: dict[str, Any]) -> tuple[str, str, list[tuple[str, str]], list[tuple[str, str]], bytes]:
+    def request(
+        self, recorded: dict[str, Any]
+    ) -> tuple[str, str, list[tuple[str, str]], list[tuple[str, str]], bytes]:
         """(method, path, query, headers, body) to send for a recorded request."""
         path, _, query_text = recorded["path"].partition("?")
         query = [(k, self.keys_in(v)) for k, v in parse_qsl(query_text, keep_blank_values=True)]
@@ -107,8 +109,11 @@ class Replay:
             raw = PLACEHOLDER_PATTERN.sub(lambda m: self.key(m[1]), body).encode()
         else:
             raw = json.dumps(self.keys_in(body)).encode()
-        headers = [(name.lower(), self.keys_in(value)) for name, value in recorded["headers"].items()
-                   if name.lower() not in ("content-length", "host")]
+        headers = [
+            (name.lower(), self.keys_in(value))
+            for name, value in recorded["headers"].items()
+            if name.lower() not in ("content-length", "host")
+        ]
         if raw or "Content-Length" in recorded["headers"]:
             headers.append(("content-length", str(len(raw))))
         return recorded["method"], self.our_ids(path), query, headers, raw
@@ -119,8 +124,10 @@ class Replay:
             return
         if "uuid" in recorded_body and "uuid" in our_body and recorded_body["uuid"] not in self.ids:
             self.ids.setdefault(recorded_body["uuid"], our_body["uuid"])
-            self.ids.setdefault(recorded_body["badge_url"].rsplit("/", 1)[1][:-4],
-                                our_body["badge_url"].rsplit("/", 1)[1][:-4])
+            self.ids.setdefault(
+                recorded_body["badge_url"].rsplit("/", 1)[1][:-4],
+                our_body["badge_url"].rsplit("/", 1)[1][:-4],
+            )
 
 
 def body_kind(status: int, content_type: str, body: bytes) -> str:
@@ -135,20 +142,24 @@ def body_kind(status: int, content_type: str, body: bytes) -> str:
 
 def compare_json(expected: Any, actual: Any, where: str, problems: list[str]) -> None:
     if type(expected) is not type(actual):
-        problems.append(f"{where}: expected {type(expected).__name__} {expected!r}, got "
-                        f"{type(actual).__name__} {actual!r}")
+        problems.append(
+            f"{where}: expected {type(expected).__name__} {expected!r}, got "
+            f"{type(actual).__name__} {actual!r}"
+        )
     elif isinstance(expected, dict):
         # Badge tags come from a Python set on the server: their order is random there.
         in_order = not where.endswith(".badges")
         exp_keys, act_keys = list(expected), list(actual)
-        if (exp_keys if in_order else sorted(exp_keys)) != (act_keys if in_order else sorted(act_keys)):
+        if (exp_keys if in_order else sorted(exp_keys)) != (
+            act_keys if in_order else sorted(act_keys)
+        ):
             problems.append(f"{where}: keys {exp_keys} expected, got {act_keys}")
         for key in expected.keys() & actual.keys():
             compare_json(expected[key], actual[key], f"{where}.{key}", problems)
     elif isinstance(expected, list):
         if len(expected) != len(actual):
             problems.append(f"{where}: {len(expected)} items expected, got {len(actual)}")
-        for i, (e, a) in enumerate(zip(expected, actual)):
+        for i, (e, a) in enumerate(zip(expected, actual, strict=False)):
             compare_json(e, a, f"{where}[{i}]", problems)
     elif isinstance(expected, str) and where.endswith(".date"):
         # Ping dates: same second; the microseconds are the seed's, but always present.
@@ -161,8 +172,13 @@ def compare_json(expected: Any, actual: Any, where: str, problems: list[str]) ->
         problems.append(f"{where}: expected {expected!r}, got {actual!r}")
 
 
-def compare(replay: Replay, recorded: dict[str, Any], status: int,
-            headers: list[tuple[str, str]], body: bytes) -> list[str]:
+def compare(
+    replay: Replay,
+    recorded: dict[str, Any],
+    status: int,
+    headers: list[tuple[str, str]],
+    body: bytes,
+) -> list[str]:
     """Every difference between the recorded response and ours, as readable lines."""
     problems: list[str] = []
     if status != recorded["status"]:
@@ -173,21 +189,26 @@ def compare(replay: Replay, recorded: dict[str, Any], status: int,
     if kind != recorded["body_kind"]:
         problems.append(f"body kind {recorded['body_kind']} expected, got {kind}: {body[:200]!r}")
     if set(theirs) - IGNORED_HEADERS != set(ours) - IGNORED_HEADERS:
-        problems.append(f"headers {sorted(set(theirs) - IGNORED_HEADERS)} expected, "
-                        f"got {sorted(set(ours) - IGNORED_HEADERS)}")
+        problems.append(
+            f"headers {sorted(set(theirs) - IGNORED_HEADERS)} expected, "
+            f"got {sorted(set(ours) - IGNORED_HEADERS)}"
+        )
     for name in (set(theirs) & set(ours)) - IGNORED_HEADERS:
         if theirs[name] != ours[name]:
             problems.append(f"header {name}: {theirs[name]!r} expected, got {ours[name]!r}")
     if "access-control-allow-methods" in theirs:
         methods = set(theirs["access-control-allow-methods"].split(", "))
         if methods != set(ours.get("access-control-allow-methods", "").split(", ")):
-            problems.append(f"Access-Control-Allow-Methods {methods} expected, got "
-                            f"{ours.get('access-control-allow-methods')!r}")
+            problems.append(
+                f"Access-Control-Allow-Methods {methods} expected, got "
+                f"{ours.get('access-control-allow-methods')!r}"
+            )
     if "expires" in theirs and "expires" not in ours:
         problems.append("an Expires header expected")
     if "content-length" in theirs:
         length = int(theirs["content-length"]) - sum(
-            extra * body.count(name.encode()) for name, extra in RENAMED_AFTER_RECORDING.items())
+            extra * body.count(name.encode()) for name, extra in RENAMED_AFTER_RECORDING.items()
+        )
         if length != len(body):
             problems.append(f"{length} body bytes expected (as recorded), got {len(body)}")
     if recorded["body_kind"] == "json" and kind == "json":
@@ -195,8 +216,13 @@ def compare(replay: Replay, recorded: dict[str, Any], status: int,
         replay.learn_ids(recorded["body"], ours_json)
         expected = json.loads(replay.our_ids(json.dumps(recorded["body"])))
         compare_json(expected, ours_json, "body", problems)
-    elif recorded["body_kind"] in ("text", "html") and body.decode(errors="replace") != recorded["body"]:
-        problems.append(f"body {recorded['body']!r} expected, got {body.decode(errors='replace')!r}")
+    elif (
+        recorded["body_kind"] in ("text", "html")
+        and body.decode(errors="replace") != recorded["body"]
+    ):
+        problems.append(
+            f"body {recorded['body']!r} expected, got {body.decode(errors='replace')!r}"
+        )
     return problems
 
 
@@ -206,7 +232,9 @@ async def replay_in_process() -> dict[str, list[str]]:
         recorded = load(case)
         replay.clock.move_to(recorded["headers"]["Date"])
         method, path, query, headers, raw = replay.request(recorded["request"])
-        response = await replay.sim.app(Request(method, path, query, headers, raw, ("127.0.0.1", 50000)))
+        response = await replay.sim.app(
+            Request(method, path, query, headers, raw, ("127.0.0.1", 50000))
+        )
         if isinstance(response, StreamingResponse):
             body = b"".join([chunk async for chunk in response.chunks])
         else:
@@ -216,8 +244,9 @@ async def replay_in_process() -> dict[str, list[str]]:
     return results
 
 
-def _http_exchange(port: int, method: str, target: str, headers: list[tuple[str, str]],
-                   body: bytes) -> tuple[int, list[tuple[str, str]], bytes]:
+def _http_exchange(
+    port: int, method: str, target: str, headers: list[tuple[str, str]], body: bytes
+) -> tuple[int, list[tuple[str, str]], bytes]:
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
     try:
         connection.putrequest(method, target, skip_accept_encoding=True)
@@ -236,12 +265,15 @@ async def replay_over_http() -> dict[str, list[str]]:
         for case in CASES:
             recorded = load(case)
             replay.clock.move_to(recorded["headers"]["Date"])
-            method, path, query, headers, raw = replay.request(recorded["request"])
-            target = recorded["request"]["path"].replace(recorded["request"]["path"].partition("?")[0], path, 1)
+            method, path, _query, headers, raw = replay.request(recorded["request"])
+            target = recorded["request"]["path"].replace(
+                recorded["request"]["path"].partition("?")[0], path, 1
+            )
             target = PLACEHOLDER_PATTERN.sub(lambda m: replay.key(m[1]), target)
             status, got_headers, body = await anyio.to_thread.run_sync(
-                _http_exchange, server.port, method, target, headers, raw)
-            if method == "HEAD":    # no body, so the server's Content-Length says nothing of ours
+                _http_exchange, server.port, method, target, headers, raw
+            )
+            if method == "HEAD":  # no body, so the server's Content-Length says nothing of ours
                 got_headers = [(n, v) for n, v in got_headers if n.lower() != "content-length"]
             results[case] = compare(replay, recorded, status, got_headers, body)
     return results
@@ -266,7 +298,9 @@ def test_the_index_names_182_recordings_and_every_file_is_replayed():
 
 def _verdict(case: str, problems: list[str]) -> None:
     if case in UNREPRODUCIBLE:
-        assert problems, f"{case} now replays green: take it off UNREPRODUCIBLE ({UNREPRODUCIBLE[case]})"
+        assert problems, (
+            f"{case} now replays green: take it off UNREPRODUCIBLE ({UNREPRODUCIBLE[case]})"
+        )
     else:
         assert not problems, f"{case} differs from the real server:\n  " + "\n  ".join(problems)
 
@@ -297,7 +331,9 @@ def test_the_comparison_catches_a_difference():
     headers = [(k, v) for k, v in recorded["headers"].items() if k != "Content-Length"]
     assert any("n_pings" in p for p in compare(replay, recorded, 200, headers, encoded))
     del body["n_pings"]
-    assert any("keys" in p for p in compare(replay, recorded, 200, headers, json.dumps(body).encode()))
+    assert any(
+        "keys" in p for p in compare(replay, recorded, 200, headers, json.dumps(body).encode())
+    )
 
 
 def test_checks_decoded_in_one_typed_pass_equal_the_tolerant_path_on_every_recorded_answer():
@@ -305,7 +341,14 @@ def test_checks_decoded_in_one_typed_pass_equal_the_tolerant_path_on_every_recor
     check_from_json) and fall back to decoding JSON and converting entry by entry (entries_of,
     check_of): on every recorded 200 answer, the two must give the same checks, or the typed pass
     must step aside."""
-    from hcmcp.healthchecks.models import Check, check_from_json, check_of, checks_from_json, entries_of
+    from hcmcp.healthchecks.models import (
+        Check,
+        check_from_json,
+        check_of,
+        checks_from_json,
+        entries_of,
+    )
+
     compared = 0
     for path in sorted(RECORDINGS.glob("*.json")):
         if path.name == "_index.json":
@@ -318,7 +361,10 @@ def test_checks_decoded_in_one_typed_pass_equal_the_tolerant_path_on_every_recor
         if isinstance(document, dict) and isinstance(document.get("checks"), list):
             typed = checks_from_json(body)
             tolerant = entries_of(document, "checks", Check)
-            assert typed is None or (typed.items, typed.malformed) == (tolerant.items, tolerant.malformed), path.name
+            assert typed is None or (typed.items, typed.malformed) == (
+                tolerant.items,
+                tolerant.malformed,
+            ), path.name
             compared += typed is not None
         elif isinstance(document, dict) and ("uuid" in document or "unique_key" in document):
             assert check_from_json(body) == check_of(document), path.name
@@ -326,5 +372,5 @@ def test_checks_decoded_in_one_typed_pass_equal_the_tolerant_path_on_every_recor
     assert compared >= 10, compared
     # Not a list of checks, or an entry that is not one: the typed pass steps aside.
     assert checks_from_json(b'{"checks": [{"name": "x"}]}') is None
-    assert checks_from_json(b'[1, 2]') is None
+    assert checks_from_json(b"[1, 2]") is None
     assert check_from_json(b'{"checks": []}') is None

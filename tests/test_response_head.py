@@ -21,31 +21,57 @@ def _server_after_request() -> h11.Connection:
 
 
 def _h11_head(status: int, headers: list[tuple[str, str]]) -> bytes:
-    return _server_after_request().send(h11.Response(status_code=status, reason=reason(status), headers=headers))
+    return _server_after_request().send(
+        h11.Response(status_code=status, reason=reason(status), headers=headers)
+    )
 
 
-@pytest.mark.parametrize("status, headers", [
-    (200, [("content-type", "application/json"), ("content-length", "17")]),
-    (200, [("content-type", "application/json"), ("mcp-session-id", "Zr0_-x"), ("content-length", "0")]),
-    (202, [("content-length", "0")]),
-    (400, [("content-type", "application/json"), ("Content-Length", "5")]),
-    (503, [("content-type", "application/json"), ("retry-after", "1"), ("content-length", "9")]),
-    (405, [("allow", "POST, DELETE"), ("content-length", "3")]),
-    (299, [("x-odd", "a b c"), ("content-length", "1")]),      # no standard reason phrase: h11 sends none
-])
+@pytest.mark.parametrize(
+    "status, headers",
+    [
+        (200, [("content-type", "application/json"), ("content-length", "17")]),
+        (
+            200,
+            [
+                ("content-type", "application/json"),
+                ("mcp-session-id", "Zr0_-x"),
+                ("content-length", "0"),
+            ],
+        ),
+        (202, [("content-length", "0")]),
+        (400, [("content-type", "application/json"), ("Content-Length", "5")]),
+        (
+            503,
+            [("content-type", "application/json"), ("retry-after", "1"), ("content-length", "9")],
+        ),
+        (405, [("allow", "POST, DELETE"), ("content-length", "3")]),
+        # no standard reason phrase: h11 sends none
+        (
+            299,
+            [("x-odd", "a b c"), ("content-length", "1")],
+        ),
+    ],
+)
 def test_the_hand_written_head_is_the_bytes_h11_writes(status, headers):
     assert plain_head(status, headers) == _h11_head(status, headers)
 
 
-@pytest.mark.parametrize("status, headers", [
-    (200, [("content-type", "text/plain\r\nx-injected: 1"), ("content-length", "1")]),   # h11 refuses it
-    (200, [("bad name", "x"), ("content-length", "1")]),
-    (200, [("x-tab", "a\tb"), ("content-length", "1")]),
-    (200, [("x-space", " padded"), ("content-length", "1")]),
-    (200, [("x-latin", "caf\u00e9"), ("content-length", "1")]),
-    (101, [("content-length", "0")]),
-    (600, [("content-length", "0")]),
-])
+@pytest.mark.parametrize(
+    "status, headers",
+    [
+        # h11 refuses it
+        (
+            200,
+            [("content-type", "text/plain\r\nx-injected: 1"), ("content-length", "1")],
+        ),
+        (200, [("bad name", "x"), ("content-length", "1")]),
+        (200, [("x-tab", "a\tb"), ("content-length", "1")]),
+        (200, [("x-space", " padded"), ("content-length", "1")]),
+        (200, [("x-latin", "caf\u00e9"), ("content-length", "1")]),
+        (101, [("content-length", "0")]),
+        (600, [("content-length", "0")]),
+    ],
+)
 def test_anything_unusual_is_left_to_h11(status, headers):
     assert plain_head(status, headers) is None
 

@@ -33,7 +33,10 @@ def size(value) -> int:
     text = orjson.dumps(value).decode()
     if value.get("untrusted") is True:
         text = f"{MARKER}\n\n{text}"
-    return len(orjson.dumps({"content": [{"type": "text", "text": text}], "structuredContent": value})) + ENVELOPE_ROOM
+    return (
+        len(orjson.dumps({"content": [{"type": "text", "text": text}], "structuredContent": value}))
+        + ENVELOPE_ROOM
+    )
 
 
 def left_out(text: str) -> int:
@@ -41,7 +44,7 @@ def left_out(text: str) -> int:
     if "… [" not in text:
         return 0
     kept = text.index("… [")
-    number = int(text[kept + 3:].split(" ", 1)[0])
+    number = int(text[kept + 3 :].split(" ", 1)[0])
     assert text == text[:kept] + cut_mark(number), text[-200:]
     return number
 
@@ -56,17 +59,28 @@ def test_the_longest_string_gives_first_and_the_mark_says_how_much():
     assert fit_result(value) == ["check.desc"]
     desc = value["check"]["desc"]
     assert size(value) <= RESULT_BUDGET_BYTES and desc.startswith("d" * 1000)
-    assert len(desc) - len(cut_mark(left_out(desc))) + left_out(desc) == 200_000    # kept + left out = all
+    # kept + left out = all
+    assert len(desc) - len(cut_mark(left_out(desc))) + left_out(desc) == 200_000
     assert value["check"]["name"] == "n" * 500 and value["check"]["uuid"] == UUID
-    assert value["note"].startswith("Created. check.desc was shortened") and "marked in place" in value["note"]
+    assert (
+        value["note"].startswith("Created. check.desc was shortened")
+        and "marked in place" in value["note"]
+    )
 
 
 def test_several_long_strings_are_cut_to_one_length_and_short_ones_are_kept():
-    value = {"deleted": [{"uuid": f"{n:08x}-0000-4000-8000-000000000000", "desc": "é" * (10_000 + n * 1000)}
-                         for n in range(20)], "note": None}
+    value = {
+        "deleted": [
+            {"uuid": f"{n:08x}-0000-4000-8000-000000000000", "desc": "é" * (10_000 + n * 1000)}
+            for n in range(20)
+        ],
+        "note": None,
+    }
     cut = fit_result(value)
-    assert size(value) <= RESULT_BUDGET_BYTES       # bytes: each é is two of them
-    kept = {len(entry["desc"]) - len(cut_mark(left_out(entry["desc"]))) for entry in value["deleted"]}
+    assert size(value) <= RESULT_BUDGET_BYTES  # bytes: each é is two of them
+    kept = {
+        len(entry["desc"]) - len(cut_mark(left_out(entry["desc"]))) for entry in value["deleted"]
+    }
     assert len(kept) == 1 and len(cut) == 20 and "and 15 more" in value["note"]
     assert all(len(entry["uuid"]) == 36 for entry in value["deleted"])
 
@@ -80,7 +94,7 @@ def test_a_string_just_longer_than_the_cut_length_is_left_whole_rather_than_grow
 
 
 def test_escaped_characters_are_counted_as_they_are_encoded():
-    value = {"body": '"\n\\' * 40_000, "note": None}      # 120,000 characters, 240,000 bytes of JSON
+    value = {"body": '"\n\\' * 40_000, "note": None}  # 120,000 characters, 240,000 bytes of JSON
     fit_result(value)
     assert size(value) <= RESULT_BUDGET_BYTES and left_out(value["body"]) > 0
 
@@ -88,26 +102,31 @@ def test_escaped_characters_are_counted_as_they_are_encoded():
 def test_a_result_too_large_by_its_entries_is_refused_and_identifiers_are_never_cut():
     value = {"untrusted": True, "source": "healthchecks", "targets": [UUID] * 2000, "note": None}
     with pytest.raises(ToolError) as refused:
-        fit_result(value)             # too large by its number of entries: no text to shorten
-    assert "Narrow the request" in refused.value.message and refused.value.details["kind"] == "result_too_large"
-    assert MIN_KEPT > 40              # a UUID (36) and a unique_key (40) are below it: never cut
+        fit_result(value)  # too large by its number of entries: no text to shorten
+    assert (
+        "Narrow the request" in refused.value.message
+        and refused.value.details["kind"] == "result_too_large"
+    )
+    assert MIN_KEPT > 40  # a UUID (36) and a unique_key (40) are below it: never cut
 
 
 # -- over stdio -----------------------------------------------------------------------------------
 
-LONG = "All about this job. " * 6000      # 120,000 characters
+LONG = "All about this job. " * 6000  # 120,000 characters
 
 
 @pytest.fixture(scope="module")
 def peer():
-    with StdioPeer(HCMCP + ["--demo"], env={"ELICITATION": "false"}) as server:
+    with StdioPeer([*HCMCP, "--demo"], env={"ELICITATION": "false"}) as server:
         server.initialize()
         yield server
 
 
 @pytest.fixture(scope="module")
 def schemas(peer):
-    return {tool["name"]: tool["outputSchema"] for tool in peer.request("tools/list")["result"]["tools"]}
+    return {
+        tool["name"]: tool["outputSchema"] for tool in peer.request("tools/list")["result"]["tools"]
+    }
 
 
 def wire_size(value) -> int:
@@ -127,14 +146,14 @@ def check_result(result: dict, schema: dict) -> dict:
     jsonschema.validate(structured, schema)
     assert size(structured) <= RESULT_BUDGET_BYTES
     text = result["content"][0]["text"]
-    assert text.startswith(MARKER + "\n\n") and json.loads(text[len(MARKER) + 2:]) == structured
+    assert text.startswith(MARKER + "\n\n") and json.loads(text[len(MARKER) + 2 :]) == structured
     return structured
 
 
 def test_write_and_read_results_with_a_120k_desc_stay_within_the_budget(peer, schemas):
     created, line = call(peer, "create_check", {"name": "long desc", "desc": LONG, "timeout": 3600})
     check = check_result(created, schemas["create_check"])["check"]
-    assert line <= RESULT_BUDGET_BYTES + 100       # it was a 242,665-byte line, then about 2 x 64 KiB
+    assert line <= RESULT_BUDGET_BYTES + 100  # it was a 242,665-byte line, then about 2 x 64 KiB
     assert check["desc"].startswith(LONG[:1000]) and left_out(check["desc"]) > 50_000
     uuid = check["uuid"]
     updated, _ = call(peer, "update_check", {"check": uuid, "desc": LONG + "!"})
@@ -145,8 +164,12 @@ def test_write_and_read_results_with_a_120k_desc_stay_within_the_budget(peer, sc
 
 
 def test_deleting_many_checks_with_long_descs_stays_within_the_budget(peer, schemas):
-    uuids = [call(peer, "create_check", {"name": f"bulk {n}", "desc": LONG[:20_000], "timeout": 3600}
-                  )[0]["structuredContent"]["check"]["uuid"] for n in range(8)]
+    uuids = [
+        call(peer, "create_check", {"name": f"bulk {n}", "desc": LONG[:20_000], "timeout": 3600})[
+            0
+        ]["structuredContent"]["check"]["uuid"]
+        for n in range(8)
+    ]
     first, _ = call(peer, "delete_check", {"check": uuids})
     # The token's text is this server's own, with an instruction to follow: no marker above it.
     token = json.loads(first["content"][0]["text"])["confirm_token"]
@@ -174,7 +197,8 @@ def test_fit_entries_keeps_what_fits_in_the_whole_result_and_not_one_more_at_eve
         untrusted: bool
         entries: list[Entry]
 
-    entries = [Entry('x"\\' * (n * 7 % 23)) for n in range(12)]     # quotes and backslashes: escaped twice
+    # quotes and backslashes: escaped twice
+    entries = [Entry('x"\\' * (n * 7 % 23)) for n in range(12)]
 
     def whole(kept: int, skipped: int = 0) -> int:
         return size(msgspec.to_builtins(Envelope(True, entries[skipped : skipped + kept])))
@@ -184,15 +208,19 @@ def test_fit_entries_keeps_what_fits_in_the_whole_result_and_not_one_more_at_eve
         fitted = fit_entries(entries, Envelope(True, []), budget)
         assert fitted.skipped + fitted.kept + fitted.dropped == len(entries)
         for each in entries[: fitted.skipped]:  # skipped: each alone is over the whole budget
-            assert size(msgspec.to_builtins(Envelope(True, [each]))) + NOTE_ROOM > budget - 2, budget
+            assert size(msgspec.to_builtins(Envelope(True, [each]))) + NOTE_ROOM > budget - 2, (
+                budget
+            )
         assert whole(fitted.kept, fitted.skipped) + NOTE_ROOM <= budget or fitted.kept == 0, budget
-        if fitted.dropped:   # one more would not fit (the one-by-one count may be 2 bytes cautious)
+        if fitted.dropped:  # one more would not fit (the one-by-one count may be 2 bytes cautious)
             assert whole(fitted.kept + 1, fitted.skipped) + NOTE_ROOM > budget - 2, budget
     assert fit_entries(entries, Envelope(True, []), everything) == Fitted(len(entries), 0)
     assert fit_entries(entries, Envelope(True, []), everything - 1).dropped == 1
 
 
-@pytest.mark.parametrize("text", ['plain', 'quo"te back\\slash', "new\nline\ttab\x01\x1f", "é ✓ \u2028 \x7f 🙂", ""])
+@pytest.mark.parametrize(
+    "text", ["plain", 'quo"te back\\slash', "new\nline\ttab\x01\x1f", "é ✓ \u2028 \x7f 🙂", ""]
+)
 def test_the_counted_sizes_are_the_encoded_sizes(text):
     """budget.in_text counts instead of encoding again, and sized adds up the result's shell:
     both exactly what orjson writes."""
@@ -201,5 +229,11 @@ def test_the_counted_sizes_are_the_encoded_sizes(text):
     structured = {"untrusted": True, "note": text, "list": [text, {"k": text}]}
     data = orjson.dumps(structured)
     assert budget.in_text(data) == len(orjson.dumps(data.decode())) - 2
-    whole = {"content": [{"type": "text", "text": MARKER + "\n\n" + data.decode()}], "structuredContent": structured}
-    assert budget.whole_size(structured, whole["content"][0]["text"]) == len(orjson.dumps(whole)) + ENVELOPE_ROOM
+    whole = {
+        "content": [{"type": "text", "text": MARKER + "\n\n" + data.decode()}],
+        "structuredContent": structured,
+    }
+    assert (
+        budget.whole_size(structured, whole["content"][0]["text"])
+        == len(orjson.dumps(whole)) + ENVELOPE_ROOM
+    )

@@ -17,7 +17,7 @@ import subprocess
 import pytest
 
 from support import HCMCP, ROOT, StdioPeer
-from test_http_transport_process import Served, clean_env, modern_call
+from support.served import Served, clean_env, modern_call
 
 BUDGET = 8192
 ENV = {"HCMCP_RESULT_BUDGET": str(BUDGET), "ELICITATION": "false"}
@@ -31,8 +31,12 @@ def wire(value: object) -> int:
 
 class Stdio2025:
     def __init__(self) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("HEALTHCHECKS_", "HCMCP_", "ELICITATION"))}
-        self.peer = StdioPeer(HCMCP + ["--demo"], env={**env, **ENV})
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("HEALTHCHECKS_", "HCMCP_", "ELICITATION"))
+        }
+        self.peer = StdioPeer([*HCMCP, "--demo"], env={**env, **ENV})
         self.peer.__enter__()
         self.peer.initialize()
 
@@ -45,7 +49,7 @@ class Stdio2025:
 
 class Http2026:
     def __init__(self) -> None:
-        self.served = Served(HCMCP + ["--http", "127.0.0.1:0", "--demo"], env=clean_env(**ENV))
+        self.served = Served([*HCMCP, "--http", "127.0.0.1:0", "--demo"], env=clean_env(**ENV))
 
     def call(self, name: str, arguments: dict) -> dict:
         message, headers = modern_call(name, arguments)
@@ -72,43 +76,63 @@ def within_budget(result: dict) -> dict:
 
 
 def test_a_long_desc_is_cut_so_that_the_whole_result_fits(server):
-    created = within_budget(server.call("create_check", {"name": "long", "desc": "All about it. " * 5000,
-                                                         "timeout": 3600}))
+    created = within_budget(
+        server.call(
+            "create_check", {"name": "long", "desc": "All about it. " * 5000, "timeout": 3600}
+        )
+    )
     got = server.call("get_check", {"check": created["check"]["uuid"]})
     check = within_budget(got)["check"]
     assert "more characters cut here to keep the result under 8 KiB]" in check["desc"]
-    assert len(check["desc"]) < BUDGET / 2                  # both copies had to fit
-    assert got["content"][0]["text"].endswith(json.dumps(got["structuredContent"], ensure_ascii=False,
-                                                         separators=(",", ":")))
+    assert len(check["desc"]) < BUDGET / 2  # both copies had to fit
+    assert got["content"][0]["text"].endswith(
+        json.dumps(got["structuredContent"], ensure_ascii=False, separators=(",", ":"))
+    )
 
 
 def test_list_checks_pages_through_every_check_as_its_note_says(server):
-    made = {within_budget(server.call("create_check", {"name": f"paged {n:02d} " + "n" * 80, "tags": ["paged"],
-                                                       "timeout": 3600}))["check"]["uuid"] for n in range(30)}
+    made = {
+        within_budget(
+            server.call(
+                "create_check",
+                {"name": f"paged {n:02d} " + "n" * 80, "tags": ["paged"], "timeout": 3600},
+            )
+        )["check"]["uuid"]
+        for n in range(30)
+    }
     seen, offset, pages = [], 0, 0
     while True:
-        page = within_budget(server.call("list_checks", {"tag": ["paged"], "limit": 500, "offset": offset}))
+        page = within_budget(
+            server.call("list_checks", {"tag": ["paged"], "limit": 500, "offset": offset})
+        )
         assert page["matched"] == 30 and page["returned"] == len(page["checks"]) > 0
         seen += [c["uuid"] for c in page["checks"]]
         pages += 1
         if "next_offset" not in page:
-            assert offset == 0 or f"Showing checks {offset + 1} to 30 of 30: the last page." in page["note"]
+            assert (
+                offset == 0
+                or f"Showing checks {offset + 1} to 30 of 30: the last page." in page["note"]
+            )
             break
         tool, told = NEXT.search(page["note"]).groups()
-        assert tool == "list_checks" and int(told) == page["next_offset"] == offset + page["returned"]
-        assert f"did not fit the 8 KiB result budget" in page["note"]
+        assert (
+            tool == "list_checks" and int(told) == page["next_offset"] == offset + page["returned"]
+        )
+        assert "did not fit the 8 KiB result budget" in page["note"]
         offset = page["next_offset"]
     assert pages > 1 and len(seen) == len(set(seen)) == 30 and set(seen) == made
     past = within_budget(server.call("list_checks", {"tag": ["paged"], "offset": 30}))
     assert past["checks"] == [] and "next_offset" not in past
-    assert past["note"].endswith("offset 30 is past the last of the 30 matching checks; call list_checks again "
-                                 "with a lower offset (0 for the first page).")
+    assert past["note"].endswith(
+        "offset 30 is past the last of the 30 matching checks; call list_checks again "
+        "with a lower offset (0 for the first page)."
+    )
 
 
 @pytest.mark.parametrize("tool, arguments", [("list_pings", {}), ("list_flips", {})])
 def test_list_pings_and_flips_take_an_offset(server, tool, arguments):
-    uuid = "13ea1137-3170-5c05-a318-2f655c94fccc"    # the demo's Nightly backup: pings and a flip
-    for name in ("pause_check", "resume_check", "pause_check"):   # each records a flip
+    uuid = "13ea1137-3170-5c05-a318-2f655c94fccc"  # the demo's Nightly backup: pings and a flip
+    for name in ("pause_check", "resume_check", "pause_check"):  # each records a flip
         within_budget(server.call(name, {"check": uuid}))
     whole = within_budget(server.call(tool, {"check": uuid, **arguments}))
     entries = whole["pings" if tool == "list_pings" else "flips"]
@@ -124,11 +148,19 @@ def test_list_pings_and_flips_take_an_offset(server, tool, arguments):
 @pytest.mark.parametrize("value", ["64k", "100", "99999999999", "-1", ""])
 def test_a_result_budget_that_is_not_a_size_stops_the_server(value):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HEALTHCHECKS_", "HCMCP_"))}
-    proc = subprocess.run(HCMCP + ["tools", "--demo"], env={**env, "HCMCP_RESULT_BUDGET": value},
-                          capture_output=True, text=True, cwd=ROOT, timeout=30)
+    proc = subprocess.run(
+        [*HCMCP, "tools", "--demo"],
+        env={**env, "HCMCP_RESULT_BUDGET": value},
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=30,
+    )
     assert proc.returncode == 1 and proc.stdout == ""
-    assert proc.stderr == (f"hcmcp: HCMCP_RESULT_BUDGET={value!r} is not a valid size: give a whole number of "
-                           "bytes from 8192 to 16777216 (the default, 65536, is about 16k tokens)\n")
+    assert proc.stderr == (
+        f"hcmcp: HCMCP_RESULT_BUDGET={value!r} is not a valid size: give a whole number of "
+        "bytes from 8192 to 16777216 (the default, 65536, is about 16k tokens)\n"
+    )
 
 
 def test_an_entry_too_large_for_any_page_is_skipped_and_paging_goes_on():
@@ -139,8 +171,16 @@ def test_an_entry_too_large_for_any_page_is_skipped_and_paging_goes_on():
     import threading
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-    checks = [{"name": f"check {n:02d}", "slug": f"check-{n:02d}", "tags": "t", "status": "up",
-               "unique_key": f"{n:040x}"} for n in range(15)]
+    checks = [
+        {
+            "name": f"check {n:02d}",
+            "slug": f"check-{n:02d}",
+            "tags": "t",
+            "status": "up",
+            "unique_key": f"{n:040x}",
+        }
+        for n in range(15)
+    ]
     checks[9]["name"] = "huge " + "x" * (BUDGET * 2)
 
     class Instance(BaseHTTPRequestHandler):
@@ -157,27 +197,46 @@ def test_an_entry_too_large_for_any_page_is_skipped_and_paging_goes_on():
 
     instance = ThreadingHTTPServer(("127.0.0.1", 0), Instance)
     threading.Thread(target=instance.serve_forever, daemon=True).start()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HEALTHCHECKS_", "HCMCP_", "ELICITATION"))}
-    env |= ENV | {"HEALTHCHECKS_URL": f"http://127.0.0.1:{instance.server_address[1]}",
-                  "HEALTHCHECKS_API_KEY": "hcr_paging_test_key_0123456789ab"}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("HEALTHCHECKS_", "HCMCP_", "ELICITATION"))
+    }
+    env |= ENV | {
+        "HEALTHCHECKS_URL": f"http://127.0.0.1:{instance.server_address[1]}",
+        "HEALTHCHECKS_API_KEY": "hcr_paging_test_key_0123456789ab",
+    }
     try:
         with StdioPeer(HCMCP, env=env) as peer:
             peer.initialize()
-            call = lambda offset: within_budget(peer.request(  # noqa: E731
-                "tools/call", {"name": "list_checks", "arguments": {"offset": offset}})["result"])
+
+            def call(offset: int) -> dict:
+                arguments = {"offset": offset}
+                message = peer.request(
+                    "tools/call", {"name": "list_checks", "arguments": arguments}
+                )
+                return within_budget(message["result"])
+
             at_nine = call(9)
-            assert at_nine["matched"] == 15 and "next_offset" not in at_nine  # 11 to 15 fit: the last page
-            assert ("Check 10 of 15 is larger than the whole 8 KiB result budget and cannot be shown "
-                    "(raise HCMCP_RESULT_BUDGET to see it). Showing checks 11 to 15 of 15: the last page."
-                    ) in at_nine["note"], at_nine["note"]
-            assert [c["name"] for c in at_nine["checks"]] == [f"check {n:02d}" for n in range(10, 15)]
+            # 11 to 15 fit: the last page
+            assert at_nine["matched"] == 15 and "next_offset" not in at_nine
+            assert (
+                "Check 10 of 15 is larger than the whole 8 KiB result budget and cannot be shown "
+                "(raise HCMCP_RESULT_BUDGET to see it). Showing checks 11 to 15 of 15: the last page."
+            ) in at_nine["note"], at_nine["note"]
+            assert [c["name"] for c in at_nine["checks"]] == [
+                f"check {n:02d}" for n in range(10, 15)
+            ]
             seen, offset = [], 0
             while True:
                 page = call(offset)
                 seen += [c["name"] for c in page["checks"]]
                 if "next_offset" not in page:
                     break
-                assert NEXT.search(page["note"]).groups() == ("list_checks", str(page["next_offset"]))
+                assert NEXT.search(page["note"]).groups() == (
+                    "list_checks",
+                    str(page["next_offset"]),
+                )
                 offset = page["next_offset"]
             assert seen == [f"check {n:02d}" for n in range(15) if n != 9]
     finally:

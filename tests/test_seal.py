@@ -25,14 +25,17 @@ def test_round_trip_and_binding():
         seal.open(token, "pause_check", "fp-a")
 
 
-@pytest.mark.parametrize("mangle", [
-    lambda t: t + "-TAMPERED",
-    lambda t: t[:-3],
-    lambda t: t.replace("v1.", "v2.", 1),
-    lambda t: "v1." + t.split(".")[1][:-2] + "AA." + t.split(".")[2],
-    lambda t: "",
-    lambda t: "not.a.seal",
-])
+@pytest.mark.parametrize(
+    "mangle",
+    [
+        lambda t: t + "-TAMPERED",
+        lambda t: t[:-3],
+        lambda t: t.replace("v1.", "v2.", 1),
+        lambda t: "v1." + t.split(".")[1][:-2] + "AA." + t.split(".")[2],
+        lambda t: "",
+        lambda t: "not.a.seal",
+    ],
+)
 def test_tampered_or_truncated_state_does_not_open(mangle):
     seal = Seal(b"k" * 32)
     token = seal.seal("delete_check", "fp")
@@ -44,7 +47,7 @@ def test_foreign_key_does_not_open_and_a_shared_key_does():
     token = Seal(b"a" * 32).seal("delete_check", "fp")
     with pytest.raises(SealBroken, match="forged"):
         Seal(b"b" * 32).open(token, "delete_check", "fp")
-    assert Seal(b"a" * 32).open(token, "delete_check", "fp")   # a replica or a restarted server
+    assert Seal(b"a" * 32).open(token, "delete_check", "fp")  # a replica or a restarted server
 
 
 def test_expiry_uses_the_injected_clock():

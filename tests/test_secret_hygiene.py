@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -25,59 +24,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from http_raw import Raw
+from support import HCMCP, StdioPeer
+from support.key_forms import assert_clean
+from support.served import Served, clean_env
 
-from support import HCMCP, PY, StdioPeer
-from test_http_transport_process import Served
-
-SIM_KEY = "hcw_sim_project_a_read_write_key"          # the simulator's read-write key (32)
-FOREIGN_KEY = "hcw_Q7vTz4pL8wN3rY6bF1cJ5dH0sK9x"       # hcw_ + 28 known characters; no project has it
+SIM_KEY = "hcw_sim_project_a_read_write_key"  # the simulator's read-write key (32)
+FOREIGN_KEY = "hcw_Q7vTz4pL8wN3rY6bF1cJ5dH0sK9x"  # hcw_ + 28 known characters; no project has it
 assert len(SIM_KEY) == len(FOREIGN_KEY) == 32
 
 
-def key_forms(key: str) -> list[bytes]:
-    """The key as it must never appear: raw, its random part, JSON- and repr-escaped, URL-encoded
-    (as is and every byte %XX), and base64 (standard and URL-safe, at each of the 3 alignments)."""
-    raw = key.encode()
-    forms = {raw, raw[4:], raw[:20], raw[-20:], json.dumps(key)[1:-1].encode(), repr(key)[1:-1].encode(),
-             urllib.parse.quote(key, safe="").encode(), urllib.parse.quote_plus(key).encode(),
-             "".join(f"%{b:02X}" for b in raw).encode(), "".join(f"%{b:02x}" for b in raw).encode()}
-    for pad in range(3):
-        for encode in (base64.b64encode, base64.urlsafe_b64encode):
-            encoded = encode(b"\0" * pad + raw)
-            # Drop the characters that depend on the neighbouring bytes.
-            forms.add(encoded[4:-4] if pad else encoded[:-4])
-    return [form for form in forms if len(form) >= 12]
-
-
-def assert_clean(data: bytes, key: str, where: str) -> None:
-    for form in key_forms(key):
-        assert form not in data, f"the key appeared in {where} as {form!r}: ...{_around(data, form)}..."
-
-
-def _around(data: bytes, form: bytes) -> str:
-    at = data.find(form)
-    return data[max(0, at - 80):at + len(form) + 80].decode("utf-8", "replace")
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("HEALTHCHECKS_", "ELICITATION"))}
-    env.update(extra)
-    return env
-
-
 # -- the upstreams --------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def simulator():
-    proc = subprocess.Popen([PY, "-m", "hcmcp.simulator.simulator"], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True)
-    url = proc.stdout.readline().strip()
-    assert url.startswith("http://127.0.0.1:"), url
-    while proc.stdout.readline().strip():
-        pass
-    yield url
-    proc.terminate()
-    proc.wait(10)
 
 
 class Hostile:
@@ -98,23 +54,39 @@ class Hostile:
                     self.rfile.read(length)
                 key = self.headers.get("x-api-key") or ""
                 hostile.keys.append(key)
-                echo = (f"key={key} b64={base64.b64encode(key.encode()).decode()} "
-                        f"url={urllib.parse.quote(key, safe='')} all={''.join(f'%{b:02X}' for b in key.encode())}")
+                echo = (
+                    f"key={key} b64={base64.b64encode(key.encode()).decode()} "
+                    f"url={urllib.parse.quote(key, safe='')} all={''.join(f'%{b:02X}' for b in key.encode())}"
+                )
                 mode = hostile.mode
                 if mode == "hang":
                     time.sleep(4)
                     return
                 if mode == "reset":
-                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0")
+                    self.connection.setsockopt(
+                        socket.SOL_SOCKET, socket.SO_LINGER, b"\1\0\0\0\0\0\0\0"
+                    )
                     self.connection.close()
                     return
                 status, body, headers = {
                     "401": (401, json.dumps({"error": f"wrong api key {echo}"}), {}),
                     "500": (500, json.dumps({"error": echo}), {}),
-                    "502-html": (502, f"<html><body>Bad gateway {echo}</body></html>", {"content-type": "text/html"}),
-                    "503-text": (503, f"upstream says {echo}", {"content-type": "text/plain", "retry-after": "7"}),
+                    "502-html": (
+                        502,
+                        f"<html><body>Bad gateway {echo}</body></html>",
+                        {"content-type": "text/html"},
+                    ),
+                    "503-text": (
+                        503,
+                        f"upstream says {echo}",
+                        {"content-type": "text/plain", "retry-after": "7"},
+                    ),
                     "400": (400, json.dumps({"error": f"bad {echo}"}), {}),
-                    "redirect": (302, "", {"location": f"http://127.0.0.1:9/login?next={urllib.parse.quote(echo)}"}),
+                    "redirect": (
+                        302,
+                        "",
+                        {"location": f"http://127.0.0.1:9/login?next={urllib.parse.quote(echo)}"},
+                    ),
                     "shape": (200, json.dumps({"checks": echo, "error": echo}), {}),
                     # an instance that accepts the key (read-write): what a key needs to become a tenant
                     "healthy": (200, json.dumps({"checks": [], "channels": []}), {}),
@@ -150,22 +122,42 @@ def hostile():
 # -- what to call -----------------------------------------------------------------------------------
 
 UUID = "00000000-0000-4000-8000-000000000000"
+
+
 # Every tool, with arguments that work, or that the tool refuses, or that the upstream refuses.
 def calls(check: str) -> list[tuple[str, dict]]:
     return [
-        ("list_checks", {}), ("list_checks", {"tag": ["prod"]}), ("list_checks", {"status": 5}),
-        ("get_check", {"check": check}), ("get_check", {"check": UUID}), ("get_check", {"check": "not a uuid"}),
-        ("list_pings", {"check": check}), ("list_pings", {"check": UUID}),
-        ("get_ping_body", {"check": check, "n": 1}), ("get_ping_body", {"check": check, "n": 999999}),
-        ("list_flips", {"check": check}), ("list_flips", {"check": check, "seconds": -1}),
-        ("list_integrations", {}), ("list_badges", {}), ("get_status", {}), ("get_api_key_info", {}),
-        ("create_check", {"name": "hygiene", "timeout": 60}), ("create_check", {"name": "x", "timeout": 1}),
+        ("list_checks", {}),
+        ("list_checks", {"tag": ["prod"]}),
+        ("list_checks", {"status": 5}),
+        ("get_check", {"check": check}),
+        ("get_check", {"check": UUID}),
+        ("get_check", {"check": "not a uuid"}),
+        ("list_pings", {"check": check}),
+        ("list_pings", {"check": UUID}),
+        ("get_ping_body", {"check": check, "n": 1}),
+        ("get_ping_body", {"check": check, "n": 999999}),
+        ("list_flips", {"check": check}),
+        ("list_flips", {"check": check, "seconds": -1}),
+        ("list_integrations", {}),
+        ("list_badges", {}),
+        ("get_status", {}),
+        ("get_api_key_info", {}),
+        ("create_check", {"name": "hygiene", "timeout": 60}),
+        ("create_check", {"name": "x", "timeout": 1}),
         ("create_check", {"name": "x", "timeout": 60, "schedule": "* * * * *"}),
-        ("update_check", {"check": check, "desc": "hygiene"}), ("update_check", {"check": UUID, "grace": 60}),
-        ("update_check", {"check": check}), ("pause_check", {"check": check}), ("pause_check", {"check": UUID}),
-        ("resume_check", {"check": check}), ("resume_check", {"check": UUID}),
-        ("delete_check", {"check": check}), ("delete_check", {"check": check, "confirm_token": "forged"}),
-        ("delete_check", {"check": UUID}), ("no_such_tool", {}), ("list_checks", {"unknown": 1}),
+        ("update_check", {"check": check, "desc": "hygiene"}),
+        ("update_check", {"check": UUID, "grace": 60}),
+        ("update_check", {"check": check}),
+        ("pause_check", {"check": check}),
+        ("pause_check", {"check": UUID}),
+        ("resume_check", {"check": check}),
+        ("resume_check", {"check": UUID}),
+        ("delete_check", {"check": check}),
+        ("delete_check", {"check": check, "confirm_token": "forged"}),
+        ("delete_check", {"check": UUID}),
+        ("no_such_tool", {}),
+        ("list_checks", {"unknown": 1}),
     ]
 
 
@@ -179,9 +171,17 @@ def _run_all_over_stdio(peer: StdioPeer, check: str) -> None:
         answer = peer.request("tools/call", {"name": name, "arguments": arguments})
         assert "result" in answer or "error" in answer
     # The 2026 era and a malformed request too.
-    peer.request("tools/call", {"name": "get_api_key_info", "arguments": {},
-                                "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                                          "io.modelcontextprotocol/clientCapabilities": {}}})
+    peer.request(
+        "tools/call",
+        {
+            "name": "get_api_key_info",
+            "arguments": {},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+            },
+        },
+    )
     peer.send_raw(b'{"jsonrpc":"2.0","id":"bad","method":7}')
     peer.read()
 
@@ -192,7 +192,9 @@ def _stdio_bytes(peer: StdioPeer) -> bytes:
 
 
 def test_stdio_every_tool_with_the_key_against_the_simulator(simulator):
-    with StdioPeer(HCMCP, env={"HEALTHCHECKS_URL": simulator, "HEALTHCHECKS_API_KEY": SIM_KEY}) as peer:
+    with StdioPeer(
+        HCMCP, env={"HEALTHCHECKS_URL": simulator.url, "HEALTHCHECKS_API_KEY": SIM_KEY}
+    ) as peer:
         peer.initialize()
         check = _first_check(peer)
         _run_all_over_stdio(peer, check)
@@ -203,18 +205,30 @@ def test_stdio_every_tool_with_the_key_against_the_simulator(simulator):
     assert_clean(stderr, SIM_KEY, "stderr")
 
 
-@pytest.mark.parametrize("mode", ["401", "500", "502-html", "503-text", "400", "redirect", "shape", "reset", "hang"])
+@pytest.mark.parametrize(
+    "mode", ["401", "500", "502-html", "503-text", "400", "redirect", "shape", "reset", "hang"]
+)
 def test_stdio_upstream_errors_that_echo_the_key_never_pass_it_on(hostile, mode):
     hostile.mode = mode
     hostile.keys.clear()
-    env = {"HEALTHCHECKS_URL": hostile.url, "HEALTHCHECKS_API_KEY": FOREIGN_KEY, "HEALTHCHECKS_TIMEOUT": "1"}
+    env = {
+        "HEALTHCHECKS_URL": hostile.url,
+        "HEALTHCHECKS_API_KEY": FOREIGN_KEY,
+        "HEALTHCHECKS_TIMEOUT": "1",
+    }
     with StdioPeer(HCMCP, env=env) as peer:
         peer.initialize()
-        names = ["list_checks", "get_check", "create_check", "delete_check", "get_api_key_info"] \
-            if mode != "hang" else ["list_checks", "create_check"]
+        names = (
+            ["list_checks", "get_check", "create_check", "delete_check", "get_api_key_info"]
+            if mode != "hang"
+            else ["list_checks", "create_check"]
+        )
         for name, arguments in calls(UUID):
             if name in names:
-                result = peer.request("tools/call", {"name": name, "arguments": arguments}, )
+                result = peer.request(
+                    "tools/call",
+                    {"name": name, "arguments": arguments},
+                )
                 assert "result" in result
         stdout, stderr = _stdio_bytes(peer)
     assert FOREIGN_KEY in hostile.keys, "the key was never sent: the test would prove nothing"
@@ -224,10 +238,17 @@ def test_stdio_upstream_errors_that_echo_the_key_never_pass_it_on(hostile, mode)
 
 def _raw_post(port: int, body: dict, headers: dict[str, str]) -> bytes:
     data = json.dumps(body).encode()
-    head = "".join(f"{k}: {v}\r\n" for k, v in {"Host": f"127.0.0.1:{port}", "Content-Type": "application/json",
-                                                  "Accept": "application/json, text/event-stream",
-                                                  "Content-Length": str(len(data)), "Connection": "close",
-                                                  **headers}.items())
+    head = "".join(
+        f"{k}: {v}\r\n"
+        for k, v in {
+            "Host": f"127.0.0.1:{port}",
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            "Content-Length": str(len(data)),
+            "Connection": "close",
+            **headers,
+        }.items()
+    )
     with socket.create_connection(("127.0.0.1", port), timeout=20) as sock:
         sock.sendall(f"POST /mcp HTTP/1.1\r\n{head}\r\n".encode() + data)
         chunks = []
@@ -237,10 +258,25 @@ def _raw_post(port: int, body: dict, headers: dict[str, str]) -> bytes:
 
 
 def _http_session(port: int) -> str:
-    raw = _raw_post(port, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}, {})
-    session = next(line.split(b":", 1)[1].strip() for line in raw.split(b"\r\n")
-                   if line.lower().startswith(b"mcp-session-id:"))
+    raw = _raw_post(
+        port,
+        {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "1"},
+            },
+        },
+        {},
+    )
+    session = next(
+        line.split(b":", 1)[1].strip()
+        for line in raw.split(b"\r\n")
+        if line.lower().startswith(b"mcp-session-id:")
+    )
     return session.decode()
 
 
@@ -251,38 +287,85 @@ OPERATING = {"HCMCP_METRICS": "true", "HCMCP_LOG_FORMAT": "json", "HCMCP_LOG_LEV
 @pytest.mark.parametrize("operating", [False, True], ids=["defaults", "json-logs-and-metrics"])
 @pytest.mark.parametrize("upstream", ["simulator", "hostile"])
 def test_http_every_response_byte_is_clean(simulator, hostile, upstream, operating):
-    url, key = (simulator, SIM_KEY) if upstream == "simulator" else (hostile.url, FOREIGN_KEY)
+    url, key = (simulator.url, SIM_KEY) if upstream == "simulator" else (hostile.url, FOREIGN_KEY)
     hostile.mode = "500"
-    env = clean_env(HEALTHCHECKS_URL=url, HEALTHCHECKS_API_KEY=key, HEALTHCHECKS_TIMEOUT="1",
-                    **(OPERATING if operating else {}))
-    with Served(HCMCP + ["--http", "127.0.0.1:0"], env=env) as served:
+    env = clean_env(
+        HEALTHCHECKS_URL=url,
+        HEALTHCHECKS_API_KEY=key,
+        HEALTHCHECKS_TIMEOUT="1",
+        **(OPERATING if operating else {}),
+    )
+    with Served([*HCMCP, "--http", "127.0.0.1:0"], env=env) as served:
         session = _http_session(served.port)
         headers = {"Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
         _raw_post(served.port, {"jsonrpc": "2.0", "method": "notifications/initialized"}, headers)
         everything = []
         check = UUID
         if upstream == "simulator":
-            listing = _raw_post(served.port, {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                                              "params": {"name": "list_checks", "arguments": {}}}, headers)
-            check = json.loads(listing.split(b"\r\n\r\n", 1)[1])["result"]["structuredContent"]["checks"][0]["uuid"]
+            listing = _raw_post(
+                served.port,
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tools/call",
+                    "params": {"name": "list_checks", "arguments": {}},
+                },
+                headers,
+            )
+            check = json.loads(listing.split(b"\r\n\r\n", 1)[1])["result"]["structuredContent"][
+                "checks"
+            ][0]["uuid"]
             everything.append(listing)
         for n, (name, arguments) in enumerate(calls(check)):
-            everything.append(_raw_post(served.port, {"jsonrpc": "2.0", "id": 10 + n, "method": "tools/call",
-                                                      "params": {"name": name, "arguments": arguments}}, headers))
-        modern = {"jsonrpc": "2.0", "id": 99, "method": "tools/call", "params": {
-            "name": "get_api_key_info", "arguments": {},
-            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
-                      "io.modelcontextprotocol/clientCapabilities": {}}}}
-        everything.append(_raw_post(served.port, modern, {"MCP-Protocol-Version": "2026-07-28",
-                                                          "Mcp-Method": "tools/call", "Mcp-Name": "get_api_key_info"}))
+            everything.append(
+                _raw_post(
+                    served.port,
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 10 + n,
+                        "method": "tools/call",
+                        "params": {"name": name, "arguments": arguments},
+                    },
+                    headers,
+                )
+            )
+        modern = {
+            "jsonrpc": "2.0",
+            "id": 99,
+            "method": "tools/call",
+            "params": {
+                "name": "get_api_key_info",
+                "arguments": {},
+                "_meta": {
+                    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                    "io.modelcontextprotocol/clientCapabilities": {},
+                },
+            },
+        }
+        everything.append(
+            _raw_post(
+                served.port,
+                modern,
+                {
+                    "MCP-Protocol-Version": "2026-07-28",
+                    "Mcp-Method": "tools/call",
+                    "Mcp-Name": "get_api_key_info",
+                },
+            )
+        )
         if operating:
             conn = Raw(served.port)
-            conn.send(f"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\nConnection: close\r\n\r\n".encode())
+            conn.send(
+                f"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:{served.port}\r\nConnection: close\r\n\r\n".encode()
+            )
             metrics = b""
             while chunk := conn.sock.recv(65536):
                 metrics += chunk
             conn.sock.close()
-            assert metrics.startswith(b"HTTP/1.1 200") and b"mcp_server_operation_duration_seconds" in metrics
+            assert (
+                metrics.startswith(b"HTTP/1.1 200")
+                and b"mcp_server_operation_duration_seconds" in metrics
+            )
             everything.append(metrics)
         assert served.stop() == 0
         stderr = "".join(served.stderr).encode()
@@ -302,7 +385,7 @@ def test_http_every_response_byte_is_clean(simulator, hostile, upstream, operati
     assert_clean(stderr, key, "stderr")
 
 
-TENANT_KEYS = ("hcw_TenantOne_6Fq2Lz9Wx4Rb7Nd1Kp", "hcw_TenantTwo_3Jm8Vc5Ty0Gs2Hw6Qe")   # 32 each
+TENANT_KEYS = ("hcw_TenantOne_6Fq2Lz9Wx4Rb7Nd1Kp", "hcw_TenantTwo_3Jm8Vc5Ty0Gs2Hw6Qe")  # 32 each
 assert all(len(key) == 32 for key in TENANT_KEYS)
 
 
@@ -312,34 +395,84 @@ def test_request_mode_two_tenants_keys_never_leave_in_any_form(hostile, mode):
     X-Healthchecks-Api-Key, one as Authorization: Bearer), against an upstream that echoes the key
     it was sent: every response byte and stderr is clean of both keys, and each key reached the
     upstream only on its own caller's requests."""
-    hostile.mode = "healthy"  # each key is accepted by the instance first: only then a tenant (issue 30)
+    hostile.mode = (
+        "healthy"  # each key is accepted by the instance first: only then a tenant (issue 30)
+    )
     hostile.keys.clear()
-    env = clean_env(HEALTHCHECKS_URL=hostile.url, HEALTHCHECKS_KEY_SOURCE="request", HEALTHCHECKS_TIMEOUT="1")
-    with Served(HCMCP + ["--http", "127.0.0.1:0"], env=env) as served:
+    env = clean_env(
+        HEALTHCHECKS_URL=hostile.url, HEALTHCHECKS_KEY_SOURCE="request", HEALTHCHECKS_TIMEOUT="1"
+    )
+    with Served([*HCMCP, "--http", "127.0.0.1:0"], env=env) as served:
         everything = []
         for key in TENANT_KEYS:  # both accepted while the instance is healthy
-            everything.append(_raw_post(served.port, {"jsonrpc": "2.0", "id": 0, "method": "tools/list"},
-                                        {"X-Healthchecks-Api-Key": key, "MCP-Protocol-Version": "2025-11-25"}))
-        for n, (key, carrier) in enumerate(zip(TENANT_KEYS, ("X-Healthchecks-Api-Key", "Authorization"))):
+            everything.append(
+                _raw_post(
+                    served.port,
+                    {"jsonrpc": "2.0", "id": 0, "method": "tools/list"},
+                    {"X-Healthchecks-Api-Key": key, "MCP-Protocol-Version": "2025-11-25"},
+                )
+            )
+        for n, (key, carrier) in enumerate(
+            zip(TENANT_KEYS, ("X-Healthchecks-Api-Key", "Authorization"), strict=True)
+        ):
             value = key if carrier != "Authorization" else f"Bearer {key}"
             hostile.mode = "healthy"
-            raw = _raw_post(served.port, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
-                {carrier: value})
+            raw = _raw_post(
+                served.port,
+                {
+                    "jsonrpc": "2.0",
+                    "id": 0,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {},
+                        "clientInfo": {"name": "t", "version": "1"},
+                    },
+                },
+                {carrier: value},
+            )
             everything.append(raw)
-            session = next(line.split(b":", 1)[1].strip() for line in raw.split(b"\r\n")
-                           if line.lower().startswith(b"mcp-session-id:")).decode()
-            headers = {carrier: value, "Mcp-Session-Id": session, "MCP-Protocol-Version": "2025-11-25"}
+            session = next(
+                line.split(b":", 1)[1].strip()
+                for line in raw.split(b"\r\n")
+                if line.lower().startswith(b"mcp-session-id:")
+            ).decode()
+            headers = {
+                carrier: value,
+                "Mcp-Session-Id": session,
+                "MCP-Protocol-Version": "2025-11-25",
+            }
             hostile.mode = mode
             before = len(hostile.keys)
             for m, (name, arguments) in enumerate(calls(UUID)):
-                everything.append(_raw_post(served.port, {"jsonrpc": "2.0", "id": 10 + m, "method": "tools/call",
-                                                          "params": {"name": name, "arguments": arguments}}, headers))
-            assert set(hostile.keys[before:]) - {""} == {key}, "a request went upstream with another key"  # "": status/
+                everything.append(
+                    _raw_post(
+                        served.port,
+                        {
+                            "jsonrpc": "2.0",
+                            "id": 10 + m,
+                            "method": "tools/call",
+                            "params": {"name": name, "arguments": arguments},
+                        },
+                        headers,
+                    )
+                )
+            # "": status/
+            assert set(hostile.keys[before:]) - {""} == {key}, (
+                "a request went upstream with another key"
+            )
             # The other caller's session id with this key: not found, and nothing about the session.
-            everything.append(_raw_post(served.port, {"jsonrpc": "2.0", "id": 90 + n, "method": "tools/list"},
-                                        {"X-Healthchecks-Api-Key": TENANT_KEYS[1 - n], "Mcp-Session-Id": session,
-                                         "MCP-Protocol-Version": "2025-11-25"}))
+            everything.append(
+                _raw_post(
+                    served.port,
+                    {"jsonrpc": "2.0", "id": 90 + n, "method": "tools/list"},
+                    {
+                        "X-Healthchecks-Api-Key": TENANT_KEYS[1 - n],
+                        "Mcp-Session-Id": session,
+                        "MCP-Protocol-Version": "2025-11-25",
+                    },
+                )
+            )
         assert served.stop() == 0
         stderr = "".join(served.stderr).encode()
     responses = b"".join(everything)
@@ -349,15 +482,25 @@ def test_request_mode_two_tenants_keys_never_leave_in_any_form(hostile, mode):
         assert_clean(stderr, key, "stderr")
 
 
-@pytest.mark.parametrize("upstream, tool, arguments", [
-    ("simulator", "list_checks", "{}"), ("simulator", "create_check", '{"name": "x", "timeout": 1}'),
-    ("simulator", "get_api_key_info", "not json"), ("hostile", "delete_check", '{"check": "' + UUID + '"}'),
-])
+@pytest.mark.parametrize(
+    "upstream, tool, arguments",
+    [
+        ("simulator", "list_checks", "{}"),
+        ("simulator", "create_check", '{"name": "x", "timeout": 1}'),
+        ("simulator", "get_api_key_info", "not json"),
+        ("hostile", "delete_check", '{"check": "' + UUID + '"}'),
+    ],
+)
 def test_cli_call_output_is_clean(simulator, hostile, upstream, tool, arguments):
-    url, key = (simulator, SIM_KEY) if upstream == "simulator" else (hostile.url, FOREIGN_KEY)
+    url, key = (simulator.url, SIM_KEY) if upstream == "simulator" else (hostile.url, FOREIGN_KEY)
     hostile.mode = "401"
-    done = subprocess.run(HCMCP + ["call", tool, arguments], capture_output=True, timeout=60, stdin=subprocess.DEVNULL,
-                          env=clean_env(HEALTHCHECKS_URL=url, HEALTHCHECKS_API_KEY=key, HEALTHCHECKS_TIMEOUT="1"))
+    done = subprocess.run(
+        [*HCMCP, "call", tool, arguments],
+        capture_output=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env=clean_env(HEALTHCHECKS_URL=url, HEALTHCHECKS_API_KEY=key, HEALTHCHECKS_TIMEOUT="1"),
+    )
     assert done.stdout or done.stderr
     assert_clean(done.stdout, key, "stdout of hcmcp call")
     assert_clean(done.stderr, key, "stderr of hcmcp call")
@@ -377,44 +520,78 @@ BAD_KEYS = {
 @pytest.mark.parametrize("key", BAD_KEYS.values(), ids=BAD_KEYS.keys())
 def test_the_warning_names_the_variable_and_the_problem_never_the_key(key):
     from hcmcp.config.settings import api_key_warning
+
     line = api_key_warning(key)
     assert line and "\n" not in line and line.startswith("hcmcp: warning: HEALTHCHECKS_API_KEY")
     for fragment in (key, key.strip('"'), key[4:12], key[-8:], key[:8]):
         assert fragment not in line
     assert api_key_warning(FOREIGN_KEY) is None and api_key_warning(SIM_KEY) is None
-    assert api_key_warning("0123456789abcdef0123456789abcdef") is None   # an older key, no prefix
+    assert api_key_warning("0123456789abcdef0123456789abcdef") is None  # an older key, no prefix
 
 
-@pytest.mark.parametrize("key", [BAD_KEYS["31 characters"], BAD_KEYS["a tab inside"]], ids=["short", "tab"])
+@pytest.mark.parametrize(
+    "key", [BAD_KEYS["31 characters"], BAD_KEYS["a tab inside"]], ids=["short", "tab"]
+)
 def test_a_key_that_is_not_32_printable_characters_gets_one_stderr_line(key, hostile):
     hostile.mode = "401"
-    done = subprocess.run(HCMCP + ["call", "list_checks", "{}"], capture_output=True, timeout=60,
-                          stdin=subprocess.DEVNULL, env=clean_env(HEALTHCHECKS_URL=hostile.url, HEALTHCHECKS_API_KEY=key))
-    lines = [line for line in done.stderr.decode().splitlines() if "HEALTHCHECKS_API_KEY does not look like" in line]
+    done = subprocess.run(
+        [*HCMCP, "call", "list_checks", "{}"],
+        capture_output=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env=clean_env(HEALTHCHECKS_URL=hostile.url, HEALTHCHECKS_API_KEY=key),
+    )
+    lines = [
+        line
+        for line in done.stderr.decode().splitlines()
+        if "HEALTHCHECKS_API_KEY does not look like" in line
+    ]
     assert len(lines) == 1, done.stderr
     assert "32 printable characters" in lines[0] and "hcw_" in lines[0]
     for fragment in (key, key.strip('"'), key[4:16], key[-12:]):
         assert fragment not in lines[0]
-    assert_clean(done.stderr + done.stdout, key.strip('"') if len(key.strip('"')) >= 24 else key, "the warning")
+    assert_clean(
+        done.stderr + done.stdout,
+        key.strip('"') if len(key.strip('"')) >= 24 else key,
+        "the warning",
+    )
 
 
 def test_the_warning_is_given_when_serving_over_stdio_too_and_not_for_a_good_key(hostile):
-    with StdioPeer(HCMCP, env={"HEALTHCHECKS_URL": hostile.url, "HEALTHCHECKS_API_KEY": "short"}) as peer:
+    with StdioPeer(
+        HCMCP, env={"HEALTHCHECKS_URL": hostile.url, "HEALTHCHECKS_API_KEY": "short"}
+    ) as peer:
         peer.initialize()
         peer.close()
-        assert "HEALTHCHECKS_API_KEY does not look like a Healthchecks API key: it has 5 characters" in peer.stderr_text()
-    done = subprocess.run(HCMCP + ["tools"], capture_output=True, timeout=60, stdin=subprocess.DEVNULL,
-                          env=clean_env(HEALTHCHECKS_URL=hostile.url, HEALTHCHECKS_API_KEY=FOREIGN_KEY))
+        assert (
+            "HEALTHCHECKS_API_KEY does not look like a Healthchecks API key: it has 5 characters"
+            in peer.stderr_text()
+        )
+    done = subprocess.run(
+        [*HCMCP, "tools"],
+        capture_output=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env=clean_env(HEALTHCHECKS_URL=hostile.url, HEALTHCHECKS_API_KEY=FOREIGN_KEY),
+    )
     assert done.returncode == 0 and b"HEALTHCHECKS_API_KEY" not in done.stderr
-    done = subprocess.run(HCMCP + ["tools"], capture_output=True, timeout=60, stdin=subprocess.DEVNULL,
-                          env=clean_env(HEALTHCHECKS_URL=hostile.url))
-    assert b"does not look like" not in done.stderr   # no key at all is another matter (the tools say so)
+    done = subprocess.run(
+        [*HCMCP, "tools"],
+        capture_output=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        env=clean_env(HEALTHCHECKS_URL=hostile.url),
+    )
+    # no key at all is another matter (the tools say so)
+    assert b"does not look like" not in done.stderr
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc")
 def test_the_key_is_not_in_the_process_arguments(hostile):
     # The key travels in the environment only, never on a command line another user could read.
-    with StdioPeer(HCMCP, env={"HEALTHCHECKS_URL": hostile.url, "HEALTHCHECKS_API_KEY": FOREIGN_KEY}) as peer:
+    with StdioPeer(
+        HCMCP, env={"HEALTHCHECKS_URL": hostile.url, "HEALTHCHECKS_API_KEY": FOREIGN_KEY}
+    ) as peer:
         peer.initialize()
         with open(f"/proc/{peer.proc.pid}/cmdline", "rb") as cmdline:
             assert_clean(cmdline.read(), FOREIGN_KEY, "the command line")

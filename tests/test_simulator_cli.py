@@ -16,12 +16,17 @@ COMMAND = [sys.executable, "-m", "hcmcp.simulator.simulator"]
 
 
 def start(*args: str) -> tuple[subprocess.Popen, str, dict[str, str]]:
-    proc = subprocess.Popen([*COMMAND, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [*COMMAND, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+    )
     assert proc.stdout is not None
     url = proc.stdout.readline().strip()
     keys = {}
-    while line := proc.stdout.readline().strip():     # a blank line ends the banner
+    while line := proc.stdout.readline().strip():  # a blank line ends the banner
         name, _, value = line.partition("=")
         keys[name] = value
     return proc, url, keys
@@ -50,11 +55,13 @@ def test_it_prints_its_url_and_keys_serves_the_seed_and_stops_on_sigterm():
     proc, url, keys = start("--seed", "recordings")
     try:
         assert url.startswith("http://127.0.0.1:") and int(url.rsplit(":", 1)[1]) > 0
-        assert keys == {name: getattr(Simulator, name)
-                        for name in ("RW_KEY", "RO_KEY", "OTHER_RW_KEY", "OTHER_RO_KEY", "WRONG_KEY")}
+        assert keys == {
+            name: getattr(Simulator, name)
+            for name in ("RW_KEY", "RO_KEY", "OTHER_RW_KEY", "OTHER_RO_KEY", "WRONG_KEY")
+        }
         checks = json.loads(get(f"{url}/api/v3/checks/", keys["RW_KEY"]))["checks"]
         assert [c["name"] for c in checks][:2] == ["Backups", "DB dump"]
-        assert checks[0]["ping_url"] == f"{url}/ping/{checks[0]['uuid']}"     # its own address
+        assert checks[0]["ping_url"] == f"{url}/ping/{checks[0]['uuid']}"  # its own address
     finally:
         assert stop(proc) == 0
     assert proc.stderr is not None and proc.stderr.read() == ""

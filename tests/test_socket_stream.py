@@ -10,12 +10,7 @@ import pytest
 
 from hcmcp.http.socket_stream import RawSocketStream, accept, linger_and_close
 
-pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"      # it drives asyncio's loop directly
+pytestmark = pytest.mark.anyio  # on asyncio (tests/conftest.py): it drives asyncio's loop directly
 
 
 def _pair() -> tuple[RawSocketStream, socket.socket]:
@@ -39,11 +34,13 @@ async def test_receive_returns_what_arrived_then_end_of_stream_at_eof_and_after(
 async def test_a_receive_waiting_through_the_loop_is_woken_by_aclose_with_closed_resource_error():
     stream, peer = _pair()
     with peer:
+
         async def close_soon() -> None:
             await anyio.sleep(0.05)
             await stream.aclose()
+
         async with anyio.create_task_group() as tasks:
-            tasks.start_soon(close_soon)    # a runnable task: the receive cannot wait in place
+            tasks.start_soon(close_soon)  # a runnable task: the receive cannot wait in place
             with anyio.fail_after(5), pytest.raises(anyio.ClosedResourceError):
                 await stream.receive()
     with pytest.raises(anyio.ClosedResourceError):
@@ -56,14 +53,14 @@ async def test_a_reset_is_a_broken_resource_and_a_send_to_it_too():
     with pytest.raises((anyio.EndOfStream, anyio.BrokenResourceError)):
         await stream.receive()
     with pytest.raises(anyio.BrokenResourceError):
-        for _ in range(100):            # the first send may still be taken by the kernel
+        for _ in range(100):  # the first send may still be taken by the kernel
             await stream.send(b"x" * 65536)
     await stream.aclose()
 
 
 async def test_send_waits_for_room_and_delivers_everything_in_order():
     stream, peer = _pair()
-    payload = bytes(range(256)) * 40_000     # ~10 MB: far more than the socket buffers hold
+    payload = bytes(range(256)) * 40_000  # ~10 MB: far more than the socket buffers hold
     received = bytearray()
     peer.setblocking(False)
 
@@ -71,6 +68,7 @@ async def test_send_waits_for_room_and_delivers_everything_in_order():
         while len(received) < len(payload):
             await anyio.wait_readable(peer)
             received.extend(peer.recv(1 << 20))
+
     with peer:
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(drain)
@@ -90,11 +88,12 @@ async def test_accept_takes_connections_from_an_anyio_listener_and_linger_closes
                 stream = RawSocketStream(await accept(listener))
             assert stream.extra(anyio.abc.SocketAttribute.remote_address) == client.getsockname()
             assert stream.extra(anyio.abc.SocketAttribute.raw_socket).getsockopt(
-                socket.IPPROTO_TCP, socket.TCP_NODELAY)
+                socket.IPPROTO_TCP, socket.TCP_NODELAY
+            )
             await stream.send(b"answer")
             client.sendall(b"unread request bytes")
             client.shutdown(socket.SHUT_WR)
             with anyio.fail_after(5):
-                await linger_and_close(stream)      # reads what the client still sends, then closes
+                await linger_and_close(stream)  # reads what the client still sends, then closes
             assert client.recv(100) == b"answer"
             assert client.recv(100) == b""

@@ -28,8 +28,13 @@ async def _drain(reader: LineReader) -> list:
 
 def test_lines_crlf_and_a_last_line_without_newline():
     reader = LineReader(_pipe_with(b'{"a":1}\r\n\n{"b":2}\n{"c":3}'))
-    assert reader.read_line() == b'{"a":1}'          # the synchronous phase takes one...
-    assert anyio.run(_drain, reader) == [b"", b'{"b":2}', b'{"c":3}']   # ...the loop the rest, nothing lost
+    assert reader.read_line() == b'{"a":1}'  # the synchronous phase takes one...
+    # ...the loop the rest, nothing lost
+    assert anyio.run(_drain, reader) == [
+        b"",
+        b'{"b":2}',
+        b'{"c":3}',
+    ]
 
 
 def test_an_over_long_line_is_refused_once_and_the_next_line_survives(monkeypatch):
@@ -47,18 +52,20 @@ def test_a_regular_file_on_stdin_is_read_through_a_thread():
         assert reader._pollable is False
 
 
-@pytest.mark.parametrize("chunks", [[b'{"a"', b':1}\n'], [b"\n", b"x\n"]])
+@pytest.mark.parametrize("chunks", [[b'{"a"', b":1}\n"], [b"\n", b"x\n"]])
 def test_lines_split_across_reads(chunks):
     read_fd, write_fd = os.pipe()
 
     async def scenario():
         reader = LineReader(read_fd)
         async with anyio.create_task_group() as tasks:
+
             async def feed():
                 for chunk in chunks:
                     os.write(write_fd, chunk)
                     await anyio.sleep(0.01)
                 os.close(write_fd)
+
             tasks.start_soon(feed)
             return await _drain(reader)
 

@@ -16,9 +16,16 @@ import pytest
 from support import FIXTURE, HCMCP, StdioPeer, assert_sigterm_exits_promptly
 
 HANDSHAKE = [
-    {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-     "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"form": {}}},
-                "clientInfo": {"name": "t", "version": "1"}}},
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"elicitation": {"form": {}}},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    },
     {"jsonrpc": "2.0", "method": "notifications/initialized"},
 ]
 
@@ -26,6 +33,7 @@ HANDSHAKE = [
 def _all_at_once(peer: StdioPeer, messages: list[dict]) -> None:
     """Every message in one write, then stdin closed: the client of the issue."""
     import json
+
     for message in messages:
         peer.note(message)
     peer.proc.stdin.write(b"".join(json.dumps(m).encode() + b"\n" for m in messages))
@@ -33,7 +41,12 @@ def _all_at_once(peer: StdioPeer, messages: list[dict]) -> None:
 
 
 def _call(id, name, arguments):
-    return {"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+    return {
+        "jsonrpc": "2.0",
+        "id": id,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    }
 
 
 def _messages_until_exit(peer: StdioPeer, timeout: float = 20.0) -> list[dict]:
@@ -44,14 +57,15 @@ def _messages_until_exit(peer: StdioPeer, timeout: float = 20.0) -> list[dict]:
         if line is None:
             return out
         import json
+
         message = json.loads(line)
         peer.validate(message, "2025-11-25")
         out.append(message)
 
 
 def test_the_issue_client_hcmcp_demo_gets_its_answer_after_closing_stdin():
-    with StdioPeer(HCMCP + ["--demo"]) as peer:
-        _all_at_once(peer, HANDSHAKE + [_call(2, "list_checks", {})])
+    with StdioPeer([*HCMCP, "--demo"]) as peer:
+        _all_at_once(peer, [*HANDSHAKE, _call(2, "list_checks", {})])
         answers = {m["id"]: m for m in _messages_until_exit(peer)}
         assert peer.proc.wait(10) == 0
     assert set(answers) == {1, 2}
@@ -60,7 +74,9 @@ def test_the_issue_client_hcmcp_demo_gets_its_answer_after_closing_stdin():
 
 def test_every_call_in_flight_is_answered_before_exit():
     with StdioPeer(FIXTURE) as peer:
-        calls = [_call(10 + n, "sleep", {"seconds": 0.3}) for n in range(5)] + [_call(20, "add", {"a": 1, "b": 2})]
+        calls = [_call(10 + n, "sleep", {"seconds": 0.3}) for n in range(5)] + [
+            _call(20, "add", {"a": 1, "b": 2})
+        ]
         _all_at_once(peer, HANDSHAKE + calls)
         answers = {m["id"]: m for m in _messages_until_exit(peer)}
         assert peer.proc.wait(10) == 0
@@ -72,7 +88,7 @@ def test_a_call_that_outlives_the_grace_period_gets_an_error_answer_then_exit_0(
     with StdioPeer(FIXTURE, env={"FIXTURE_SHUTDOWN_GRACE": "1"}) as peer:
         peer.initialize()
         peer.send(_call("forever", "sleep_forever", {}))
-        assert peer.request("ping")["result"] == {}   # it is running
+        assert peer.request("ping")["result"] == {}  # it is running
         started = time.monotonic()
         peer.proc.stdin.close()
         cut = peer.read_response("forever", timeout=15)
@@ -95,7 +111,7 @@ def test_a_dialog_that_can_never_be_answered_ends_at_once_with_no_answer(when):
             assert asked["method"] == "elicitation/create"
             peer.proc.stdin.close()
         else:
-            _all_at_once(peer, HANDSHAKE + [_call(5, "confirm_action", {"text": "x"})])
+            _all_at_once(peer, [*HANDSHAKE, _call(5, "confirm_action", {"text": "x"})])
         answers = [m for m in _messages_until_exit(peer) if "method" not in m]
         assert peer.proc.wait(10) == 0
         assert time.monotonic() - started < 8
@@ -107,16 +123,19 @@ def test_before_notifications_initialized_a_dialog_does_not_wait_either():
     """Before notifications/initialized no question is sent at all (issue 28: a bridge may never
     forward it): the tool is told at once that it cannot ask, and why."""
     with StdioPeer(FIXTURE) as peer:
-        _all_at_once(peer, [HANDSHAKE[0], _call(5, "confirm_action", {"text": "x"})])   # never initialized
+        # never initialized
+        _all_at_once(peer, [HANDSHAKE[0], _call(5, "confirm_action", {"text": "x"})])
         answers = {m["id"]: m for m in _messages_until_exit(peer, timeout=8)}
         assert peer.proc.wait(10) == 0
-    assert set(answers) == {1, 5}   # no elicitation/create was sent
+    assert set(answers) == {1, 5}  # no elicitation/create was sent
     result = answers[5]["result"]
-    assert result["isError"] and "cannot ask: not_initialized" in result["content"][0]["text"], result
+    assert result["isError"] and "cannot ask: not_initialized" in result["content"][0]["text"], (
+        result
+    )
 
 
 def test_delete_check_says_nothing_was_deleted_when_stdin_closes_during_its_dialog():
-    with StdioPeer(HCMCP + ["--demo"]) as peer:
+    with StdioPeer([*HCMCP, "--demo"]) as peer:
         peer.initialize(capabilities={"elicitation": {"form": {}}})
         checks = peer.request("tools/call", {"name": "list_checks", "arguments": {}})
         target = checks["result"]["structuredContent"]["checks"][0]["uuid"]
@@ -143,9 +162,11 @@ def test_sigterm_lets_a_call_in_flight_finish_and_a_second_sigterm_exits_at_once
         peer.initialize()
         peer.send(_call("s", "sleep", {"seconds": 0.5}))
         peer.send(_call("f", "sleep_forever", {}))
-        assert peer.request("ping")["result"] == {}   # both are in flight; the event loop runs
+        assert peer.request("ping")["result"] == {}  # both are in flight; the event loop runs
         peer.proc.send_signal(signal.SIGTERM)
-        assert peer.read_response("s", timeout=10)["result"]["structuredContent"] == {"text": "slept 0.5 s"}
+        assert peer.read_response("s", timeout=10)["result"]["structuredContent"] == {
+            "text": "slept 0.5 s"
+        }
         started = time.monotonic()
         peer.proc.send_signal(signal.SIGTERM)
         assert peer.proc.wait(5) == 0

@@ -13,24 +13,45 @@ import pytest
 
 from support import ROOT
 
-PROBE = '''
+PROBE = """
 from system_servers import require
 
 def test_needs_the_server():
     print("FOUND", require({name!r}, apt={apt!r}))
-'''
+"""
 
 
-def run_probe(tmp_path: Path, name: str, apt: str, path: str, ci: str | None) -> subprocess.CompletedProcess[str]:
+def run_probe(
+    tmp_path: Path, name: str, apt: str, path: str, ci: str | None
+) -> subprocess.CompletedProcess[str]:
     probe = tmp_path / "test_probe.py"
     probe.write_text(PROBE.format(name=name, apt=apt))
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "PYTEST_ADDOPTS")}
     env.update(PATH=path, PYTHONPATH=str(ROOT / "tests"))
     if ci is not None:
         env["CI"] = ci
-    return subprocess.run([sys.executable, "-m", "pytest", "-rs", "-s", "-p", "no:cacheprovider", "-q",
-                           "--rootdir", str(tmp_path), "-c", os.devnull, str(probe)],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-rs",
+            "-s",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--rootdir",
+            str(tmp_path),
+            "-c",
+            os.devnull,
+            str(probe),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def lines_with(text: str, word: str) -> list[str]:
@@ -39,7 +60,9 @@ def lines_with(text: str, word: str) -> list[str]:
 
 @pytest.mark.parametrize("ci", [None, "false"])
 def test_outside_ci_a_missing_server_is_one_skip_line_naming_apt_get(tmp_path, ci):
-    done = run_probe(tmp_path, "hcmcp-no-such-server", "hcmcp-server-pkg", str(tmp_path / "empty"), ci)
+    done = run_probe(
+        tmp_path, "hcmcp-no-such-server", "hcmcp-server-pkg", str(tmp_path / "empty"), ci
+    )
     assert done.returncode == 0 and "1 skipped" in done.stdout, done.stdout + done.stderr
     skips = lines_with(done.stdout, "SKIPPED")
     assert len(skips) == 1, done.stdout
@@ -48,11 +71,15 @@ def test_outside_ci_a_missing_server_is_one_skip_line_naming_apt_get(tmp_path, c
 
 
 def test_under_ci_true_a_missing_server_fails_naming_apt_get(tmp_path):
-    done = run_probe(tmp_path, "hcmcp-no-such-server", "hcmcp-server-pkg", str(tmp_path / "empty"), "true")
-    assert done.returncode == 1 and "1 failed" in done.stdout and "skipped" not in done.stdout, done.stdout
+    done = run_probe(
+        tmp_path, "hcmcp-no-such-server", "hcmcp-server-pkg", str(tmp_path / "empty"), "true"
+    )
+    assert done.returncode == 1 and "1 failed" in done.stdout and "skipped" not in done.stdout, (
+        done.stdout
+    )
     assert "hcmcp-no-such-server is not installed: apt-get install hcmcp-server-pkg" in done.stdout
     assert "CI=true: a missing system server is a failure, never a skip" in done.stdout
-    assert "Traceback" not in done.stdout   # one reason, not a stack
+    assert "Traceback" not in done.stdout  # one reason, not a stack
 
 
 @pytest.mark.parametrize("ci", [None, "true"])
@@ -80,7 +107,7 @@ def test_nginx_hidden_by_path_skips_or_fails_as_a_fresh_machine_would(tmp_path):
 
 # -- conftest.py's session-end check: a run that leaves an hcmcp cache behind fails -----------------
 
-LEAKY = '''
+LEAKY = """
 import os
 from pathlib import Path
 
@@ -90,7 +117,7 @@ def test_leaves_a_cache_behind():
     pyz_build.SEEN.add("0123abcd")   # as if this session had run a .pyz of that payload
     Path(os.environ["HOME"], ".cache", "hcmcp", "pyz", "0123abcd").mkdir(parents=True)
     Path(os.environ["HOME"], ".cache", "hcmcp", "node22").mkdir(exist_ok=True)   # kept on purpose
-'''
+"""
 
 
 @pytest.mark.parametrize("leaks", [True, False])
@@ -99,16 +126,48 @@ def test_a_run_that_leaves_an_hcmcp_cache_behind_fails(tmp_path, leaks):
     (home / ".cache" / "hcmcp").mkdir(parents=True)
     probe = tmp_path / "test_leaky.py"
     probe.write_text(LEAKY if leaks else "def test_clean():\n    pass\n")
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTEST_ADDOPTS", "XDG_CACHE_HOME", "HCMCP_PYZ_CACHE")}
-    env.update(HOME=str(home), TMPDIR=str(tmp_path), PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]))
-    done = subprocess.run([sys.executable, "-m", "pytest", "-p", "conftest", "-p", "no:cacheprovider", "-q",
-                           "--rootdir", str(tmp_path), "-c", os.devnull, str(probe)],
-                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("PYTEST_ADDOPTS", "XDG_CACHE_HOME", "HCMCP_PYZ_CACHE")
+    }
+    env.update(
+        HOME=str(home),
+        TMPDIR=str(tmp_path),
+        PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]),
+    )
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "conftest",
+            "-p",
+            "no:cacheprovider",
+            "-q",
+            "--rootdir",
+            str(tmp_path),
+            "-c",
+            os.devnull,
+            str(probe),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     if leaks:
         assert done.returncode == 1 and "1 passed" in done.stdout, done.stdout + done.stderr
         left = lines_with(done.stdout, "left hcmcp caches")
-        assert len(left) == 1 and str(home / ".cache" / "hcmcp" / "pyz" / "0123abcd") in left[0], done.stdout
+        assert len(left) == 1 and str(home / ".cache" / "hcmcp" / "pyz" / "0123abcd") in left[0], (
+            done.stdout
+        )
         assert "node22" not in left[0]
     else:
-        assert done.returncode == 0 and "left hcmcp caches" not in done.stdout, done.stdout + done.stderr
-    assert not list(tmp_path.glob("hcmcp-test-session-cache-*"))   # the session's own cache is removed
+        assert done.returncode == 0 and "left hcmcp caches" not in done.stdout, (
+            done.stdout + done.stderr
+        )
+    # the session's own cache is removed
+    assert not list(tmp_path.glob("hcmcp-test-session-cache-*"))

@@ -10,8 +10,8 @@ import anyio
 import pytest
 
 from hcmcp.healthchecks.models import KeyKind
-from hcmcp.protocol.streamable_http.sessions import SessionsFull, SessionTable
 from hcmcp.protocol.server import Session
+from hcmcp.protocol.streamable_http.sessions import SessionsFull, SessionTable
 from hcmcp.protocol.streamable_http.tenancy import CredentialUnchecked, NoCredential
 from hcmcp.tools.tenancy import KeyTenancy, key_problem, kind_from_prefix
 
@@ -42,10 +42,10 @@ def test_a_handshake_only_session_ends_after_a_minute_an_established_one_does_no
 
 
 def test_a_full_table_evicts_the_oldest_handshake_only_session_and_never_an_established_one():
-    sessions, clock = table(size=3)
+    sessions, _clock = table(size=3)
     established = sessions.open(Session())
     sessions.get(established)
-    first, second = sessions.open(Session()), sessions.open(Session())
+    _first, second = sessions.open(Session()), sessions.open(Session())
     third = sessions.open(Session())  # full: the oldest handshake-only one (first) goes
     assert set(sessions.sessions) == {established, second, third} and sessions.evicted == 1
     for _ in range(10):
@@ -91,7 +91,9 @@ def test_another_tenant_neither_finds_nor_touches_a_session():
 
 
 class FakeApi:
-    def __init__(self, key: str, answers: dict[str, KeyKind], asked: list[str], gate: anyio.Event | None) -> None:
+    def __init__(
+        self, key: str, answers: dict[str, KeyKind], asked: list[str], gate: anyio.Event | None
+    ) -> None:
         self.key, self.answers, self.asked, self.gate = key, answers, asked, gate
 
     async def key_kind(self) -> KeyKind:
@@ -101,8 +103,9 @@ class FakeApi:
         return self.answers[self.key]
 
 
-def tenancy(answers: dict[str, KeyKind], gate: anyio.Event | None = None,
-            **kwargs: Any) -> tuple[KeyTenancy, list[str], list[tuple]]:
+def tenancy(
+    answers: dict[str, KeyKind], gate: anyio.Event | None = None, **kwargs: Any
+) -> tuple[KeyTenancy, list[str], list[tuple]]:
     asked: list[str] = []
     built: list[tuple] = []
 
@@ -144,7 +147,10 @@ def test_a_refused_key_is_remembered_for_a_minute_and_never_becomes_a_tenant():
         for _ in range(5):
             with pytest.raises(NoCredential) as refused:
                 await keys.server_for(invented, "t")
-            assert "refused this API key" in refused.value.message and invented not in refused.value.message
+            assert (
+                "refused this API key" in refused.value.message
+                and invented not in refused.value.message
+            )
         assert keys.refused(invented, "t") is not None  # known on the head, before any body
         clock.now += 61
         assert keys.refused(invented, "t") is None
@@ -158,7 +164,7 @@ def test_a_refused_key_is_remembered_for_a_minute_and_never_becomes_a_tenant():
 def test_concurrent_requests_of_one_key_ask_once_and_new_keys_wait_for_no_queue():
     gate = anyio.Event()
     answers = {f"{n:032d}": RW for n in range(20)}
-    keys, asked, built = tenancy(answers, gate=gate, max_verifying=4)
+    keys, asked, _built = tenancy(answers, gate=gate, max_verifying=4)
     outcomes: list[object] = []
 
     async def one(key: str) -> None:
@@ -184,7 +190,7 @@ def test_concurrent_requests_of_one_key_ask_once_and_new_keys_wait_for_no_queue(
 
 def test_both_caches_are_bounded():
     answers = {f"{n:032d}": RW for n in range(20)}
-    keys, asked, built = tenancy(answers, max_servers=4, max_kinds=8)
+    keys, _asked, _built = tenancy(answers, max_servers=4, max_kinds=8)
 
     async def main() -> None:
         for key in answers:

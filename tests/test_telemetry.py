@@ -35,7 +35,7 @@ def test_label_values_are_escaped_and_bounded():
     counter.inc((bounded("anything a client sends", {"known"}),))
     text = registry.render().decode()
     assert 'y_total{what="a\\"b\\\\c\\nd"} 1' in text and 'y_total{what="other"} 1' in text
-    assert "# HELP y_total Help with \"quotes\" and \\\\." in text
+    assert '# HELP y_total Help with "quotes" and \\\\.' in text
 
 
 def test_registering_a_name_twice_differently_is_refused():
@@ -72,14 +72,20 @@ def test_process_series_come_from_proc():
 def test_log_lines_in_both_formats():
     try:
         logs.configure("json", "info")
-        line = logs.format_line("info", "request", None, {"tool": "get_check", "outcome": "ok", "upstream": None})
+        line = logs.format_line(
+            "info", "request", None, {"tool": "get_check", "outcome": "ok", "upstream": None}
+        )
         record = json.loads(line)
-        assert record["event"] == "request" and record["tool"] == "get_check" and "upstream" not in record
+        assert (
+            record["event"] == "request"
+            and record["tool"] == "get_check"
+            and "upstream" not in record
+        )
         assert set(record) == {"time", "level", "event", "tool", "outcome"}
         logs.configure("text", "warning")
         assert not logs.enabled("info")
-        assert logs.format_line("info", "audit", None, {"checks": ["a", "b"], "client_name": "My Client"}) == (
-            "hcmcp: INFO audit: checks=a,b client_name='My Client'"
-        )
+        assert logs.format_line(
+            "info", "audit", None, {"checks": ["a", "b"], "client_name": "My Client"}
+        ) == ("hcmcp: INFO audit: checks=a,b client_name='My Client'")
     finally:
         logs.configure("text", "warning")

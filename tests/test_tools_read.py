@@ -6,21 +6,26 @@ import json
 
 import msgspec
 import pytest
-from test_tools_harness import (BACKUPS, DB_DUMP, MISSING, NOW, OTHERS, PAUSED, REPORT, Env, instance,
-                                json_body, with_json)
 
-from hcmcp.simulator.simulator import Simulator
 from hcmcp.http.messages import Request, Response
+from hcmcp.simulator.simulator import Simulator
 from hcmcp.tools.present import cut_mark
-from hcmcp.tools.shaping import MARKER
-from hcmcp.tools.shaping import RESULT_BUDGET_BYTES
+from hcmcp.tools.shaping import MARKER, RESULT_BUDGET_BYTES
+from support.tools_harness import (
+    BACKUPS,
+    DB_DUMP,
+    MISSING,
+    NOW,
+    OTHERS,
+    PAUSED,
+    REPORT,
+    Env,
+    instance,
+    json_body,
+    with_json,
+)
 
 RW, RO = Simulator.RW_KEY, Simulator.RO_KEY
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 def encoded_size(result: dict) -> int:
@@ -30,6 +35,7 @@ def encoded_size(result: dict) -> int:
 
 def unique_key_of(uuid: str) -> str:
     import hashlib
+
     return hashlib.sha1(uuid.replace("-", "")[:16].encode()).hexdigest()
 
 
@@ -42,42 +48,63 @@ async def refused_before_sending(env: Env, name: str, arguments: dict) -> str:
 
 # -- the catalogue ------------------------------------------------------------------------------
 
+
 @pytest.mark.anyio
 async def test_descriptions_annotations_and_essential_tags() -> None:
     async with instance() as env:
         tools = env.tools
-    read = ["list_checks", "get_check", "list_pings", "get_ping_body", "list_flips", "list_integrations",
-            "list_badges", "get_status", "get_api_key_info"]
+    read = [
+        "list_checks",
+        "get_check",
+        "list_pings",
+        "get_ping_body",
+        "list_flips",
+        "list_integrations",
+        "list_badges",
+        "get_status",
+        "get_api_key_info",
+    ]
     essential = {"list_checks", "get_check", "list_pings", "list_flips"}
     for name in read:
         tool = tools[name]
-        assert tool.annotations.read_only and not tool.annotations.destructive and tool.annotations.idempotent
+        assert (
+            tool.annotations.read_only
+            and not tool.annotations.destructive
+            and tool.annotations.idempotent
+        )
         assert ("essential" in tool.tags) == (name in essential), name
         descriptor = tool.descriptor()
-        assert descriptor["inputSchema"]["type"] == "object" and descriptor["outputSchema"]["type"] == "object"
+        assert (
+            descriptor["inputSchema"]["type"] == "object"
+            and descriptor["outputSchema"]["type"] == "object"
+        )
     for name in ("list_pings", "get_ping_body", "list_integrations"):
         assert "🔑" in tools[name].description and "read-only key" in tools[name].description
     for name in ("list_pings", "get_ping_body"):
         assert "🆔" in tools[name].description
-    assert "four" in tools["get_ping_body"].description and "503" in tools["get_ping_body"].description
+    assert (
+        "four" in tools["get_ping_body"].description and "503" in tools["get_ping_body"].description
+    )
     assert "no API key" in tools["get_status"].description
 
 
 # -- list_checks --------------------------------------------------------------------------------
+
 
 @pytest.mark.anyio
 async def test_list_checks_summarises_the_project_and_says_how_many_it_holds() -> None:
     async with instance() as env:
         result = await env.call("list_checks", {})
     assert result["untrusted"] is True and result["source"] == "healthchecks"
-    assert result["project_checks"] == 4 and result["returned"] == 4          # project B's check is not here
+    # project B's check is not here
+    assert result["project_checks"] == 4 and result["returned"] == 4
     by_uuid = {c["uuid"]: c for c in result["checks"]}
     assert set(by_uuid) == {BACKUPS, DB_DUMP, REPORT, PAUSED}
     assert by_uuid[BACKUPS]["tags"] == ["prod", "backup"] and by_uuid[BACKUPS]["timeout"] == 3600
     assert "schedule" not in by_uuid[BACKUPS]
     assert by_uuid[DB_DUMP]["schedule"] == "15 5 * * *" and by_uuid[DB_DUMP]["tz"] == "Europe/Riga"
     assert "timeout" not in by_uuid[DB_DUMP]
-    assert "desc" not in by_uuid[BACKUPS]                                      # get_check has it
+    assert "desc" not in by_uuid[BACKUPS]  # get_check has it
     assert "holds 4 checks" in result["note"]
 
 
@@ -95,8 +122,10 @@ async def test_list_checks_filters_by_all_tags_slug_and_status_and_limits() -> N
     assert [c["uuid"] for c in paused["checks"]] == [PAUSED]
     assert limited["returned"] == 1 and limited["matched"] == 4
     assert limited["next_offset"] == 1
-    assert limited["note"].endswith("Showing checks 1 to 1 of 4. For the next page, call list_checks again with the "
-                                    "same arguments and offset=1.")
+    assert limited["note"].endswith(
+        "Showing checks 1 to 1 of 4. For the next page, call list_checks again with the "
+        "same arguments and offset=1."
+    )
 
 
 @pytest.mark.anyio
@@ -114,40 +143,49 @@ async def test_list_checks_refuses_bad_arguments_before_any_request() -> None:
         await refused_before_sending(env, "list_checks", {"limit": 0})
         await refused_before_sending(env, "list_checks", {"limit": 501})
         await refused_before_sending(env, "list_checks", {"status": "late"})
-        await refused_before_sending(env, "list_checks", {"tags": ["prod"]})     # unknown field
+        await refused_before_sending(env, "list_checks", {"tags": ["prod"]})  # unknown field
     assert "whitespace" in space and "space-separated" in space
 
 
 @pytest.mark.anyio
-async def test_list_checks_drops_whole_entries_to_fit_the_budget_and_says_which_argument_narrows() -> None:
+async def test_list_checks_drops_whole_entries_to_fit_the_budget_and_says_which_argument_narrows() -> (
+    None
+):
     async with instance() as env:
         for i in range(400):
-            env.sim.add_check(env.sim.project_a, name=f"bulk {i:03d}", tags=f"bulk t{i:03d}-" + "x" * 300)
+            env.sim.add_check(
+                env.sim.project_a, name=f"bulk {i:03d}", tags=f"bulk t{i:03d}-" + "x" * 300
+            )
         result = await env.call("list_checks", {"limit": 500})
     size = encoded_size(result)
     assert size <= RESULT_BUDGET_BYTES
     assert result["matched"] == 404 and 0 < result["returned"] < 404
-    shown, dropped = result["returned"], 500 - result["returned"] - 96   # limit 500, 404 matching
+    shown, dropped = result["returned"], 500 - result["returned"] - 96  # limit 500, 404 matching
     dropped = 404 - shown
     assert result["note"] == (
         f"The project holds 404 checks; 404 match. Showing checks 1 to {shown} of 404 ({dropped} more within limit "
         f"did not fit the 64 KiB result budget). For the next page, call list_checks again with the same arguments "
-        f"and offset={shown}.")
+        f"and offset={shown}."
+    )
     assert result["next_offset"] == shown
-    for entry in result["checks"]:      # whole entries: nothing cut inside one
-        assert entry["name"] in ("Backups", "DB dump", "Weekly report", "Legacy cron") or \
-            len(entry["tags"][1]) == 305
+    for entry in result["checks"]:  # whole entries: nothing cut inside one
+        assert (
+            entry["name"] in ("Backups", "DB dump", "Weekly report", "Legacy cron")
+            or len(entry["tags"][1]) == 305
+        )
 
 
 @pytest.mark.anyio
 async def test_entries_that_are_not_objects_are_counted_in_note() -> None:
     async with instance() as env:
+
         def garble(request: Request, response: Response) -> Response | None:
             if request.path == "/api/v3/checks/":
                 document = json_body(response)
                 document["checks"][1:1] = [42, "a string", None, ["a", "list"]]
                 return with_json(response, document)
             return None
+
         env.rewrite = garble
         result = await env.call("list_checks", {})
     assert result["returned"] == 4 and result["project_checks"] == 8
@@ -155,6 +193,7 @@ async def test_entries_that_are_not_objects_are_counted_in_note() -> None:
 
 
 # -- get_check ----------------------------------------------------------------------------------
+
 
 @pytest.mark.anyio
 async def test_get_check_returns_every_field_reshaped() -> None:
@@ -164,8 +203,9 @@ async def test_get_check_returns_every_field_reshaped() -> None:
     check = simple["check"]
     assert simple["untrusted"] is True and simple["source"] == "healthchecks"
     assert check["uuid"] == BACKUPS and check["desc"] == "Nightly backup"
-    assert sorted(check["channels"]) == sorted(["aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa",
-                                                "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb"])
+    assert sorted(check["channels"]) == sorted(
+        ["aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa", "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb"]
+    )
     assert "subject" not in check and "subject_fail" not in check
     assert check["schedule_kind"] == "timeout" and check["timeout"] == 3600
     assert cron["check"]["schedule_kind"] == "schedule" and "timeout" not in cron["check"]
@@ -196,7 +236,8 @@ async def test_get_check_404_403_and_key_errors_say_what_they_mean() -> None:
         other = await env.fails("get_check", {"check": OTHERS})
         gone = await env.fails("get_check", {"check": unique_key_of(MISSING)})
     assert "no check with the UUID" in missing.message and missing.details["status"] == 404
-    assert "<" not in missing.message and "Not Found" not in missing.message     # the HTML page is dropped
+    # the HTML page is dropped
+    assert "<" not in missing.message and "Not Found" not in missing.message
     assert "another project" in other.message and other.details["status"] == 403
     assert "unique_key" in gone.message
 
@@ -210,7 +251,7 @@ async def test_get_check_404_403_and_key_errors_say_what_they_mean() -> None:
 async def test_without_a_key_nothing_is_sent_and_the_text_says_how_to_get_one() -> None:
     async with instance(None) as env:
         error = await refused_before_sending(env, "list_checks", {})
-    assert "HEALTHCHECKS_API_KEY" in error and "Project Settings › API Access" in error
+    assert "HEALTHCHECKS_API_KEY" in error and "Project Settings › API Access" in error  # noqa: RUF001  (the web UI's own breadcrumb)
 
 
 @pytest.mark.anyio
@@ -225,6 +266,7 @@ async def test_get_check_cuts_a_desc_too_large_for_the_budget() -> None:
 
 
 # -- list_pings ---------------------------------------------------------------------------------
+
 
 @pytest.mark.anyio
 async def test_list_pings_newest_first_with_type_filter() -> None:
@@ -265,19 +307,22 @@ async def test_list_pings_budget_drops_whole_pings() -> None:
     shown = result["returned"]
     assert result["note"].startswith(
         f"Showing pings 1 to {shown} of 500 ({500 - shown} more within limit did not fit the 64 KiB result budget). "
-        f"For the next page, call list_pings again with the same arguments and offset={shown}.")
+        f"For the next page, call list_pings again with the same arguments and offset={shown}."
+    )
 
 
 @pytest.mark.anyio
 async def test_list_pings_counts_entries_that_are_not_objects() -> None:
     async with instance() as env:
+
         def garble(request: Request, response: Response) -> Response | None:
             if request.path.endswith("/pings/"):
                 document = json_body(response)
                 document["pings"].append("not a ping")
-                document["pings"].append({"type": "log"})     # an object, but not a ping's shape
+                document["pings"].append({"type": "log"})  # an object, but not a ping's shape
                 return with_json(response, document)
             return None
+
         env.rewrite = garble
         result = await env.call("list_pings", {"check": BACKUPS})
     assert result["returned"] == 3 and result["instance_returned"] == 5
@@ -285,6 +330,7 @@ async def test_list_pings_counts_entries_that_are_not_objects() -> None:
 
 
 # -- get_ping_body ------------------------------------------------------------------------------
+
 
 @pytest.mark.anyio
 async def test_get_ping_body_happy_path() -> None:
@@ -310,9 +356,15 @@ async def test_get_ping_body_removes_control_characters_and_counts_them() -> Non
 @pytest.mark.anyio
 async def test_get_ping_body_404_names_all_four_meanings() -> None:
     async with instance() as env:
-        error = await env.fails("get_ping_body", {"check": BACKUPS, "n": 1})     # the start ping: no body
+        # the start ping: no body
+        error = await env.fails("get_ping_body", {"check": BACKUPS, "n": 1})
     text = error.message
-    for meaning in ("no such check", "no ping #1", "carried no body", "older than the instance keeps"):
+    for meaning in (
+        "no such check",
+        "no ping #1",
+        "carried no body",
+        "older than the instance keeps",
+    ):
         assert meaning in text
     assert "<" not in text
 
@@ -320,7 +372,9 @@ async def test_get_ping_body_404_names_all_four_meanings() -> None:
 @pytest.mark.anyio
 async def test_get_ping_body_503_is_worth_retrying_and_ro_key_is_named() -> None:
     async with instance() as env:
-        env.rewrite = lambda request, response: Response(503, b"") if request.path.endswith("/body") else None
+        env.rewrite = lambda request, response: (
+            Response(503, b"") if request.path.endswith("/body") else None
+        )
         error = await env.fails("get_ping_body", {"check": BACKUPS, "n": 2})
     assert error.details["retryable"] is True and "retrying" in error.message
     async with instance(RO) as env:
@@ -347,13 +401,16 @@ async def test_get_ping_body_decodes_invalid_utf8_and_a_cut_multibyte_tail() -> 
     async with instance() as env:
         env.rewrite = lambda request, response: (
             Response(200, b"ok \xff\xfe " + "é".encode() * 40_000, [("content-type", "text/plain")])
-            if request.path.endswith("/body") else None)
+            if request.path.endswith("/body")
+            else None
+        )
         result = await env.call("get_ping_body", {"check": BACKUPS, "n": 2})
     assert result["body"].startswith("ok \ufffd\ufffd ")
     assert result["truncated"] and not result["body"].endswith("\ufffd")
 
 
 # -- list_flips ---------------------------------------------------------------------------------
+
 
 @pytest.mark.anyio
 async def test_list_flips_by_uuid_and_unique_key() -> None:
@@ -367,9 +424,13 @@ async def test_list_flips_by_uuid_and_unique_key() -> None:
 
 
 @pytest.mark.anyio
-async def test_list_flips_refuses_a_backwards_window_and_out_of_range_values_before_sending() -> None:
+async def test_list_flips_refuses_a_backwards_window_and_out_of_range_values_before_sending() -> (
+    None
+):
     async with instance() as env:
-        backwards = await refused_before_sending(env, "list_flips", {"check": BACKUPS, "start": 200, "end": 100})
+        backwards = await refused_before_sending(
+            env, "list_flips", {"check": BACKUPS, "start": 200, "end": 100}
+        )
         await refused_before_sending(env, "list_flips", {"check": BACKUPS, "seconds": 31_536_001})
         await refused_before_sending(env, "list_flips", {"check": BACKUPS, "seconds": -1})
         await refused_before_sending(env, "list_flips", {"check": BACKUPS, "start": 10_000_000_001})
@@ -381,19 +442,24 @@ async def test_list_flips_refuses_a_backwards_window_and_out_of_range_values_bef
 @pytest.mark.anyio
 async def test_list_flips_passes_the_window_on() -> None:
     async with instance() as env:
-        result = await env.call("list_flips", {"check": BACKUPS, "start": int(NOW), "end": int(NOW) + 10})
+        result = await env.call(
+            "list_flips", {"check": BACKUPS, "start": int(NOW), "end": int(NOW) + 10}
+        )
     assert result["flips"] == []
     assert env.seen[-1].query == [("start", str(int(NOW))), ("end", str(int(NOW) + 10))]
 
 
 # -- list_integrations, list_badges ---------------------------------------------------------------
 
+
 @pytest.mark.anyio
 async def test_list_integrations_with_both_key_kinds() -> None:
     async with instance() as env:
         result = await env.call("list_integrations", {})
-    assert [(i["name"], i["kind"]) for i in result["integrations"]] == [("Email to team", "email"),
-                                                                      ("Ops webhook", "webhook")]
+    assert [(i["name"], i["kind"]) for i in result["integrations"]] == [
+        ("Email to team", "email"),
+        ("Ops webhook", "webhook"),
+    ]
     assert result["untrusted"] is True
     async with instance(RO) as env:
         error = await env.fails("list_integrations", {})
@@ -426,6 +492,7 @@ async def test_list_badges_caps_tags_and_says_how_many_the_project_has() -> None
 
 # -- get_status ---------------------------------------------------------------------------------
 
+
 @pytest.mark.anyio
 async def test_get_status_ok_has_no_untrusted_marker_and_sends_no_key() -> None:
     async with instance() as env:
@@ -448,13 +515,16 @@ async def test_get_status_anything_but_ok_is_marked_cleaned_and_capped() -> None
     async with instance() as env:
         env.front = lambda request: Response(200, portal.encode(), [("content-type", "text/plain")])
         result = await env.call("get_status", {})
-    assert result["ok"] is False and result["untrusted"] is True and result["source"] == "healthchecks"
+    assert (
+        result["ok"] is False and result["untrusted"] is True and result["source"] == "healthchecks"
+    )
     assert result["answer"].startswith("Please sign in to the corporate portal\n")
     assert result["control_characters_removed"] == 3 and result["truncated"] is True
     assert len(result["answer"]) <= 4096
 
 
 # -- get_api_key_info ---------------------------------------------------------------------------
+
 
 @pytest.mark.anyio
 async def test_get_api_key_info_for_each_kind_of_key() -> None:
@@ -486,31 +556,48 @@ async def test_get_api_key_info_for_each_kind_of_key() -> None:
 
 # -- errors that are about the URL, not the key ---------------------------------------------------
 
+
 @pytest.mark.anyio
 async def test_a_wrong_url_path_gets_a_301_that_is_named_not_followed() -> None:
     async with instance(site_path="/old") as env:
         # A front proxy that moved the site: everything under /old/ is redirected.
-        env.front = lambda request: (Response(301, b"", [("location", "https://hc.example/" + request.path[5:])])
-                                     if request.path.startswith("/old/") else None)
+        env.front = lambda request: (
+            Response(301, b"", [("location", "https://hc.example/" + request.path[5:])])
+            if request.path.startswith("/old/")
+            else None
+        )
         error = await env.fails("list_checks", {})
         create = await env.fails("create_check", {"name": "x"})
     assert error.details["kind"] == "redirected" and error.details["status"] == 301
-    assert "https://hc.example/api/v3/checks/" in error.message and "HEALTHCHECKS_URL" in error.message
+    assert (
+        "https://hc.example/api/v3/checks/" in error.message and "HEALTHCHECKS_URL" in error.message
+    )
     assert create.details["location"] == "https://hc.example/api/v3/checks/"
-    assert [r.method for r in env.seen] == ["GET", "POST"]        # nothing followed
+    assert [r.method for r in env.seen] == ["GET", "POST"]  # nothing followed
     assert env.sim.requests == []
 
 
 @pytest.mark.anyio
 async def test_an_html_error_page_is_dropped_and_a_long_text_body_cut_at_2000() -> None:
-    page = b"<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1>" + b"<p>nginx</p>" * 500 + b"</body></html>"
+    page = (
+        b"<!DOCTYPE html><html><body><h1>502 Bad Gateway</h1>"
+        + b"<p>nginx</p>" * 500
+        + b"</body></html>"
+    )
     async with instance() as env:
         env.front = lambda request: Response(502, page, [("content-type", "text/html")])
         html = await env.fails("list_checks", {})
-        env.front = lambda request: Response(400, json.dumps({"error": "e" * 3000 + " " + RW}).encode(),
-                                             [("content-type", "application/json")])
+        env.front = lambda request: Response(
+            400,
+            json.dumps({"error": "e" * 3000 + " " + RW}).encode(),
+            [("content-type", "application/json")],
+        )
         long = await env.fails("update_check", {"check": BACKUPS, "name": "x"})
-    assert "nginx" not in html.message and "<" not in html.message and html.details["retryable"] is True
+    assert (
+        "nginx" not in html.message
+        and "<" not in html.message
+        and html.details["retryable"] is True
+    )
     said = long.message.split(MARKER + "\n\n", 1)[1]
     assert long.details["upstream"] == said and long.details["untrusted"] is True
     assert said.startswith("e" * 2000 + "…") and "e" * 2001 not in said
@@ -520,18 +607,23 @@ async def test_an_html_error_page_is_dropped_and_a_long_text_body_cut_at_2000() 
 @pytest.mark.anyio
 async def test_an_unreachable_instance_is_an_error_saying_so() -> None:
     import socket
+
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
     sock.close()
     from hcmcp.healthchecks.api import HealthchecksApi
     from hcmcp.tools.read_project import read_tools
+
     api = HealthchecksApi(f"http://127.0.0.1:{port}", RW)
     tools = {t.name: t for t in read_tools(api)}
     from hcmcp.protocol.tool import ToolError
+
     with pytest.raises(ToolError) as caught:
         await tools["get_status"].handler(None, tools["get_status"].decode_arguments({}))
-    assert caught.value.details["kind"] == "unreachable" and "HEALTHCHECKS_URL" in caught.value.message
+    assert (
+        caught.value.details["kind"] == "unreachable" and "HEALTHCHECKS_URL" in caught.value.message
+    )
     assert RW not in caught.value.message
 
 
@@ -539,7 +631,9 @@ async def test_an_unreachable_instance_is_an_error_saying_so() -> None:
 async def test_get_status_only_exactly_ok_counts() -> None:
     for answer in (b"OK\n", b"ok", b"Sign in", b""):
         async with instance() as env:
-            env.front = lambda request, answer=answer: Response(200, answer, [("content-type", "text/html")])
+            env.front = lambda request, answer=answer: Response(
+                200, answer, [("content-type", "text/html")]
+            )
             result = await env.call("get_status", {})
         assert result["ok"] is False and result["untrusted"] is True, answer
         assert result["control_characters_removed"] == 0 and result["answer"] == answer.decode()

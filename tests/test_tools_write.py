@@ -11,18 +11,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from test_tools_harness import BACKUPS, DB_DUMP, EMAIL, MISSING, OTHERS, PAUSED, REPORT, WEBHOOK, Env, instance
 
-from hcmcp.simulator.simulator import Simulator
 from hcmcp.protocol.asking import CLIENT_CANNOT, Answer
+from hcmcp.simulator.simulator import Simulator
 from hcmcp.tools import confirm
+from support.tools_harness import (
+    BACKUPS,
+    DB_DUMP,
+    EMAIL,
+    MISSING,
+    OTHERS,
+    PAUSED,
+    REPORT,
+    WEBHOOK,
+    Env,
+    instance,
+)
 
 RW, RO = Simulator.RW_KEY, Simulator.RO_KEY
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
 
 
 async def refused_before_sending(env: Env, name: str, arguments: dict, ctx: Any = None) -> str:
@@ -58,59 +64,107 @@ class Dialog:
 
 # -- the catalogue ------------------------------------------------------------------------------
 
+
 @pytest.mark.anyio
 async def test_annotations_and_essential_tags() -> None:
     async with instance() as env:
         tools = env.tools
-    hints = {name: (t.annotations.read_only, t.annotations.destructive, t.annotations.idempotent)
-             for name, t in tools.items()}
-    assert hints["update_check"] == (False, True, True)        # destructive (channels replaces), not guarded
+    hints = {
+        name: (t.annotations.read_only, t.annotations.destructive, t.annotations.idempotent)
+        for name, t in tools.items()
+    }
+    # destructive (channels replaces), not guarded
+    assert hints["update_check"] == (
+        False,
+        True,
+        True,
+    )
     assert hints["delete_check"] == (False, True, True)
     assert hints["pause_check"] == (False, False, True)
     assert hints["resume_check"] == (False, False, True)
     assert hints["create_check"][0] is False and hints["create_check"][2] is False
-    assert {n for n in ("create_check", "update_check", "pause_check", "resume_check", "delete_check")
-            if "essential" in tools[n].tags} == {"create_check", "update_check", "resume_check"}
+    assert {
+        n
+        for n in ("create_check", "update_check", "pause_check", "resume_check", "delete_check")
+        if "essential" in tools[n].tags
+    } == {"create_check", "update_check", "resume_check"}
     assert "goes unnoticed" in tools["pause_check"].description
     assert "resume_check" in tools["pause_check"].description
     assert "confirm_token" not in tools["pause_check"].descriptor()["inputSchema"]["properties"]
-    assert "409" in tools["resume_check"].description and "not paused" in tools["resume_check"].description
+    assert (
+        "409" in tools["resume_check"].description
+        and "not paused" in tools["resume_check"].description
+    )
     assert "replaces" in tools["update_check"].description
     for name in ("update_check", "pause_check", "resume_check", "delete_check"):
         assert "🆔" in tools[name].description
-    assert "👤" in tools["delete_check"].description and "pause_check" in tools["delete_check"].description
+    assert (
+        "👤" in tools["delete_check"].description
+        and "pause_check" in tools["delete_check"].description
+    )
 
 
 # -- create_check -------------------------------------------------------------------------------
 
+
 @pytest.mark.anyio
 async def test_create_check_defaults_channels_to_all_and_says_so() -> None:
     async with instance() as env:
-        result = await env.call("create_check", {"name": "Nightly", "slug": "nightly", "tags": ["prod", "night"],
-                                                 "timeout": 3600, "grace": 120})
+        result = await env.call(
+            "create_check",
+            {
+                "name": "Nightly",
+                "slug": "nightly",
+                "tags": ["prod", "night"],
+                "timeout": 3600,
+                "grace": 120,
+            },
+        )
         body = sent_body(env)
         stored = env.sim.check(result["check"]["uuid"])
-    assert body == {"name": "Nightly", "slug": "nightly", "tags": "prod night", "timeout": 3600, "grace": 120,
-                    "channels": "*"}
+    assert body == {
+        "name": "Nightly",
+        "slug": "nightly",
+        "tags": "prod night",
+        "timeout": 3600,
+        "grace": 120,
+        "channels": "*",
+    }
     assert env.seen[-1].header("x-api-key") == RW and "api_key" not in body
     assert result["created"] is True and result["outcome"] == "created"
     assert result["channels_default_applied"] is True and '"*"' in result["note"]
-    assert sorted(result["check"]["channels"]) == sorted([EMAIL, WEBHOOK]) == sorted(stored.channels)
+    assert (
+        sorted(result["check"]["channels"]) == sorted([EMAIL, WEBHOOK]) == sorted(stored.channels)
+    )
     assert result["check"]["tags"] == ["prod", "night"] and result["untrusted"] is True
 
 
 @pytest.mark.anyio
 async def test_create_check_joins_channels_keywords_and_switches_kind_by_schedule() -> None:
     async with instance() as env:
-        result = await env.call("create_check", {
-            "name": "Cron job", "schedule": "0 3 * * *", "tz": "Europe/Riga",
-            "channels": [EMAIL.upper(), "Ops webhook"], "success_kw": ["DONE", "OK now"],
-            "failure_kw": ["ERROR"], "filter_body": True, "methods": "POST", "manual_resume": True})
+        result = await env.call(
+            "create_check",
+            {
+                "name": "Cron job",
+                "schedule": "0 3 * * *",
+                "tz": "Europe/Riga",
+                "channels": [EMAIL.upper(), "Ops webhook"],
+                "success_kw": ["DONE", "OK now"],
+                "failure_kw": ["ERROR"],
+                "filter_body": True,
+                "methods": "POST",
+                "manual_resume": True,
+            },
+        )
         body = sent_body(env)
     assert body["channels"] == f"{EMAIL},Ops webhook"
     assert body["success_kw"] == "DONE,OK now" and body["failure_kw"] == "ERROR"
     check = result["check"]
-    assert check["schedule_kind"] == "schedule" and check["schedule"] == "0 3 * * *" and "timeout" not in check
+    assert (
+        check["schedule_kind"] == "schedule"
+        and check["schedule"] == "0 3 * * *"
+        and "timeout" not in check
+    )
     assert sorted(check["channels"]) == sorted([EMAIL, WEBHOOK])
     assert check["success_kw"] == ["DONE", "OK now"] and check["methods"] == "POST"
     assert result["channels_default_applied"] is False
@@ -119,19 +173,43 @@ async def test_create_check_joins_channels_keywords_and_switches_kind_by_schedul
 @pytest.mark.anyio
 async def test_create_check_refuses_what_the_api_would_mangle_before_sending_anything() -> None:
     async with instance() as env:
-        both = await refused_before_sending(env, "create_check", {"timeout": 3600, "schedule": "* * * * *"})
+        both = await refused_before_sending(
+            env, "create_check", {"timeout": 3600, "schedule": "* * * * *"}
+        )
         empty = await refused_before_sending(env, "create_check", {"name": "x", "channels": []})
         space = await refused_before_sending(env, "create_check", {"tags": ["prod", "two words"]})
         comma = await refused_before_sending(env, "create_check", {"failure_kw": ["ERROR,FAILED"]})
         channel_comma = await refused_before_sending(env, "create_check", {"channels": ["a,b"]})
-        unique = await refused_before_sending(env, "create_check", {"name": "x", "unique": ["name", "slug"]})
-        tags_long = await refused_before_sending(env, "create_check", {"tags": ["t" * 300, "u" * 300]})
-        kw_long = await refused_before_sending(env, "create_check", {"start_kw": ["k" * 150, "l" * 60]})
-        for arguments in ({"timeout": 59}, {"timeout": 31_536_001}, {"grace": 59}, {"grace": 31_536_001},
-                          {"timeout": 3600.0}, {"timeout": True}, {"timeout": "3600"}, {"name": "n" * 101},
-                          {"slug": "Not A Slug"}, {"slug": "s" * 101}, {"schedule": "s" * 101},
-                          {"methods": "GET"}, {"channels": "all"}, {"unique": ["desc"]}, {"manual_resume": 1},
-                          {"timout": 60}, {"api_key": RW}, {"tags": "prod"}, {"name": None}):
+        unique = await refused_before_sending(
+            env, "create_check", {"name": "x", "unique": ["name", "slug"]}
+        )
+        tags_long = await refused_before_sending(
+            env, "create_check", {"tags": ["t" * 300, "u" * 300]}
+        )
+        kw_long = await refused_before_sending(
+            env, "create_check", {"start_kw": ["k" * 150, "l" * 60]}
+        )
+        for arguments in (
+            {"timeout": 59},
+            {"timeout": 31_536_001},
+            {"grace": 59},
+            {"grace": 31_536_001},
+            {"timeout": 3600.0},
+            {"timeout": True},
+            {"timeout": "3600"},
+            {"name": "n" * 101},
+            {"slug": "Not A Slug"},
+            {"slug": "s" * 101},
+            {"schedule": "s" * 101},
+            {"methods": "GET"},
+            {"channels": "all"},
+            {"unique": ["desc"]},
+            {"manual_resume": 1},
+            {"timout": 60},
+            {"api_key": RW},
+            {"tags": "prod"},
+            {"name": None},
+        ):
             await refused_before_sending(env, "create_check", arguments)
     assert "not both" in both and "discarded" in both
     assert "empty list" in empty and "web UI" in empty
@@ -145,17 +223,22 @@ async def test_create_check_refuses_what_the_api_would_mangle_before_sending_any
 @pytest.mark.anyio
 async def test_create_check_unique_match_updates_the_existing_check_and_says_so() -> None:
     async with instance() as env:
-        result = await env.call("create_check", {"name": "Backups", "grace": 900, "unique": ["name"]})
+        result = await env.call(
+            "create_check", {"name": "Backups", "grace": 900, "unique": ["name"]}
+        )
         stored = env.sim.check(BACKUPS)
     assert result["created"] is False and result["outcome"] == "updated_existing"
     assert result["check"]["uuid"] == BACKUPS and stored.grace == 900
-    assert "existing check" in result["note"] and "replaced the existing check's integration list" in result["note"]
+    assert (
+        "existing check" in result["note"]
+        and "replaced the existing check's integration list" in result["note"]
+    )
 
 
 @pytest.mark.anyio
 async def test_create_check_limit_and_read_only_key() -> None:
     async with instance(Simulator.OTHER_RW_KEY) as env:
-        env.sim.project_b.check_limit = 1             # project B already has its one check
+        env.sim.project_b.check_limit = 1  # project B already has its one check
         limit = await env.fails("create_check", {"name": "one too many"})
     assert limit.details["status"] == 403 and "check limit" in limit.message
     async with instance(RO) as env:
@@ -168,16 +251,22 @@ async def test_create_check_quotes_the_apis_own_refusal() -> None:
     async with instance() as env:
         error = await env.fails("create_check", {"schedule": "not a schedule"})
         channel = await env.fails("create_check", {"channels": ["no such integration"]})
-    assert error.details["status"] == 400 and "schedule is not a valid cron or OnCalendar" in error.message
+    assert (
+        error.details["status"] == 400
+        and "schedule is not a valid cron or OnCalendar" in error.message
+    )
     assert "invalid channel identifier: no such integration" in channel.message
 
 
 # -- update_check -------------------------------------------------------------------------------
 
+
 @pytest.mark.anyio
 async def test_update_check_sends_only_the_fields_passed() -> None:
     async with instance() as env:
-        result = await env.call("update_check", {"check": BACKUPS.upper(), "grace": 900, "tags": ["prod"]})
+        result = await env.call(
+            "update_check", {"check": BACKUPS.upper(), "grace": 900, "tags": ["prod"]}
+        )
         body = sent_body(env)
         path = env.seen[-1].path
     assert path == f"/api/v3/checks/{BACKUPS}" and body == {"grace": 900, "tags": "prod"}
@@ -189,7 +278,9 @@ async def test_update_check_sends_only_the_fields_passed() -> None:
 @pytest.mark.anyio
 async def test_update_check_schedule_switches_a_timeout_check_over_and_channels_replace() -> None:
     async with instance() as env:
-        cron = await env.call("update_check", {"check": BACKUPS, "schedule": "*/5 * * * *", "channels": [WEBHOOK]})
+        cron = await env.call(
+            "update_check", {"check": BACKUPS, "schedule": "*/5 * * * *", "channels": [WEBHOOK]}
+        )
         back = await env.call("update_check", {"check": BACKUPS, "timeout": 600})
         everything = await env.call("update_check", {"check": REPORT, "channels": "*"})
     assert cron["check"]["schedule_kind"] == "schedule" and "timeout" not in cron["check"]
@@ -202,12 +293,17 @@ async def test_update_check_schedule_switches_a_timeout_check_over_and_channels_
 async def test_update_check_refusals_before_sending() -> None:
     async with instance() as env:
         nothing = await refused_before_sending(env, "update_check", {"check": BACKUPS})
-        empty = await refused_before_sending(env, "update_check", {"check": BACKUPS, "channels": []})
-        both = await refused_before_sending(env, "update_check", {"check": BACKUPS, "timeout": 60,
-                                                                  "schedule": "* * * * *"})
+        empty = await refused_before_sending(
+            env, "update_check", {"check": BACKUPS, "channels": []}
+        )
+        both = await refused_before_sending(
+            env, "update_check", {"check": BACKUPS, "timeout": 60, "schedule": "* * * * *"}
+        )
         slug = await refused_before_sending(env, "update_check", {"check": "backups", "grace": 60})
-        unique = await refused_before_sending(env, "update_check", {"check": BACKUPS, "unique": ["name"]})
-        await refused_before_sending(env, "update_check", {"grace": 60})              # no check
+        unique = await refused_before_sending(
+            env, "update_check", {"check": BACKUPS, "unique": ["name"]}
+        )
+        await refused_before_sending(env, "update_check", {"grace": 60})  # no check
     assert "no field to change" in nothing
     assert "empty list" in empty and "not both" in both and "not a check UUID" in slug
     assert "unknown field 'unique'" in unique
@@ -224,6 +320,7 @@ async def test_update_check_404_and_403() -> None:
 
 # -- pause_check / resume_check -------------------------------------------------------------------
 
+
 @pytest.mark.anyio
 async def test_pause_and_resume() -> None:
     async with instance() as env:
@@ -231,15 +328,19 @@ async def test_pause_and_resume() -> None:
         again = await env.call("pause_check", {"check": DB_DUMP})
         resumed = await env.call("resume_check", {"check": DB_DUMP})
     assert paused["check"]["status"] == "paused" and "goes unnoticed" in paused["note"]
-    assert again["check"]["status"] == "paused"                                   # idempotent
+    assert again["check"]["status"] == "paused"  # idempotent
     assert resumed["check"]["status"] == "new" and resumed["untrusted"] is True
 
 
 @pytest.mark.anyio
 async def test_pause_check_tells_a_caller_that_still_sends_confirm_token() -> None:
     async with instance() as env:
-        text = await refused_before_sending(env, "pause_check", {"check": BACKUPS, "confirm_token": "abc"})
-        generic = await refused_before_sending(env, "pause_check", {"check": BACKUPS, "confirm": True})
+        text = await refused_before_sending(
+            env, "pause_check", {"check": BACKUPS, "confirm_token": "abc"}
+        )
+        generic = await refused_before_sending(
+            env, "pause_check", {"check": BACKUPS, "confirm": True}
+        )
     assert "no longer gated" in text and "not need" in text and "unknown field" not in text
     assert "unknown field 'confirm'" in generic
 
@@ -262,6 +363,7 @@ async def test_pause_and_resume_with_a_read_only_key_and_a_unique_key() -> None:
 
 # -- delete_check -------------------------------------------------------------------------------
 
+
 @pytest.mark.anyio
 async def test_delete_check_token_path_deletes_only_on_the_second_call() -> None:
     async with instance() as env:
@@ -270,8 +372,9 @@ async def test_delete_check_token_path_deletes_only_on_the_second_call() -> None
         assert first["outcome"] == "token_issued" and first["deleted"] == []
         assert first["confirm_token"].startswith("t1.") and first["token_expires_in"] == 300
         assert not any(method == "DELETE" for method, _ in env.sim.requests)
-        second = await env.call("delete_check", {"check": BACKUPS.upper(), "confirm_token": first["confirm_token"]},
-                                ctx)
+        second = await env.call(
+            "delete_check", {"check": BACKUPS.upper(), "confirm_token": first["confirm_token"]}, ctx
+        )
         assert ("DELETE", f"/api/v3/checks/{BACKUPS}") in env.sim.requests
         gone = await env.fails("get_check", {"check": BACKUPS})
     assert second["outcome"] == "approved_by_token" and second["untrusted"] is True
@@ -286,8 +389,11 @@ async def test_delete_check_token_is_bound_to_the_targets() -> None:
     async with instance() as env:
         ctx = NoDialog()
         first = await env.call("delete_check", {"check": BACKUPS}, ctx)
-        widened = await env.call("delete_check", {"check": [BACKUPS, DB_DUMP], "confirm_token": first["confirm_token"]},
-                                 ctx)
+        widened = await env.call(
+            "delete_check",
+            {"check": [BACKUPS, DB_DUMP], "confirm_token": first["confirm_token"]},
+            ctx,
+        )
     assert widened["outcome"] == "token_refused" and widened["deleted"] == []
     assert not any(method == "DELETE" for method, _ in env.sim.requests)
 
@@ -298,16 +404,24 @@ async def test_delete_check_dialog_decides() -> None:
         declined = Dialog(Answer("decline"))
         no = await env.call("delete_check", {"check": BACKUPS}, declined)
         approved = Dialog(Answer("accept", {"confirm": True}))
-        yes = await env.call("delete_check", {"check": [DB_DUMP, BACKUPS, DB_DUMP.upper()]}, approved)
-    assert no["outcome"] == "declined" and no["deleted"] == [] and BACKUPS in declined.asked[0]["message"]
+        yes = await env.call(
+            "delete_check", {"check": [DB_DUMP, BACKUPS, DB_DUMP.upper()]}, approved
+        )
+    assert (
+        no["outcome"] == "declined"
+        and no["deleted"] == []
+        and BACKUPS in declined.asked[0]["message"]
+    )
     assert yes["outcome"] == "approved_by_dialog"
-    assert yes["targets"] == sorted([BACKUPS, DB_DUMP])                         # duplicates folded
+    assert yes["targets"] == sorted([BACKUPS, DB_DUMP])  # duplicates folded
     assert sorted(d["uuid"] for d in yes["deleted"]) == sorted([BACKUPS, DB_DUMP])
-    assert "Backups" not in approved.asked[0]["message"]                       # the dialog shows UUIDs only
+    assert "Backups" not in approved.asked[0]["message"]  # the dialog shows UUIDs only
 
 
 @pytest.mark.anyio
-async def test_delete_check_hands_the_guard_normalised_targets(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_delete_check_hands_the_guard_normalised_targets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     seen: list[list[str]] = []
 
     async def no(ctx: Any, targets: list[str], token: str | None) -> confirm.Verdict:
@@ -321,7 +435,9 @@ async def test_delete_check_hands_the_guard_normalised_targets(monkeypatch: pyte
 
 
 @pytest.mark.anyio
-async def test_delete_check_refuses_bad_targets_before_asking_or_sending(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_delete_check_refuses_bad_targets_before_asking_or_sending(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     async def never(*args: Any) -> None:
         raise AssertionError("the guard was asked about an invalid target")
 
@@ -329,14 +445,19 @@ async def test_delete_check_refuses_bad_targets_before_asking_or_sending(monkeyp
     async with instance() as env:
         slug = await refused_before_sending(env, "delete_check", {"check": [BACKUPS, "backups"]})
         await refused_before_sending(env, "delete_check", {"check": []})
-        await refused_before_sending(env, "delete_check", {"check": [f"{i:08d}-0000-4000-8000-000000000000"
-                                                                      for i in range(51)]})
+        await refused_before_sending(
+            env,
+            "delete_check",
+            {"check": [f"{i:08d}-0000-4000-8000-000000000000" for i in range(51)]},
+        )
         await refused_before_sending(env, "delete_check", {"check": BACKUPS, "confirm": True})
     assert "not a check UUID" in slug
 
 
 @pytest.mark.anyio
-async def test_delete_check_stops_at_the_first_failure_and_says_what_was_and_was_not_deleted() -> None:
+async def test_delete_check_stops_at_the_first_failure_and_says_what_was_and_was_not_deleted() -> (
+    None
+):
     # Targets run in sorted order: BACKUPS (1111…) is deleted, OTHERS (9999…, another project's) fails.
     async with instance() as env:
         approved = Dialog(Answer("accept", {"confirm": True}))
@@ -355,16 +476,21 @@ async def test_delete_check_stops_at_the_first_failure_and_says_what_was_and_was
 @pytest.mark.anyio
 async def test_delete_check_with_a_read_only_key() -> None:
     async with instance(RO) as env:
-        error = await env.fails("delete_check", {"check": PAUSED}, Dialog(Answer("accept", {"confirm": True})))
+        error = await env.fails(
+            "delete_check", {"check": PAUSED}, Dialog(Answer("accept", {"confirm": True}))
+        )
     assert error.details["read_only_key"] is True and RO not in error.message
 
 
 def test_the_tool_modules_do_not_import_the_http_stack() -> None:
     import subprocess
     import sys
-    code = ("import sys; from hcmcp.healthchecks.api import HealthchecksApi; from hcmcp.tools.read_project import read_tools;"
-            " from hcmcp.tools.write import write_tools; api = HealthchecksApi('http://127.0.0.1:1', None);"
-            " [t.descriptor() for t in read_tools(api) + write_tools(api)];"
-            " print(sorted(m for m in sys.modules if m.startswith(('hcmcp.http', 'h11', 'anyio'))))")
+
+    code = (
+        "import sys; from hcmcp.healthchecks.api import HealthchecksApi; from hcmcp.tools.read_project import read_tools;"
+        " from hcmcp.tools.write import write_tools; api = HealthchecksApi('http://127.0.0.1:1', None);"
+        " [t.descriptor() for t in read_tools(api) + write_tools(api)];"
+        " print(sorted(m for m in sys.modules if m.startswith(('hcmcp.http', 'h11', 'anyio'))))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -13,8 +13,8 @@ import pytest
 
 from hcmcp.telemetry.trace import MAX_TRACEPARENT, clean_tracestate, parse_traceparent
 from support import HCMCP, StdioPeer
-from test_http_transport_process import Served, clean_env
-from test_http_transport_support import initialize_params, rpc
+from support.http_transport import initialize_params, rpc
+from support.served import Served, clean_env
 
 PARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 STATE = "congo=t61rcWkgMzE,rojo=00f067aa0ba902b7"
@@ -48,29 +48,44 @@ def recording_upstream() -> Iterator[tuple[str, list[dict[str, str]]]]:
         server.server_close()
 
 
-@pytest.mark.parametrize("parent, state, forwarded", [
-    (PARENT, STATE, {"traceparent": PARENT, "tracestate": STATE}),
-    (PARENT, None, {"traceparent": PARENT}),
-    (PARENT, "not a list member", {"traceparent": PARENT}),  # a bad tracestate alone is dropped
-    ("00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", STATE, {}),  # all-zero parent id
-    ("ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", None, {}),  # version ff
-    ("00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", None, {}),  # upper case
-    (12345, None, {}),
-    # issue 30: a later version is parsed by its first fields and passed on as version 00 of them,
-    # whatever follows dropped; anything malformed in what follows is ignored, never fatal.
-    ("01" + PARENT[2:] + "-future-field", STATE, {"traceparent": PARENT, "tracestate": STATE}),
-    ("01" + PARENT[2:] + "-a\r\nb", None, {}),  # CR/LF: ignored (it made the call fail)
-    ("01" + PARENT[2:] + "-\u00e9t\u00e9", None, {}),  # non-ASCII
-    ("01" + PARENT[2:] + "-" + "x" * 6000, None, {}),  # 6,056 characters: was forwarded whole
-    ("01" + PARENT[2:] + "x", None, {}),  # more after the flags, without a '-'
-])
+@pytest.mark.parametrize(
+    "parent, state, forwarded",
+    [
+        (PARENT, STATE, {"traceparent": PARENT, "tracestate": STATE}),
+        (PARENT, None, {"traceparent": PARENT}),
+        (PARENT, "not a list member", {"traceparent": PARENT}),  # a bad tracestate alone is dropped
+        # all-zero parent id
+        (
+            "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01",
+            STATE,
+            {},
+        ),
+        ("ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", None, {}),  # version ff
+        ("00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", None, {}),  # upper case
+        (12345, None, {}),
+        # issue 30: a later version is parsed by its first fields and passed on as version 00 of them,
+        # whatever follows dropped; anything malformed in what follows is ignored, never fatal.
+        ("01" + PARENT[2:] + "-future-field", STATE, {"traceparent": PARENT, "tracestate": STATE}),
+        ("01" + PARENT[2:] + "-a\r\nb", None, {}),  # CR/LF: ignored (it made the call fail)
+        ("01" + PARENT[2:] + "-\u00e9t\u00e9", None, {}),  # non-ASCII
+        ("01" + PARENT[2:] + "-" + "x" * 6000, None, {}),  # 6,056 characters: was forwarded whole
+        ("01" + PARENT[2:] + "x", None, {}),  # more after the flags, without a '-'
+    ],
+)
 def test_stdio_meta_trace_context_reaches_the_upstream_request(parent, state, forwarded):
     with recording_upstream() as (url, seen):
-        env = {"HEALTHCHECKS_URL": url, "HEALTHCHECKS_API_KEY": KEY, "HCMCP_LOG_FORMAT": "json", "HCMCP_LOG_LEVEL": "info"}
+        env = {
+            "HEALTHCHECKS_URL": url,
+            "HEALTHCHECKS_API_KEY": KEY,
+            "HCMCP_LOG_FORMAT": "json",
+            "HCMCP_LOG_LEVEL": "info",
+        }
         with StdioPeer(HCMCP, env=env) as peer:
             peer.initialize()
             meta = {"traceparent": parent} | ({"tracestate": state} if state is not None else {})
-            result = peer.request("tools/call", {"name": "list_checks", "arguments": {}, "_meta": meta})["result"]
+            result = peer.request(
+                "tools/call", {"name": "list_checks", "arguments": {}, "_meta": meta}
+            )["result"]
             assert not result.get("isError"), result
             peer.close()
             records = [json.loads(line) for line in peer.stderr_text().splitlines() if line.strip()]
@@ -82,9 +97,12 @@ def test_stdio_meta_trace_context_reaches_the_upstream_request(parent, state, fo
 def test_http_header_trace_context_reaches_the_upstream_and_meta_wins_over_it():
     with recording_upstream() as (url, seen):
         env = clean_env(HEALTHCHECKS_URL=url, HEALTHCHECKS_API_KEY=KEY)
-        with Served(HCMCP + ["--http", "127.0.0.1:0"], env=env) as served:
-            status, headers, _ = served.post(rpc("initialize", initialize_params()))
-            session = {"Mcp-Session-Id": headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
+        with Served([*HCMCP, "--http", "127.0.0.1:0"], env=env) as served:
+            _status, headers, _ = served.post(rpc("initialize", initialize_params()))
+            session = {
+                "Mcp-Session-Id": headers["mcp-session-id"],
+                "MCP-Protocol-Version": "2025-11-25",
+            }
             served.post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
             call = rpc("tools/call", {"name": "list_checks", "arguments": {}}, 2)
             served.post(call, {**session, "traceparent": PARENT, "tracestate": STATE})
@@ -92,7 +110,11 @@ def test_http_header_trace_context_reaches_the_upstream_and_meta_wins_over_it():
             served.post(call, {**session, "traceparent": "garbage"})
             assert "traceparent" not in seen[-1]
             other = "00-11111111111111111111111111111111-2222222222222222-00"
-            meta_call = rpc("tools/call", {"name": "list_checks", "arguments": {}, "_meta": {"traceparent": other}}, 3)
+            meta_call = rpc(
+                "tools/call",
+                {"name": "list_checks", "arguments": {}, "_meta": {"traceparent": other}},
+                3,
+            )
             served.post(meta_call, {**session, "traceparent": PARENT})
             assert seen[-1]["traceparent"] == other and "tracestate" not in seen[-1]
             served.post(call, session)
@@ -136,7 +158,9 @@ def test_a_huge_traceparent_pins_no_memory():
                 assert not peer.request("tools/call", call)["result"].get("isError")
             before = _rss_kib(peer.proc.pid)
             for _ in range(63):
-                result = peer.request("tools/call", {**call, "_meta": {"traceparent": huge}})["result"]
+                result = peer.request("tools/call", {**call, "_meta": {"traceparent": huge}})[
+                    "result"
+                ]
                 assert not result.get("isError"), result
             after = _rss_kib(peer.proc.pid)
             peer.close()

@@ -19,16 +19,16 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from functools import cache
 from pathlib import Path
 
 import pytest
+
 from support import HCMCP, ROOT, cache_env
-from test_http_transport_process import Served, clean_env
+from support.served import Served, clean_env
 
 DRIVER = ROOT / "tests" / "ts_client" / "tool_calls.mjs"
-UNKNOWN = "00000000-0000-4000-8000-000000000000"   # well-formed, in no project: the API's 404
+UNKNOWN = "00000000-0000-4000-8000-000000000000"  # well-formed, in no project: the API's 404
 NOT_FOUND = {"kind": "not_found", "status": 404, "retryable": False}
 
 # (tool, arguments, a fragment of the text the model must see, what _meta["io.hcmcp/error"] must hold)
@@ -38,7 +38,12 @@ ERRORS = [
     ("get_check", {"check": UNKNOWN}, "404", NOT_FOUND),
     ("get_check", {"check": 42}, "'check' is an integer", {"field": "check"}),
     ("list_pings", {"check": UNKNOWN}, "404", NOT_FOUND),
-    ("list_pings", {"check": "$first", "limit": 0}, "'limit' is below its minimum of 1", {"field": "limit"}),
+    (
+        "list_pings",
+        {"check": "$first", "limit": 0},
+        "'limit' is below its minimum of 1",
+        {"field": "limit"},
+    ),
     ("get_ping_body", {"check": UNKNOWN, "n": 1}, "404", NOT_FOUND),
     ("list_flips", {"check": "not-a-uuid"}, "'not-a-uuid' is neither", {"field": "check"}),
     ("list_flips", {"check": UNKNOWN}, "404", NOT_FOUND),
@@ -46,9 +51,18 @@ ERRORS = [
     ("list_badges", {"bogus": True}, "unknown field 'bogus'", {"field": "bogus"}),
     ("get_status", {"bogus": True}, "unknown field 'bogus'", {"field": "bogus"}),
     ("get_api_key_info", {"bogus": True}, "unknown field 'bogus'", {"field": "bogus"}),
-    ("create_check", {"name": "x", "timeout": 600, "schedule": "* * * * *"}, "pass timeout or schedule, not both",
-     {"field": "timeout"}),
-    ("create_check", {"name": "x", "channels": []}, "channels is an empty list", {"field": "channels"}),
+    (
+        "create_check",
+        {"name": "x", "timeout": 600, "schedule": "* * * * *"},
+        "pass timeout or schedule, not both",
+        {"field": "timeout"},
+    ),
+    (
+        "create_check",
+        {"name": "x", "channels": []},
+        "channels is an empty list",
+        {"field": "channels"},
+    ),
     ("update_check", {"check": UNKNOWN, "grace": 120}, "404", NOT_FOUND),
     ("update_check", {"check": "$first"}, "no field to change", {"field": "check"}),
     ("pause_check", {"check": UNKNOWN}, "404", NOT_FOUND),
@@ -60,10 +74,16 @@ ERRORS = [
 TOOLS = 14
 
 # delete_check's guard: success results, each of whose structuredContent the client validates.
-WITHOUT_DIALOG = [("delete_check", {"check": "$first"}, "token_issued"),
-                  ("delete_check", {"check": "$first", "confirm_token": "t1.forged"}, "token_refused")]
-WITH_DIALOG = [("decline", "declined"), ("cancel", "cancelled"), ("fail", "no_answer"),
-               ("accept", "approved_by_dialog")]
+WITHOUT_DIALOG = [
+    ("delete_check", {"check": "$first"}, "token_issued"),
+    ("delete_check", {"check": "$first", "confirm_token": "t1.forged"}, "token_refused"),
+]
+WITH_DIALOG = [
+    ("decline", "declined"),
+    ("cancel", "cancelled"),
+    ("fail", "no_answer"),
+    ("accept", "approved_by_dialog"),
+]
 
 
 @cache
@@ -76,9 +96,11 @@ def _client() -> tuple[str, Path]:
         pytest.skip(message)
     from conformance.suite import run as suite
 
-    path = suite.ensure_suites_installed()   # .ci/node.sh: idempotent, instant once cached
+    path = suite.ensure_suites_installed()  # .ci/node.sh: idempotent, instant once cached
     folder = suite.cache_root() / f"ts-sdk-{suite.read_pins()['TS_SDK_VERSION']}"
-    assert (folder / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir(), f".ci/node.sh did not fill {folder}"
+    assert (folder / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir(), (
+        f".ci/node.sh did not fill {folder}"
+    )
     return path, folder
 
 
@@ -86,8 +108,14 @@ def drive(server: dict, calls: list[dict], elicitation: bool = False) -> list[di
     """Run tool_calls.mjs: one row per call (what the client returned, or the message it threw)."""
     path, folder = _client()
     plan = {"server": server, "calls": calls, "elicitation": elicitation}
-    done = subprocess.run(["node", str(DRIVER), str(folder), json.dumps(plan)], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "PATH": path}, cwd=ROOT)
+    done = subprocess.run(
+        ["node", str(DRIVER), str(folder), json.dumps(plan)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PATH": path},
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     assert lines[0] == {"listed": TOOLS}, lines[0]
@@ -104,22 +132,35 @@ def guard_calls() -> list[dict]:
 
 
 def dialog_calls() -> list[dict]:
-    return [{"name": "delete_check", "arguments": {"check": "$first"}, "answer": answer} for answer, _ in WITH_DIALOG]
+    return [
+        {"name": "delete_check", "arguments": {"check": "$first"}, "answer": answer}
+        for answer, _ in WITH_DIALOG
+    ]
 
 
 def assert_errors_arrive(rows: list[dict]) -> None:
-    threw = [(row["name"], row["arguments"], row["threw"]) for row in rows if row["threw"] is not None]
-    assert not threw, f"{len(threw)} of {len(rows)} error results threw in the TS SDK client:\n" + \
-        "\n".join(map(str, threw))
-    assert {row["name"] for row in rows} >= {name for name, *_ in ERRORS} and len({n for n, *_ in ERRORS}) == TOOLS
-    for row, (name, arguments, fragment, details) in zip(rows, ERRORS):
+    threw = [
+        (row["name"], row["arguments"], row["threw"]) for row in rows if row["threw"] is not None
+    ]
+    assert not threw, (
+        f"{len(threw)} of {len(rows)} error results threw in the TS SDK client:\n"
+        + "\n".join(map(str, threw))
+    )
+    assert {row["name"] for row in rows} >= {name for name, *_ in ERRORS} and len(
+        {n for n, *_ in ERRORS}
+    ) == TOOLS
+    for row, (name, arguments, fragment, details) in zip(rows, ERRORS, strict=True):
         assert row["isError"] is True and row["structuredContent"] is None, row
         assert fragment in row["text"], (name, arguments, row["text"])
-        assert details.items() <= (row["meta"] or {}).get("io.hcmcp/error", {}).items(), (name, arguments, row)
+        assert details.items() <= (row["meta"] or {}).get("io.hcmcp/error", {}).items(), (
+            name,
+            arguments,
+            row,
+        )
 
 
 def assert_guard_outcomes(rows: list[dict], outcomes: list[str]) -> None:
-    for row, outcome in zip(rows, outcomes):
+    for row, outcome in zip(rows, outcomes, strict=True):
         assert row["threw"] is None and row["isError"] is False, row
         assert row["structuredContent"]["outcome"] == outcome, row
 
@@ -127,21 +168,33 @@ def assert_guard_outcomes(rows: list[dict], outcomes: list[str]) -> None:
 def stdio_server() -> dict:
     env = clean_env()
     kept = {k: env[k] for k in ("PATH", "HOME", "TMPDIR") if k in env}
-    return {"command": HCMCP + ["--demo"], "env": {**kept, **cache_env()}}   # a .pyz unpacks into the run's cache
+    # a .pyz unpacks into the run's cache
+    return {
+        "command": [*HCMCP, "--demo"],
+        "env": {**kept, **cache_env()},
+    }
 
 
 def test_every_tools_errors_reach_the_ts_sdk_client_over_stdio():
     assert_errors_arrive(drive(stdio_server(), error_calls()))
-    assert_guard_outcomes(drive(stdio_server(), guard_calls()), [outcome for *_, outcome in WITHOUT_DIALOG])
-    assert_guard_outcomes(drive(stdio_server(), dialog_calls(), elicitation=True),
-                          [outcome for _, outcome in WITH_DIALOG])
+    assert_guard_outcomes(
+        drive(stdio_server(), guard_calls()), [outcome for *_, outcome in WITHOUT_DIALOG]
+    )
+    assert_guard_outcomes(
+        drive(stdio_server(), dialog_calls(), elicitation=True),
+        [outcome for _, outcome in WITH_DIALOG],
+    )
 
 
 def test_every_tools_errors_reach_the_ts_sdk_client_over_streamable_http():
-    _client()   # the skip (or failure) comes before the server starts
-    with Served(HCMCP + ["--http", "127.0.0.1:0", "--demo"], env=clean_env()) as served:
+    _client()  # the skip (or failure) comes before the server starts
+    with Served([*HCMCP, "--http", "127.0.0.1:0", "--demo"], env=clean_env()) as served:
         server = {"url": f"http://127.0.0.1:{served.port}/mcp"}
         assert_errors_arrive(drive(server, error_calls()))
-        assert_guard_outcomes(drive(server, guard_calls()), [outcome for *_, outcome in WITHOUT_DIALOG])
-        assert_guard_outcomes(drive(server, dialog_calls(), elicitation=True), [outcome for _, outcome in WITH_DIALOG])
+        assert_guard_outcomes(
+            drive(server, guard_calls()), [outcome for *_, outcome in WITHOUT_DIALOG]
+        )
+        assert_guard_outcomes(
+            drive(server, dialog_calls(), elicitation=True), [outcome for _, outcome in WITH_DIALOG]
+        )
         assert served.stop() == 0

@@ -21,8 +21,8 @@ from hcmcp.tools.shaping import MARKER
 from hostile_upstream import KEY, SMUGGLED_NAME, UUID, Hostile
 from support import HCMCP, StdioPeer, error_details
 
-TIMEOUT = 2.0                # HEALTHCHECKS_TIMEOUT of the server under test
-DEADLINE = TIMEOUT + 6.0     # what a call may take at most, on a loaded 2-core machine
+TIMEOUT = 2.0  # HEALTHCHECKS_TIMEOUT of the server under test
+DEADLINE = TIMEOUT + 6.0  # what a call may take at most, on a loaded 2-core machine
 
 
 @pytest.fixture(scope="module")
@@ -33,7 +33,11 @@ def hostile():
 
 
 def _env(url: str) -> dict[str, str]:
-    return {"HEALTHCHECKS_URL": url, "HEALTHCHECKS_API_KEY": KEY, "HEALTHCHECKS_TIMEOUT": str(TIMEOUT)}
+    return {
+        "HEALTHCHECKS_URL": url,
+        "HEALTHCHECKS_API_KEY": KEY,
+        "HEALTHCHECKS_TIMEOUT": str(TIMEOUT),
+    }
 
 
 @pytest.fixture(scope="module")
@@ -50,8 +54,14 @@ def call(peer: StdioPeer, name: str, arguments: dict) -> tuple[dict, float, str]
     """(result, seconds it took, every byte of the answer line)."""
     started = time.monotonic()
     peer._next += 1
-    peer.send({"jsonrpc": "2.0", "id": peer._next, "method": "tools/call",
-               "params": {"name": name, "arguments": arguments}})
+    peer.send(
+        {
+            "jsonrpc": "2.0",
+            "id": peer._next,
+            "method": "tools/call",
+            "params": {"name": name, "arguments": arguments},
+        }
+    )
     response = peer.read_response(peer._next, timeout=DEADLINE + 10)
     elapsed = time.monotonic() - started
     return response["result"], elapsed, json.dumps(response)
@@ -69,7 +79,7 @@ def assert_clean_error(result: dict, elapsed: float, raw: str, *phrases: str) ->
 
 def assert_next_call_works(peer: StdioPeer, hostile: Hostile) -> None:
     hostile.mode = "healthy"
-    result, elapsed, raw = call(peer, "list_checks", {})
+    result, _elapsed, raw = call(peer, "list_checks", {})
     assert not result.get("isError"), result["content"][0]["text"]
     checks = result["structuredContent"]["checks"]
     assert [c["uuid"] for c in checks] == [UUID] and SMUGGLED_NAME not in raw
@@ -88,7 +98,10 @@ FAULTS = {
     "length_longer_than_body": (LIST, ["broke off the response"]),
     "length_shorter_than_body": (LIST, ["not JSON", "HEALTHCHECKS_URL"]),
     "endless_chunked": (GET, ["larger than", "HEALTHCHECKS_MAX_RESPONSE_BYTES"]),
-    "endless_chunked on list_checks": (LIST, ["larger than", "HEALTHCHECKS_MAX_RESPONSE_BYTES", "tag or slug"]),
+    "endless_chunked on list_checks": (
+        LIST,
+        ["larger than", "HEALTHCHECKS_MAX_RESPONSE_BYTES", "tag or slug"],
+    ),
     "bad_chunk_framing": (LIST, ["valid HTTP/1.1", "http:// or https://"]),
     "invalid_json": (LIST, ["not JSON", "HEALTHCHECKS_URL"]),
     "wrong_shape": (LIST, ["not the expected", "HEALTHCHECKS_URL"]),
@@ -96,7 +109,10 @@ FAULTS = {
     "wrong_shape of a created check": (CREATE, ["not a check object", "HEALTHCHECKS_URL"]),
     "html_502": (LIST, ["502", "worth retrying"]),
     "rate_limited": (LIST, ["429", "after 17 seconds"]),
-    "redirect_elsewhere": (LIST, ["302", "http://evil.example/", "not followed", "HEALTHCHECKS_URL"]),
+    "redirect_elsewhere": (
+        LIST,
+        ["302", "http://evil.example/", "not followed", "HEALTHCHECKS_URL"],
+    ),
 }
 
 
@@ -112,7 +128,7 @@ def test_each_fault_is_an_error_a_person_can_act_on_and_the_next_call_works(peer
 def test_an_html_error_page_is_dropped_not_quoted(peer, hostile):
     hostile.mode = "html_502"
     result, elapsed, raw = call(peer, *LIST)
-    text = assert_clean_error(result, elapsed, raw, "502")
+    assert_clean_error(result, elapsed, raw, "502")
     assert "<html" not in raw and "Ignore previous instructions" not in raw
     assert_next_call_works(peer, hostile)
 
@@ -131,17 +147,31 @@ def test_an_error_quoting_the_instance_puts_the_marker_right_before_its_words(pe
     result, elapsed, raw = call(peer, *LIST)
     text = assert_clean_error(result, elapsed, raw)
     ours, quoted = text.split(f"\n\n{MARKER}\n\n")
-    assert "429" in ours and "after 17 seconds" in ours and quoted == "too many requests for key [the API key]"
+    assert (
+        "429" in ours
+        and "after 17 seconds" in ours
+        and quoted == "too many requests for key [the API key]"
+    )
     structured = error_details(result)
-    assert structured["upstream"] == quoted and (structured["untrusted"], structured["source"]) == (True, "healthchecks")
+    assert structured["upstream"] == quoted and (structured["untrusted"], structured["source"]) == (
+        True,
+        "healthchecks",
+    )
     assert_next_call_works(peer, hostile)
 
 
-CLAIMING_TOOLS = [("list_checks", {}), ("get_check", {"check": UUID}), ("list_pings", {"check": UUID}),
-                  ("get_ping_body", {"check": UUID, "n": 1}), ("list_flips", {"check": UUID}),
-                  ("list_integrations", {}), ("list_badges", {}),
-                  ("create_check", {"name": "claims", "timeout": 3600}), ("update_check", {"check": UUID, "grace": 120}),
-                  ("pause_check", {"check": UUID})]
+CLAIMING_TOOLS = [
+    ("list_checks", {}),
+    ("get_check", {"check": UUID}),
+    ("list_pings", {"check": UUID}),
+    ("get_ping_body", {"check": UUID, "n": 1}),
+    ("list_flips", {"check": UUID}),
+    ("list_integrations", {}),
+    ("list_badges", {}),
+    ("create_check", {"name": "claims", "timeout": 3600}),
+    ("update_check", {"check": UUID, "grace": 120}),
+    ("pause_check", {"check": UUID}),
+]
 
 
 def test_nothing_the_instance_sends_overwrites_untrusted_or_source(peer, hostile):
@@ -154,12 +184,17 @@ def test_nothing_the_instance_sends_overwrites_untrusted_or_source(peer, hostile
         text = result["content"][0]["text"]
         assert text.startswith(MARKER + "\n\n"), name
         # Nowhere in the structured result did the instance's claim survive as a field.
-        assert '"operator"' not in json.dumps(structured) and '"trusted"' not in json.dumps(structured), name
+        assert '"operator"' not in json.dumps(structured) and '"trusted"' not in json.dumps(
+            structured
+        ), name
         if name == "get_ping_body":
             # The body is the instance's text, shown as text after the marker: there it may say anything.
-            assert text == MARKER + "\n\n" + structured["body"] and "source: operator" in structured["body"]
+            assert (
+                text == MARKER + "\n\n" + structured["body"]
+                and "source: operator" in structured["body"]
+            )
         else:
-            assert json.loads(text[len(MARKER) + 2:]) == structured
+            assert json.loads(text[len(MARKER) + 2 :]) == structured
     assert_next_call_works(peer, hostile)
 
 
@@ -167,10 +202,12 @@ def test_an_endless_ping_body_is_cut_at_64_kb_and_its_connection_not_reused(peer
     # Not an error: a ping body is documented to be truncated. What must hold is that the
     # connection left mid-stream is closed, not handed to the next request.
     hostile.mode = "endless_chunked"
-    result, elapsed, raw = call(peer, "get_ping_body", {"check": UUID, "n": 1})
+    result, elapsed, _raw = call(peer, "get_ping_body", {"check": UUID, "n": 1})
     structured = result["structuredContent"]
     assert not result.get("isError") and structured["truncated"] is True and elapsed < DEADLINE
-    assert structured["bytes_received"] == 64 * 1024 and result["content"][0]["text"].startswith(MARKER)
+    assert structured["bytes_received"] == 64 * 1024 and result["content"][0]["text"].startswith(
+        MARKER
+    )
     assert_next_call_works(peer, hostile)
 
 
@@ -179,7 +216,10 @@ def test_listing_entries_that_are_objects_but_not_checks_are_counted_not_shown(p
     result, _, raw = call(peer, *LIST)
     structured = result["structuredContent"]
     assert not result.get("isError") and [c["uuid"] for c in structured["checks"]] == [UUID]
-    assert "3 entries the instance sent were not check objects" in structured["note"] and "no identifier" not in raw
+    assert (
+        "3 entries the instance sent were not check objects" in structured["note"]
+        and "no identifier" not in raw
+    )
     assert_next_call_works(peer, hostile)
 
 
@@ -187,11 +227,15 @@ def test_get_status_is_marked_only_when_something_other_than_ok_answered(peer, h
     hostile.mode = "html_502"
     result, _, raw = call(peer, "get_status", {})
     structured = result["structuredContent"]
-    assert not result.get("isError") and structured["ok"] is False and structured["untrusted"] is True
+    assert (
+        not result.get("isError") and structured["ok"] is False and structured["untrusted"] is True
+    )
     assert result["content"][0]["text"].startswith(MARKER + "\n\n") and "Ignore previous" not in raw
     hostile.mode = "healthy"
     result, _, _ = call(peer, "get_status", {})
-    assert result["structuredContent"]["ok"] is True and "untrusted" not in result["structuredContent"]
+    assert (
+        result["structuredContent"]["ok"] is True and "untrusted" not in result["structuredContent"]
+    )
     assert json.loads(result["content"][0]["text"]) == result["structuredContent"]
 
 
@@ -222,6 +266,7 @@ def test_the_hostile_instance_never_saw_anything_but_the_key_header(hostile):
 
 # -- faults of the URL itself: a process each ---------------------------------------------------
 
+
 def _twice_promptly(url: str, *phrases: str) -> list[str]:
     texts = []
     with StdioPeer(HCMCP, env=_env(url)) as server:
@@ -243,4 +288,6 @@ def test_tls_to_a_plain_http_port(hostile):
 
 def test_a_host_that_does_not_resolve():
     # .invalid is reserved (RFC 6761): it fails at the resolver, nothing is ever connected to.
-    _twice_promptly("http://hcmcp-fault-matrix.invalid", "hcmcp-fault-matrix.invalid", "HEALTHCHECKS_URL")
+    _twice_promptly(
+        "http://hcmcp-fault-matrix.invalid", "hcmcp-fault-matrix.invalid", "HEALTHCHECKS_URL"
+    )

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import argparse
 
+from hc_tools import TOOLS
 from mcp.server.fastmcp import FastMCP
 from mcp.types import ToolAnnotations
-
-from hc_tools import TOOLS
 
 
 def build() -> FastMCP:
@@ -29,7 +28,9 @@ def build() -> FastMCP:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP instead of stdio")
+    parser.add_argument(
+        "--http", metavar="HOST:PORT", help="serve Streamable HTTP instead of stdio"
+    )
     args = parser.parse_args()
     server = build()
     if args.http:

@@ -28,8 +28,19 @@ PING_BODY_LIMIT = 64 * 1024
 _client: httpx.AsyncClient | None = None
 _token_secret = secrets.token_bytes(32)
 
-SUMMARY_FIELDS = ("uuid", "unique_key", "name", "slug", "tags", "status", "last_ping", "next_ping",
-                  "timeout", "schedule", "tz")
+SUMMARY_FIELDS = (
+    "uuid",
+    "unique_key",
+    "name",
+    "slug",
+    "tags",
+    "status",
+    "last_ping",
+    "next_ping",
+    "timeout",
+    "schedule",
+    "tz",
+)
 
 CheckId = Annotated[str, Field(description="A UUID, or a 40-character unique_key where allowed")]
 Uuid = Annotated[str, Field(description="The check's UUID")]
@@ -123,7 +134,9 @@ async def list_flips(
     limit: Limit = 50,
 ) -> dict[str, Any]:
     """The up/down transitions of a check."""
-    params = {k: v for k, v in (("seconds", seconds), ("start", start), ("end", end)) if v is not None}
+    params = {
+        k: v for k, v in (("seconds", seconds), ("start", start), ("end", end)) if v is not None
+    }
     flips = (await _json("GET", f"checks/{check.lower()}/flips/", params=params))["flips"]
     return {"flips": flips[:limit]}
 
@@ -210,8 +223,11 @@ async def delete_check(check: Uuid, confirm_token: str | None = None) -> dict[st
     """Deletes a check permanently. Call once for a token, then again with it."""
     uuid = check.lower()
     if confirm_token is None or not hmac.compare_digest(confirm_token, _confirm_token(uuid)):
-        return {"deleted": False, "confirm_token": _confirm_token(uuid),
-                "message": "Deleting cannot be undone. Call again with this confirm_token."}
+        return {
+            "deleted": False,
+            "confirm_token": _confirm_token(uuid),
+            "message": "Deleting cannot be undone. Call again with this confirm_token.",
+        }
     return {"deleted": True, "check": await _json("DELETE", f"checks/{uuid}")}
 
 

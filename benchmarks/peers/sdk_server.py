@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import argparse
 
+from hc_tools import TOOLS
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
-
-from hc_tools import TOOLS
 
 
 def build() -> MCPServer:
@@ -28,7 +27,9 @@ def build() -> MCPServer:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--http", metavar="HOST:PORT", help="serve Streamable HTTP instead of stdio")
+    parser.add_argument(
+        "--http", metavar="HOST:PORT", help="serve Streamable HTTP instead of stdio"
+    )
     args = parser.parse_args()
     server = build()
     if args.http:

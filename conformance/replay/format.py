@@ -12,33 +12,57 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent.parent          # conformance/
-ROOT = HERE.parent                                     # the repository
+HERE = Path(__file__).resolve().parent.parent  # conformance/
+ROOT = HERE.parent  # the repository
 TRANSCRIPTS = HERE / "transcripts"
 
 PY = sys.executable
 TRANSPORTS = ("stdio", "http")
 # How to start each of hcmcp's own servers, per transport. Port 0: the server picks one and says which on stderr.
 SERVERS: dict[str, dict[str, list[str]]] = {
-    "fixture": {"stdio": [PY, "-m", "conformance.fixture_server", "--minimal"],
-                "http": [PY, "-m", "conformance.fixture_server", "--minimal", "--http", "127.0.0.1:0"]},
-    "hcmcp-demo": {"stdio": [PY, "-m", "hcmcp", "--demo"],
-                   "http": [PY, "-m", "hcmcp", "--http", "127.0.0.1:0", "--demo"]},
+    "fixture": {
+        "stdio": [PY, "-m", "conformance.fixture_server", "--minimal"],
+        "http": [PY, "-m", "conformance.fixture_server", "--minimal", "--http", "127.0.0.1:0"],
+    },
+    "hcmcp-demo": {
+        "stdio": [PY, "-m", "hcmcp", "--demo"],
+        "http": [PY, "-m", "hcmcp", "--http", "127.0.0.1:0", "--demo"],
+    },
     # The 2025 era without sessions, as behind a gateway: no way to reach the client mid-call.
-    "hcmcp-demo-stateless": {"http": [PY, "-m", "hcmcp", "--http", "127.0.0.1:0", "--stateless", "--demo"]},
+    "hcmcp-demo-stateless": {
+        "http": [PY, "-m", "hcmcp", "--http", "127.0.0.1:0", "--stateless", "--demo"]
+    },
 }
 # The product server's transcripts exercise Healthchecks tools and hcmcp's own texts: hcmcp only.
-PRODUCT_SERVERS = {"hcmcp-demo": "the Healthchecks tools of `hcmcp --demo` (its built-in simulator)",
-                   "hcmcp-demo-stateless": "the Healthchecks tools of `hcmcp --http --stateless --demo`"}
+PRODUCT_SERVERS = {
+    "hcmcp-demo": "the Healthchecks tools of `hcmcp --demo` (its built-in simulator)",
+    "hcmcp-demo-stateless": "the Healthchecks tools of `hcmcp --http --stateless --demo`",
+}
 DEFAULT_REVISION = "2025-11-25"
 MODERN_REVISION = "2026-07-28"
 ERAS = ("2025", "2026")
 
 STEP_KINDS = ("send", "send_raw", "expect", "expect_none", "answer")
 STEP_OPTIONS = {"note", "timeout_ms", "http_status", "http_headers", "only", "needs"}
-TOP_LEVEL = {"title", "about", "server", "env", "revision", "transports", "transport_notes", "define", "known_bug",
-             "needs", "steps"}
-NEED_KINDS = ("tools", "resources", "prompts")    # what a target lists (tools/list, resources/list, prompts/list)
+TOP_LEVEL = {
+    "title",
+    "about",
+    "server",
+    "env",
+    "revision",
+    "transports",
+    "transport_notes",
+    "define",
+    "known_bug",
+    "needs",
+    "steps",
+}
+# what a target lists (tools/list, resources/list, prompts/list)
+NEED_KINDS = (
+    "tools",
+    "resources",
+    "prompts",
+)
 
 
 class TranscriptError(Exception):
@@ -48,15 +72,16 @@ class TranscriptError(Exception):
 @dataclass
 class Transcript:
     path: Path
-    name: str                      # "<era>/<file stem>"
+    name: str  # "<era>/<file stem>"
     title: str
     about: str
     server: str
     env: dict[str, str]
-    revision: str                  # which schema a message is checked against before any negotiation
+    revision: str  # which schema a message is checked against before any negotiation
     transports: tuple[str, ...]
     steps: list[dict[str, Any]]
-    define: dict[str, Any] = field(default_factory=dict)   # named values, usable as ${name} from the start
+    # named values, usable as ${name} from the start
+    define: dict[str, Any] = field(default_factory=dict)
     # {"fails_at_step": N, "because": "...", "transports"?: [...]}: the server does not do this yet, so
     # the transcript must fail, at exactly that step, until the fix lands; then it passes and the mark
     # must go. With "transports", the bug shows only there, and elsewhere the transcript must pass.
@@ -99,7 +124,9 @@ def load(path: Path) -> Transcript:
         raise TranscriptError(f"{path}: a transcript is one JSON object")
     unknown = set(data) - TOP_LEVEL
     if unknown:
-        raise TranscriptError(f"{path}: unknown top-level keys {sorted(unknown)}; allowed: {sorted(TOP_LEVEL)}")
+        raise TranscriptError(
+            f"{path}: unknown top-level keys {sorted(unknown)}; allowed: {sorted(TOP_LEVEL)}"
+        )
     for key in ("title", "about", "server", "steps"):
         if key not in data:
             raise TranscriptError(f"{path}: missing {key!r}")
@@ -107,43 +134,71 @@ def load(path: Path) -> Transcript:
         raise TranscriptError(f"{path}: server {data['server']!r} is not one of {sorted(SERVERS)}")
     transports = tuple(data.get("transports", TRANSPORTS))
     if not transports or set(transports) - set(TRANSPORTS):
-        raise TranscriptError(f"{path}: transports must be a non-empty subset of {list(TRANSPORTS)}")
+        raise TranscriptError(
+            f"{path}: transports must be a non-empty subset of {list(TRANSPORTS)}"
+        )
     if set(transports) - set(SERVERS[data["server"]]):
-        raise TranscriptError(f"{path}: the server {data['server']!r} runs over {sorted(SERVERS[data['server']])} only")
+        raise TranscriptError(
+            f"{path}: the server {data['server']!r} runs over {sorted(SERVERS[data['server']])} only"
+        )
     _check_needs(path, "needs", data.get("needs", {}), top_level=True)
     for number, step in enumerate(data["steps"], 1):
         _check_step(path, number, step)
     clash = _capture_names(data) & set(data.get("define", {}))
     if clash:
-        raise TranscriptError(f"{path}: {sorted(clash)} is both a define and a $capture; give them different names")
+        raise TranscriptError(
+            f"{path}: {sorted(clash)} is both a define and a $capture; give them different names"
+        )
     known_bug = data.get("known_bug")
-    if known_bug is not None and (not isinstance(known_bug, dict) or not isinstance(known_bug.get("fails_at_step"), int)
-                                  or not isinstance(known_bug.get("because"), str)
-                                  or set(known_bug) - {"fails_at_step", "because", "transports"}
-                                  or set(known_bug.get("transports", ())) - set(TRANSPORTS)):
-        raise TranscriptError(f'{path}: known_bug is {{"fails_at_step": N, "because": "what is wrong and the fix"}}, '
-                              f'optionally with "transports": the ones where it shows')
+    if known_bug is not None and (
+        not isinstance(known_bug, dict)
+        or not isinstance(known_bug.get("fails_at_step"), int)
+        or not isinstance(known_bug.get("because"), str)
+        or set(known_bug) - {"fails_at_step", "because", "transports"}
+        or set(known_bug.get("transports", ())) - set(TRANSPORTS)
+    ):
+        raise TranscriptError(
+            f'{path}: known_bug is {{"fails_at_step": N, "because": "what is wrong and the fix"}}, '
+            f'optionally with "transports": the ones where it shows'
+        )
     about = data["about"]
-    return Transcript(path=path, name=f"{path.parent.name}/{path.stem}", title=data["title"],
-                      about="\n".join(about) if isinstance(about, list) else about,
-                      server=data["server"], env={k: str(v) for k, v in data.get("env", {}).items()},
-                      revision=data.get("revision", DEFAULT_REVISION), transports=transports,
-                      steps=data["steps"], define=dict(data.get("define", {})), known_bug=known_bug,
-                      needs=dict(data.get("needs", {})))
+    return Transcript(
+        path=path,
+        name=f"{path.parent.name}/{path.stem}",
+        title=data["title"],
+        about="\n".join(about) if isinstance(about, list) else about,
+        server=data["server"],
+        env={k: str(v) for k, v in data.get("env", {}).items()},
+        revision=data.get("revision", DEFAULT_REVISION),
+        transports=transports,
+        steps=data["steps"],
+        define=dict(data.get("define", {})),
+        known_bug=known_bug,
+        needs=dict(data.get("needs", {})),
+    )
 
 
 def _check_needs(path: Path, where: str, needs: Any, top_level: bool) -> None:
-    shape = ('{"hcmcp": "why only hcmcp can take it", "tools": [names], "resources": [uris], "prompts": [names]}'
-             if top_level else '{"hcmcp": true (or why), "tools": [names], "resources": [uris], "prompts": [names]}')
+    shape = (
+        '{"hcmcp": "why only hcmcp can take it", "tools": [names], "resources": [uris], "prompts": [names]}'
+        if top_level
+        else '{"hcmcp": true (or why), "tools": [names], "resources": [uris], "prompts": [names]}'
+    )
     if not isinstance(needs, dict) or set(needs) - {"hcmcp", *NEED_KINDS}:
         raise TranscriptError(f"{path}: {where} is {shape}")
     for kind in NEED_KINDS:
-        if kind in needs and not (isinstance(needs[kind], list) and all(isinstance(n, str) for n in needs[kind])):
-            raise TranscriptError(f"{path}: {where}.{kind} must be a list of names; {where} is {shape}")
+        if kind in needs and not (
+            isinstance(needs[kind], list) and all(isinstance(n, str) for n in needs[kind])
+        ):
+            raise TranscriptError(
+                f"{path}: {where}.{kind} must be a list of names; {where} is {shape}"
+            )
     if "hcmcp" in needs:
         ok = isinstance(needs["hcmcp"], str) and needs["hcmcp"].strip()
         if not ok and not (not top_level and needs["hcmcp"] is True):
-            raise TranscriptError(f"{path}: {where}.hcmcp must say why only hcmcp can take it; {where} is {shape}")
+            raise TranscriptError(
+                f"{path}: {where}.hcmcp must say why only hcmcp can take it; {where} is {shape}"
+            )
 
 
 def _check_step(path: Path, number: int, step: Any) -> None:
@@ -152,8 +207,10 @@ def _check_step(path: Path, number: int, step: Any) -> None:
     kinds = [k for k in STEP_KINDS if k in step]
     unknown = set(step) - set(STEP_KINDS) - STEP_OPTIONS
     if unknown or len(kinds) > 1 or (not kinds and "note" not in step):
-        raise TranscriptError(f"{path}: step {number} needs exactly one of {list(STEP_KINDS)} (or only a note); "
-                              f"unknown keys: {sorted(unknown)}")
+        raise TranscriptError(
+            f"{path}: step {number} needs exactly one of {list(STEP_KINDS)} (or only a note); "
+            f"unknown keys: {sorted(unknown)}"
+        )
     if step.get("only") not in (None, *TRANSPORTS):
         raise TranscriptError(f"{path}: step {number}: only must be one of {list(TRANSPORTS)}")
     if "needs" in step:

@@ -23,8 +23,19 @@ class Mismatch(Exception):
 
 _JSON_TYPES = {"string": str, "object": dict, "array": list, "boolean": bool, "null": type(None)}
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_.-]*)\}")
-MATCHERS = ("$any", "$regex", "$contains", "$capture", "$absent", "$includes", "$every", "$length", "$json", "$hcmcp")
-MORE_VALUES = (True, "not-hcmcp")          # "$more": extra keys allowed always, or except against hcmcp
+MATCHERS = (
+    "$any",
+    "$regex",
+    "$contains",
+    "$capture",
+    "$absent",
+    "$includes",
+    "$every",
+    "$length",
+    "$json",
+    "$hcmcp",
+)
+MORE_VALUES = (True, "not-hcmcp")  # "$more": extra keys allowed always, or except against hcmcp
 
 
 def _type_of(value: Any) -> str:
@@ -48,7 +59,9 @@ def _is_type(value: Any, name: str) -> bool:
     return _type_of(value) == name
 
 
-def substitute(value: Any, captures: dict[str, Any], defines: dict[str, Any] | None = None, depth: int = 0) -> Any:
+def substitute(
+    value: Any, captures: dict[str, Any], defines: dict[str, Any] | None = None, depth: int = 0
+) -> Any:
     """``"${name}"`` -> the named value (any type); ``"a ${name} b"`` -> text with it spliced in.
 
     A name is a capture (a value the server sent: used as it is) or a ``define`` of the transcript
@@ -61,7 +74,9 @@ def substitute(value: Any, captures: dict[str, Any], defines: dict[str, Any] | N
         whole = _PLACEHOLDER.fullmatch(value)
         if whole:
             return _resolve(whole.group(1), captures, defines, depth)
-        return _PLACEHOLDER.sub(lambda m: _as_text(_resolve(m.group(1), captures, defines, depth)), value)
+        return _PLACEHOLDER.sub(
+            lambda m: _as_text(_resolve(m.group(1), captures, defines, depth)), value
+        )
     if isinstance(value, dict):
         return {k: substitute(v, captures, defines, depth) for k, v in value.items()}
     if isinstance(value, list):
@@ -74,8 +89,10 @@ def _resolve(name: str, captures: dict[str, Any], defines: dict[str, Any], depth
         return captures[name]
     if name in defines:
         return substitute(defines[name], captures, defines, depth + 1)
-    raise TranscriptError(f"${{{name}}} is used before any step captured it "
-                          f"(captured: {sorted(captures)}; defined: {sorted(defines)})")
+    raise TranscriptError(
+        f"${{{name}}} is used before any step captured it "
+        f"(captured: {sorted(captures)}; defined: {sorted(defines)})"
+    )
 
 
 def _as_text(value: Any) -> str:
@@ -83,10 +100,16 @@ def _as_text(value: Any) -> str:
 
 
 def _is_matcher(pattern: Any) -> bool:
-    return isinstance(pattern, dict) and bool(pattern) and all(k.startswith("$") and k != "$more" for k in pattern)
+    return (
+        isinstance(pattern, dict)
+        and bool(pattern)
+        and all(k.startswith("$") and k != "$more" for k in pattern)
+    )
 
 
-def match(pattern: Any, actual: Any, captures: dict[str, Any], where: str = "$", strict: bool = True) -> None:
+def match(
+    pattern: Any, actual: Any, captures: dict[str, Any], where: str = "$", strict: bool = True
+) -> None:
     """Raise Mismatch unless ``actual`` fits ``pattern``; captures are added only when all of it fits.
 
     ``strict``: the server is hcmcp, so ``$hcmcp`` parts must hold as well.
@@ -104,65 +127,99 @@ def _match(pattern: Any, actual: Any, found: dict[str, Any], where: str, strict:
             raise Mismatch(where, f"expected an object, got {_type_of(actual)} {_short(actual)}")
         more = pattern.get("$more", False)
         if more not in (False, *MORE_VALUES):
-            raise TranscriptError(f'{where}: "$more" is true, or "not-hcmcp" (extra keys allowed except from hcmcp)')
+            raise TranscriptError(
+                f'{where}: "$more" is true, or "not-hcmcp" (extra keys allowed except from hcmcp)'
+            )
         allow_more = more is True or (more == "not-hcmcp" and not strict)
         for key, sub in pattern.items():
             if key == "$more":
                 continue
             if isinstance(sub, dict) and "$absent" in sub:
                 if sub["$absent"] not in (True, "hcmcp") or len(sub) != 1:
-                    raise TranscriptError(f'{where}.{key}: write {{"$absent": true}} (or "hcmcp": absent from hcmcp, '
-                                          f'anything from others) alone')
+                    raise TranscriptError(
+                        f'{where}.{key}: write {{"$absent": true}} (or "hcmcp": absent from hcmcp, '
+                        f"anything from others) alone"
+                    )
                 if key in actual and (sub["$absent"] is True or strict):
-                    raise Mismatch(f"{where}.{key}", f"expected no such key, got {_short(actual[key])}")
+                    raise Mismatch(
+                        f"{where}.{key}", f"expected no such key, got {_short(actual[key])}"
+                    )
                 continue
             if key not in actual:
                 if not strict and _is_matcher(sub) and set(sub) <= {"$hcmcp"}:
-                    continue    # only hcmcp's own value was asked for: another server may leave it out
+                    continue  # only hcmcp's own value was asked for: another server may leave it out
                 raise Mismatch(f"{where}.{key}", f"missing (the object has {sorted(actual)})")
             _match(sub, actual[key], found, f"{where}.{key}", strict)
         extra = sorted(set(actual) - set(pattern))
         if extra and not allow_more:
-            raise Mismatch(where, f"unexpected keys {extra} (add them to the pattern, or \"$more\": true)")
+            raise Mismatch(
+                where, f'unexpected keys {extra} (add them to the pattern, or "$more": true)'
+            )
     elif isinstance(pattern, list):
         if not isinstance(actual, list):
             raise Mismatch(where, f"expected an array, got {_type_of(actual)} {_short(actual)}")
         if len(actual) != len(pattern):
-            raise Mismatch(where, f"expected {len(pattern)} items, got {len(actual)}: {_short(actual)}")
-        for index, (sub, item) in enumerate(zip(pattern, actual)):
+            raise Mismatch(
+                where, f"expected {len(pattern)} items, got {len(actual)}: {_short(actual)}"
+            )
+        for index, (sub, item) in enumerate(zip(pattern, actual, strict=True)):
             _match(sub, item, found, f"{where}[{index}]", strict)
     else:
         if _type_of(pattern) != _type_of(actual) and not (
-                _is_type(pattern, "number") and _is_type(actual, "number")):
-            raise Mismatch(where, f"expected {_short(pattern)}, got {_type_of(actual)} {_short(actual)}")
+            _is_type(pattern, "number") and _is_type(actual, "number")
+        ):
+            raise Mismatch(
+                where, f"expected {_short(pattern)}, got {_type_of(actual)} {_short(actual)}"
+            )
         if pattern != actual:
             raise Mismatch(where, f"expected {_short(pattern)}, got {_short(actual)}")
 
 
-def _apply_matcher(pattern: dict[str, Any], actual: Any, found: dict[str, Any], where: str, strict: bool) -> None:
+def _apply_matcher(
+    pattern: dict[str, Any], actual: Any, found: dict[str, Any], where: str, strict: bool
+) -> None:
     unknown = set(pattern) - set(MATCHERS)
     if unknown:
-        raise TranscriptError(f"{where}: unknown matcher {sorted(unknown)}; known: {list(MATCHERS)}")
+        raise TranscriptError(
+            f"{where}: unknown matcher {sorted(unknown)}; known: {list(MATCHERS)}"
+        )
     if "$absent" in pattern:
-        raise TranscriptError(f'{where}: {{"$absent": true}} only makes sense as the value of an object key')
+        raise TranscriptError(
+            f'{where}: {{"$absent": true}} only makes sense as the value of an object key'
+        )
     if "$any" in pattern:
         kinds = pattern["$any"] if isinstance(pattern["$any"], list) else [pattern["$any"]]
         if not any(_is_type(actual, kind) for kind in kinds):
-            raise Mismatch(where, f"expected any {' or '.join(kinds)}, got {_type_of(actual)} {_short(actual)}")
+            raise Mismatch(
+                where, f"expected any {' or '.join(kinds)}, got {_type_of(actual)} {_short(actual)}"
+            )
     if "$regex" in pattern:
         if not isinstance(actual, str) or not re.search(pattern["$regex"], actual):
-            raise Mismatch(where, f"expected a string matching /{pattern['$regex']}/, got {_short(actual)}")
+            raise Mismatch(
+                where, f"expected a string matching /{pattern['$regex']}/, got {_short(actual)}"
+            )
     if "$contains" in pattern:
-        wanted = pattern["$contains"] if isinstance(pattern["$contains"], list) else [pattern["$contains"]]
+        wanted = (
+            pattern["$contains"]
+            if isinstance(pattern["$contains"], list)
+            else [pattern["$contains"]]
+        )
         if not isinstance(actual, str):
-            raise Mismatch(where, f"expected a string containing {wanted}, got {_type_of(actual)} {_short(actual)}")
+            raise Mismatch(
+                where,
+                f"expected a string containing {wanted}, got {_type_of(actual)} {_short(actual)}",
+            )
         missing = [w for w in wanted if w not in actual]
         if missing:
-            raise Mismatch(where, f"expected the text to contain {missing}, got {_short(actual, 400)}")
+            raise Mismatch(
+                where, f"expected the text to contain {missing}, got {_short(actual, 400)}"
+            )
     if "$length" in pattern:
         if not isinstance(actual, (list, str, dict)) or len(actual) != pattern["$length"]:
             size = len(actual) if isinstance(actual, (list, str, dict)) else "no"
-            raise Mismatch(where, f"expected length {pattern['$length']}, got {size}: {_short(actual)}")
+            raise Mismatch(
+                where, f"expected length {pattern['$length']}, got {size}: {_short(actual)}"
+            )
     if "$every" in pattern:
         if not isinstance(actual, list):
             raise Mismatch(where, f"expected an array, got {_type_of(actual)} {_short(actual)}")
@@ -172,7 +229,9 @@ def _apply_matcher(pattern: dict[str, Any], actual: Any, found: dict[str, Any], 
         _includes(pattern["$includes"], actual, found, where, strict)
     if "$json" in pattern:
         if not isinstance(actual, str):
-            raise Mismatch(where, f"expected a string of JSON, got {_type_of(actual)} {_short(actual)}")
+            raise Mismatch(
+                where, f"expected a string of JSON, got {_type_of(actual)} {_short(actual)}"
+            )
         try:
             decoded = json.loads(actual)
         except json.JSONDecodeError:
@@ -187,7 +246,9 @@ def _apply_matcher(pattern: dict[str, Any], actual: Any, found: dict[str, Any], 
         found[name] = actual
 
 
-def _includes(wanted: list[Any], actual: Any, found: dict[str, Any], where: str, strict: bool) -> None:
+def _includes(
+    wanted: list[Any], actual: Any, found: dict[str, Any], where: str, strict: bool
+) -> None:
     """Each wanted pattern matches a distinct item of ``actual``, in any order (first fit wins)."""
     if not isinstance(actual, list):
         raise Mismatch(where, f"expected an array, got {_type_of(actual)} {_short(actual)}")
@@ -209,5 +270,9 @@ def _includes(wanted: list[Any], actual: Any, found: dict[str, Any], where: str,
 
 
 def _short(value: Any, limit: int = 200) -> str:
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False) if not isinstance(value, bytes) else repr(value)
+    text = (
+        json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+        if not isinstance(value, bytes)
+        else repr(value)
+    )
     return text if len(text) <= limit else text[:limit] + f"… ({len(text)} chars)"

@@ -22,13 +22,16 @@ from conformance.replay.transports import META_VERSION, HttpPeer, StdioPeer
 EXPECT_TIMEOUT_MS = 10_000
 
 sys.path.insert(0, str(ROOT / "tests"))
-import support  # noqa: E402  (tests/support.py holds the schema checks: validate_server_message)
+import support  # noqa: E402  (tests/support/ holds the schema checks: validate_server_message)
 
-SCHEMAS = support.SCHEMAS   # conformance/mcp-schema: the official schemas, vendored with their licence
+# conformance/mcp-schema: the official schemas, vendored with their licence
+SCHEMAS = support.SCHEMAS
 
 
 class StepFailed(Exception):
-    def __init__(self, number: int, step: dict[str, Any], why: str, expected: Any = None, got: Any = None) -> None:
+    def __init__(
+        self, number: int, step: dict[str, Any], why: str, expected: Any = None, got: Any = None
+    ) -> None:
         super().__init__(why)
         self.number = number
         self.step = step
@@ -41,13 +44,14 @@ class StepFailed(Exception):
 class Outcome:
     transcript: Transcript
     transport: str
-    passed: bool                 # every step held (False too when not run: see skipped)
+    passed: bool  # every step held (False too when not run: see skipped)
     seconds: float
     report: list[str] = field(default_factory=list)
     failed_step: int | None = None
-    skipped: str | None = None   # not run at all: why (the target does not serve what it needs)
-    steps_not_run: dict[str, int] = field(default_factory=dict)   # why -> how many steps were left out
-    strict: bool = True          # replayed against hcmcp itself (known_bug marks apply only then)
+    skipped: str | None = None  # not run at all: why (the target does not serve what it needs)
+    # why -> how many steps were left out
+    steps_not_run: dict[str, int] = field(default_factory=dict)
+    strict: bool = True  # replayed against hcmcp itself (known_bug marks apply only then)
 
     @property
     def verdict(self) -> str:
@@ -71,10 +75,12 @@ class Replay:
         self.target = target
         self.strict = target.is_hcmcp
         self.captures: dict[str, Any] = {}
-        self.methods: dict[Any, str] = {}     # request id -> method, to validate the result it gets
-        self.tools: dict[Any, Any] = {}       # request id -> the tool a tools/call named (its outputSchema)
-        self.modern_ids: set[Any] = set()     # request ids sent with 2026-07-28 _meta
-        self.revision = transcript.revision   # the negotiated legacy revision, once initialize is answered
+        self.methods: dict[Any, str] = {}  # request id -> method, to validate the result it gets
+        # request id -> the tool a tools/call named (its outputSchema)
+        self.tools: dict[Any, Any] = {}
+        self.modern_ids: set[Any] = set()  # request ids sent with 2026-07-28 _meta
+        # the negotiated legacy revision, once initialize is answered
+        self.revision = transcript.revision
         self.not_run: dict[str, int] = {}
 
     def run(self) -> None:
@@ -102,8 +108,11 @@ class Replay:
         if "send" in step:
             message = self.resolve(step["send"])
             self._note_request(message)
-            self.peer.send(json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode(), message,
-                           headers)
+            self.peer.send(
+                json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode(),
+                message,
+                headers,
+            )
         elif "answer" in step:
             message = {"jsonrpc": "2.0", **self.resolve(step["answer"])}
             self.peer.send(json.dumps(message, separators=(",", ":")).encode(), message, headers)
@@ -114,17 +123,25 @@ class Replay:
         elif "expect_none" in step:
             received = self.peer.receive(step["expect_none"] / 1000)
             if received is not None:
-                raise StepFailed(0, step, f"expected no message for {step['expect_none']} ms",
-                                 got=received.problem or received.message)
+                raise StepFailed(
+                    0,
+                    step,
+                    f"expected no message for {step['expect_none']} ms",
+                    got=received.problem or received.message,
+                )
 
     def _note_request(self, message: Any) -> None:
         if not isinstance(message, dict) or "method" not in message or "id" not in message:
             return
-        key = _key(message["id"])     # an id may be reused once its request is answered: last use wins
+        key = _key(message["id"])  # an id may be reused once its request is answered: last use wins
         self.methods[key] = message["method"]
         params = message.get("params")
         self.tools[key] = params.get("name") if isinstance(params, dict) else None
-        if isinstance(params, dict) and isinstance(params.get("_meta"), dict) and META_VERSION in params["_meta"]:
+        if (
+            isinstance(params, dict)
+            and isinstance(params.get("_meta"), dict)
+            and META_VERSION in params["_meta"]
+        ):
             self.modern_ids.add(key)
         else:
             self.modern_ids.discard(key)
@@ -150,10 +167,19 @@ class Replay:
             try:
                 match(wanted_status, received.http_status, {}, "HTTP status", strict=self.strict)
             except Mismatch:
-                raise StepFailed(0, step, f"expected HTTP status {_short(wanted_status)}, got {received.http_status}",
-                                 expected=pattern, got=message) from None
-        if isinstance(message, dict) and isinstance(message.get("result"), dict) and \
-                self.methods.get(_key(message.get("id"))) == "initialize" and _key(message.get("id")) not in self.modern_ids:
+                raise StepFailed(
+                    0,
+                    step,
+                    f"expected HTTP status {_short(wanted_status)}, got {received.http_status}",
+                    expected=pattern,
+                    got=message,
+                ) from None
+        if (
+            isinstance(message, dict)
+            and isinstance(message.get("result"), dict)
+            and self.methods.get(_key(message.get("id"))) == "initialize"
+            and _key(message.get("id")) not in self.modern_ids
+        ):
             self.revision = message["result"].get("protocolVersion", self.revision)
 
     def _free_form_refusal(self, step: dict[str, Any], received: Any) -> bool:
@@ -162,13 +188,21 @@ class Replay:
         JSON-RPC error response". hcmcp itself always sends the message."""
         wanted = step.get("http_status")
         status = received.http_status
-        return (not self.strict and status is not None and 400 <= status < 500 and isinstance(wanted, dict)
-                and "$hcmcp" in wanted and received.message is None)
+        return (
+            not self.strict
+            and status is not None
+            and 400 <= status < 500
+            and isinstance(wanted, dict)
+            and "$hcmcp" in wanted
+            and received.message is None
+        )
 
     def _validate(self, step: dict[str, Any], message: Any) -> None:
         """Every message the server writes must satisfy the official schema of the revision it speaks."""
         if not isinstance(message, dict):
-            raise StepFailed(0, step, "the server wrote something that is not a JSON object", got=message)
+            raise StepFailed(
+                0, step, "the server wrote something that is not a JSON object", got=message
+            )
         is_response = "method" not in message
         key = _key(message.get("id"))
         method = self.methods.get(key) if is_response else None
@@ -182,15 +216,25 @@ class Replay:
         listed = None if self.target.offers is None else self.target.offers.output_schemas
         try:
             validate_with_official_schema(revision, message, method, tool, listed)
-        except Exception as error:     # jsonschema.ValidationError, with the path it failed at
+        except Exception as error:  # noqa: BLE001  (a ValidationError names the path it failed at; any other failure of the check fails the step too)
             detail = getattr(error, "message", str(error))
             where = "/".join(str(p) for p in getattr(error, "absolute_path", ()))
-            raise StepFailed(0, step, f"the message does not satisfy the {revision} schema"
-                                      f"{' at ' + where if where else ''}: {detail}", got=message) from None
+            raise StepFailed(
+                0,
+                step,
+                f"the message does not satisfy the {revision} schema"
+                f"{' at ' + where if where else ''}: {detail}",
+                got=message,
+            ) from None
 
 
-def validate_with_official_schema(revision: str, message: dict[str, Any], method: str | None,
-                                  tool: str | None = None, listed: dict[str, Any] | None = None) -> None:
+def validate_with_official_schema(
+    revision: str,
+    message: dict[str, Any],
+    method: str | None,
+    tool: str | None = None,
+    listed: dict[str, Any] | None = None,
+) -> None:
     """tests/support.validate_server_message (its validators are built once per definition); a
     tools/call result is held to the outputSchema of ``tool`` too (``listed``: name -> outputSchema)."""
     support.validate_server_message(revision, message, method, tool, listed)
@@ -243,6 +287,13 @@ def run_transcript(transcript: Transcript, transport: str, target: Target | None
             if tail:
                 report.append("  server stderr (last lines):")
                 report.extend(f"    | {line}" for line in tail.splitlines()[-15:])
-    return Outcome(transcript, transport, not report, time.monotonic() - started, report, failed_step,
-                   steps_not_run=dict(replay.not_run) if replay else {}, strict=target.is_hcmcp)
-
+    return Outcome(
+        transcript,
+        transport,
+        not report,
+        time.monotonic() - started,
+        report,
+        failed_step,
+        steps_not_run=dict(replay.not_run) if replay else {},
+        strict=target.is_hcmcp,
+    )

@@ -29,37 +29,50 @@ class Offers:
     """What a foreign target was found to serve."""
 
     server_info: Any = None
-    legacy: str | None = None           # the revision initialize negotiated, or None
+    legacy: str | None = None  # the revision initialize negotiated, or None
     why_no_legacy: str = ""
-    modern: bool = False                # answers 2026-07-28 server/discover
+    modern: bool = False  # answers 2026-07-28 server/discover
     why_no_modern: str = ""
-    listed: dict[str, set[str]] = field(default_factory=lambda: {kind: set() for kind in NEED_KINDS})
-    output_schemas: dict[str, Any] = field(default_factory=dict)   # tool name -> its outputSchema (or None)
+    listed: dict[str, set[str]] = field(
+        default_factory=lambda: {kind: set() for kind in NEED_KINDS}
+    )
+    # tool name -> its outputSchema (or None)
+    output_schemas: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> str:
         name = self.server_info.get("name", "?") if isinstance(self.server_info, dict) else "?"
-        version = self.server_info.get("version", "?") if isinstance(self.server_info, dict) else "?"
-        eras = [e for e, ok in (("2025 (initialize → " + str(self.legacy) + ")", self.legacy), ("2026-07-28", self.modern))
-                if ok]
+        version = (
+            self.server_info.get("version", "?") if isinstance(self.server_info, dict) else "?"
+        )
+        eras = [
+            e
+            for e, ok in (
+                ("2025 (initialize → " + str(self.legacy) + ")", self.legacy),
+                ("2026-07-28", self.modern),
+            )
+            if ok
+        ]
         counts = ", ".join(f"{len(self.listed[kind])} {kind}" for kind in NEED_KINDS)
         return f"{name} {version}; speaks {' and '.join(eras) or 'neither era'}; lists {counts}"
 
 
 @dataclass
 class Target:
-    command: list[str] | None = None    # spawned, spoken to over stdio
-    url: str | None = None              # already running, spoken to over Streamable HTTP
+    command: list[str] | None = None  # spawned, spoken to over stdio
+    url: str | None = None  # already running, spoken to over Streamable HTTP
     offers: Offers | None = None
 
     @classmethod
-    def hcmcp(cls) -> "Target":
+    def hcmcp(cls) -> Target:
         return cls()
 
     @classmethod
-    def from_command(cls, command: str) -> "Target":
+    def from_command(cls, command: str) -> Target:
         argv = shlex.split(command)
         if not argv:
-            raise ValueError('--server-command needs a command, e.g. --server-command "python my_server.py"')
+            raise ValueError(
+                '--server-command needs a command, e.g. --server-command "python my_server.py"'
+            )
         return cls(command=argv)
 
     @property
@@ -81,7 +94,9 @@ class Target:
             return f"Streamable HTTP: {self.url}"
         return "hcmcp (its own servers, per transcript)"
 
-    def open(self, transcript_server: str, transport: str, env: dict[str, str]) -> StdioPeer | HttpPeer:
+    def open(
+        self, transcript_server: str, transport: str, env: dict[str, str]
+    ) -> StdioPeer | HttpPeer:
         if self.command is not None:
             return StdioPeer(self.command, env, strict=False, cwd=None)
         if self.url is not None:
@@ -124,22 +139,31 @@ def discover(target: Target) -> Offers:
     transport = target.transports[0]
     peer = target.open("", transport, {})
     try:
-        answer = _ask(peer, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                                           "clientInfo": CLIENT_INFO})
+        answer = _ask(
+            peer,
+            "initialize",
+            {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": CLIENT_INFO},
+        )
         result = answer.get("result") if isinstance(answer, dict) else None
         if isinstance(result, dict):
             offers.legacy = result.get("protocolVersion")
             offers.server_info = result.get("serverInfo")
-            peer.send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
-                      {"jsonrpc": "2.0", "method": "notifications/initialized"}, {})
+            peer.send(
+                b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {},
+            )
             _list_all(peer, offers, result.get("capabilities") or {}, meta=None)
         else:
             offers.why_no_legacy = _why(answer)
     finally:
         peer.finish()
         peer.stop()
-    meta = {META_VERSION: "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": CLIENT_INFO}
+    meta = {
+        META_VERSION: "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": CLIENT_INFO,
+    }
     peer = target.open("", transport, {})
     try:
         answer = _ask(peer, "server/discover", {"_meta": meta})
@@ -147,7 +171,9 @@ def discover(target: Target) -> Offers:
         if isinstance(result, dict) and "2026-07-28" in (result.get("supportedVersions") or ()):
             offers.modern = True
             if offers.legacy is None:
-                offers.server_info = (result.get("_meta") or {}).get("io.modelcontextprotocol/serverInfo")
+                offers.server_info = (result.get("_meta") or {}).get(
+                    "io.modelcontextprotocol/serverInfo"
+                )
                 _list_all(peer, offers, result.get("capabilities") or {}, meta=meta)
         else:
             offers.why_no_modern = "server/discover answered " + _why(answer)
@@ -157,12 +183,16 @@ def discover(target: Target) -> Offers:
     return offers
 
 
-def _list_all(peer: StdioPeer | HttpPeer, offers: Offers, capabilities: dict[str, Any], meta: Any) -> None:
+def _list_all(
+    peer: StdioPeer | HttpPeer, offers: Offers, capabilities: dict[str, Any], meta: Any
+) -> None:
     # Resource templates count as resources, named by their uriTemplate.
-    for kind, method, field_name, key in (("tools", "tools/list", "tools", "name"),
-                                          ("resources", "resources/list", "resources", "uri"),
-                                          ("resources", "resources/templates/list", "resourceTemplates", "uriTemplate"),
-                                          ("prompts", "prompts/list", "prompts", "name")):
+    for kind, method, field_name, key in (
+        ("tools", "tools/list", "tools", "name"),
+        ("resources", "resources/list", "resources", "uri"),
+        ("resources", "resources/templates/list", "resourceTemplates", "uriTemplate"),
+        ("prompts", "prompts/list", "prompts", "name"),
+    ):
         if kind not in capabilities:
             continue
         cursor = None
@@ -174,12 +204,17 @@ def _list_all(peer: StdioPeer | HttpPeer, offers: Offers, capabilities: dict[str
             result = answer.get("result") if isinstance(answer, dict) else None
             if not isinstance(result, dict):
                 break
-            offers.listed[kind].update(item[key] for item in result.get(field_name) or ()
-                                       if isinstance(item, dict) and isinstance(item.get(key), str))
+            offers.listed[kind].update(
+                item[key]
+                for item in result.get(field_name) or ()
+                if isinstance(item, dict) and isinstance(item.get(key), str)
+            )
             if kind == "tools":
-                offers.output_schemas.update((item["name"], item.get("outputSchema"))
-                                             for item in result.get("tools") or ()
-                                             if isinstance(item, dict) and isinstance(item.get("name"), str))
+                offers.output_schemas.update(
+                    (item["name"], item.get("outputSchema"))
+                    for item in result.get("tools") or ()
+                    if isinstance(item, dict) and isinstance(item.get("name"), str)
+                )
             cursor = result.get("nextCursor")
             if not cursor:
                 break

@@ -37,17 +37,27 @@ class Received:
 
     message: Any
     http_status: int | None = None
-    problem: str | None = None       # not a message at all: why
+    problem: str | None = None  # not a message at all: why
 
 
 class _ServerProcess:
     """A spawned server: stderr is drained in the background and kept for failure reports."""
 
     def __init__(self, argv: list[str], env: dict[str, str], cwd: Any = ROOT) -> None:
-        full_env = {k: v for k, v in os.environ.items() if not k.startswith(("HEALTHCHECKS_", "ELICITATION"))}
+        full_env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("HEALTHCHECKS_", "ELICITATION"))
+        }
         full_env.update(env)
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=full_env, cwd=cwd)
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=full_env,
+            cwd=cwd,
+        )
         self.stderr_lines: deque[str] = deque(maxlen=40)
         self.stderr_seen = threading.Condition()
         threading.Thread(target=self._drain_stderr, daemon=True).start()
@@ -74,8 +84,12 @@ class StdioPeer:
 
     transport = "stdio"
 
-    def __init__(self, argv: list[str], env: dict[str, str], strict: bool = True, cwd: Any = ROOT) -> None:
-        self.strict = strict        # hcmcp: it must exit 0 promptly on stdin EOF (the spec asks no exit code)
+    def __init__(
+        self, argv: list[str], env: dict[str, str], strict: bool = True, cwd: Any = ROOT
+    ) -> None:
+        self.strict = (
+            strict  # hcmcp: it must exit 0 promptly on stdin EOF (the spec asks no exit code)
+        )
         self.process = _ServerProcess(argv, env, cwd)
         self.inbox: queue.Queue[Received | None] = queue.Queue()
         threading.Thread(target=self._pump, daemon=True).start()
@@ -83,12 +97,18 @@ class StdioPeer:
     def _pump(self) -> None:
         for line in self.process.proc.stdout:
             if not line.endswith(b"\n"):
-                self.inbox.put(Received(None, problem=f"a line without its newline at EOF: {line[:200]!r}"))
+                self.inbox.put(
+                    Received(None, problem=f"a line without its newline at EOF: {line[:200]!r}")
+                )
                 continue
             try:
                 self.inbox.put(Received(json.loads(line)))
             except json.JSONDecodeError:
-                self.inbox.put(Received(None, problem=f"stdout carried a line that is not JSON: {line[:200]!r}"))
+                self.inbox.put(
+                    Received(
+                        None, problem=f"stdout carried a line that is not JSON: {line[:200]!r}"
+                    )
+                )
         self.inbox.put(None)
 
     def send(self, data: bytes, message: Any, extra_headers: dict[str, str | None]) -> None:
@@ -96,7 +116,7 @@ class StdioPeer:
             self.process.proc.stdin.write(data + b"\n")
             self.process.proc.stdin.flush()
         except BrokenPipeError:
-            pass    # the server is gone; the next expect says so, with its stderr
+            pass  # the server is gone; the next expect says so, with its stderr
 
     def receive(self, timeout: float) -> Received | None:
         """The next message, or None on timeout. EOF is reported as a problem."""
@@ -154,7 +174,9 @@ class HttpPeer:
         else:
             parts = urllib.parse.urlsplit(url)
             if parts.scheme != "http" or not parts.hostname:
-                raise ValueError(f"--url must be an http:// URL with a host, like http://127.0.0.1:8000/mcp; got {url!r}")
+                raise ValueError(
+                    f"--url must be an http:// URL with a host, like http://127.0.0.1:8000/mcp; got {url!r}"
+                )
             self.host, self.port = parts.hostname, parts.port or 80
             self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         self.inbox: queue.Queue[Received | None] = queue.Queue()
@@ -174,11 +196,16 @@ class HttpPeer:
                 left = deadline - time.monotonic()
                 if left <= 0 or self.process.proc.poll() is not None:
                     self.process.stop()
-                    raise RuntimeError("the HTTP server did not start; its stderr:\n" + self.process.stderr_tail())
+                    raise RuntimeError(
+                        "the HTTP server did not start; its stderr:\n" + self.process.stderr_tail()
+                    )
                 self.process.stderr_seen.wait(min(left, 0.5))
 
     def headers_for(self, message: Any) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        }
         params = message.get("params") if isinstance(message, dict) else None
         meta = params.get("_meta") if isinstance(params, dict) else None
         if isinstance(meta, dict) and META_VERSION in meta:
@@ -187,12 +214,16 @@ class HttpPeer:
             if isinstance(method, str):
                 headers["Mcp-Method"] = _header_value(method)
                 name = params.get("uri") if method == "resources/read" else params.get("name")
-                if method in ("tools/call", "prompts/get", "resources/read") and isinstance(name, str):
+                if method in ("tools/call", "prompts/get", "resources/read") and isinstance(
+                    name, str
+                ):
                     headers["Mcp-Name"] = _header_value(name)
             return headers
         if self.session_id is not None:
             headers["Mcp-Session-Id"] = self.session_id
-        if self.negotiated is not None and not (isinstance(message, dict) and message.get("method") == "initialize"):
+        if self.negotiated is not None and not (
+            isinstance(message, dict) and message.get("method") == "initialize"
+        ):
             headers["MCP-Protocol-Version"] = self.negotiated
         return headers
 
@@ -209,10 +240,18 @@ class HttpPeer:
         try:
             connection.request("POST", self.path, body=data, headers=headers)
         except OSError as error:
-            self.inbox.put(Received(None, problem=f"could not POST to http://{self.host}:{self.port}{self.path}: {error}"))
+            self.inbox.put(
+                Received(
+                    None,
+                    problem=f"could not POST to http://{self.host}:{self.port}{self.path}: {error}",
+                )
+            )
             return
-        is_initialize = isinstance(message, dict) and message.get("method") == "initialize" and "_meta" not in (
-            message.get("params") or {})
+        is_initialize = (
+            isinstance(message, dict)
+            and message.get("method") == "initialize"
+            and "_meta" not in (message.get("params") or {})
+        )
         threading.Thread(target=self._read, args=(connection, is_initialize), daemon=True).start()
 
     def _read(self, connection: http.client.HTTPConnection, is_initialize: bool) -> None:
@@ -236,12 +275,20 @@ class HttpPeer:
         finally:
             connection.close()
 
-    def _deliver(self, body: bytes, status: int, is_initialize: bool, kind: str = "application/json") -> None:
+    def _deliver(
+        self, body: bytes, status: int, is_initialize: bool, kind: str = "application/json"
+    ) -> None:
         try:
             message = json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError):
-            self.inbox.put(Received(None, status, f"HTTP {status} {kind or '(no content-type)'} that is not a "
-                                                  f"JSON-RPC message: {body[:300]!r}"))
+            self.inbox.put(
+                Received(
+                    None,
+                    status,
+                    f"HTTP {status} {kind or '(no content-type)'} that is not a "
+                    f"JSON-RPC message: {body[:300]!r}",
+                )
+            )
             return
         if is_initialize and isinstance(message, dict) and isinstance(message.get("result"), dict):
             self.negotiated = message["result"].get("protocolVersion")
@@ -256,25 +303,27 @@ class HttpPeer:
     def finish(self) -> list[str]:
         self.finished = True
         problems = _leftovers(self.inbox)
-        if self.process is None:      # a server we did not start: end our session, as a client that is done does
+        # a server we did not start: end our session, as a client that is done does
+        if self.process is None:
             self._end_session()
             for connection in self.connections:
                 connection.close()
             return problems
         proc = self.process.proc
         if proc.poll() is not None:
-            problems.append(f"the HTTP server exited during the transcript (code {proc.returncode})")
+            problems.append(
+                f"the HTTP server exited during the transcript (code {proc.returncode})"
+            )
         else:
             proc.send_signal(signal.SIGTERM)
             try:
                 proc.wait(1.0)
             except subprocess.TimeoutExpired:
-                pass      # a call still open (never answered) holds the graceful shutdown: not our subject
+                pass  # a call still open (never answered) holds the graceful shutdown: not our subject
         self.process.stop()
         for connection in self.connections:
             connection.close()
         return problems
-
 
     def _end_session(self) -> None:
         if self.session_id is None:
@@ -287,7 +336,7 @@ class HttpPeer:
             connection.request("DELETE", self.path, headers=headers)
             connection.getresponse().read()
         except (OSError, http.client.HTTPException):
-            pass      # DELETE is a courtesy (SHOULD); a server may refuse it with 405
+            pass  # DELETE is a courtesy (SHOULD); a server may refuse it with 405
         finally:
             connection.close()
 
@@ -333,5 +382,7 @@ def _leftovers(inbox: queue.Queue[Received | None]) -> list[str]:
         except queue.Empty:
             return problems
         if item is not None:
-            problems.append("the server wrote a message no step expected: "
-                            + (item.problem or _short(item.message, 400)))
+            problems.append(
+                "the server wrote a message no step expected: "
+                + (item.problem or _short(item.message, 400))
+            )

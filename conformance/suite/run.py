@@ -167,19 +167,39 @@ class LegResult:
         return self.exit_code == 0
 
 
-def run_leg(leg: Leg, url: str, baselines: Path, out: Path, path_env: str, pins: dict, timeout_ms: int | None) -> LegResult:
+def run_leg(
+    leg: Leg,
+    url: str,
+    baselines: Path,
+    out: Path,
+    path_env: str,
+    pins: dict,
+    timeout_ms: int | None,
+) -> LegResult:
     version = pins[leg.version_key]
     binary = cache_root() / f"conformance-{version}" / "node_modules" / ".bin" / "conformance"
     if not binary.exists():
         raise SetupError(f"{binary} is missing. Run `bash .ci/node.sh`.")
     baseline = leg.baseline(baselines)
     if not baseline.exists():
-        raise SetupError(f"No baseline {baseline}. Create it (an empty `server: []` is a valid start).")
+        raise SetupError(
+            f"No baseline {baseline}. Create it (an empty `server: []` is a valid start)."
+        )
     results_dir = out / leg.name
-    shutil.rmtree(results_dir, ignore_errors=True)  # an earlier run's checks.json would be counted twice
+    # an earlier run's checks.json would be counted twice
+    shutil.rmtree(results_dir, ignore_errors=True)
     results_dir.mkdir(parents=True)
-    command = [str(binary), "server", "--url", url, *leg.selection,
-               "--expected-failures", str(baseline), "-o", str(results_dir)]
+    command = [
+        str(binary),
+        "server",
+        "--url",
+        url,
+        *leg.selection,
+        "--expected-failures",
+        str(baseline),
+        "-o",
+        str(results_dir),
+    ]
     if timeout_ms is not None and leg.version_key == "SUITE_ALPHA_VERSION":
         command += ["--timeout", str(timeout_ms)]  # 0.1.16 has no --timeout
     log = out / f"{leg.name}.log"
@@ -188,13 +208,19 @@ def run_leg(leg: Leg, url: str, baselines: Path, out: Path, path_env: str, pins:
     with log.open("w") as sink:
         sink.write("$ " + shlex.join(command) + "\n")
         sink.flush()
-        code = subprocess.run(command, stdout=sink, stderr=subprocess.STDOUT, env=env, cwd=out).returncode
+        code = subprocess.run(
+            command, stdout=sink, stderr=subprocess.STDOUT, env=env, cwd=out
+        ).returncode
     seconds = time.monotonic() - started
     text = strip_ansi(log.read_text(errors="replace"))
     scenarios, failing = read_checks(results_dir)
     return LegResult(
-        leg=leg, exit_code=code, seconds=seconds, log=log,
-        scenarios=scenarios, failing=failing,
+        leg=leg,
+        exit_code=code,
+        seconds=seconds,
+        log=log,
+        scenarios=scenarios,
+        failing=failing,
         not_scored=not_scored_scenarios(version, leg.selection),
         expected=baseline_section(text, "Expected failures"),
         stale=baseline_section(text, "Stale baseline entries"),
@@ -212,12 +238,19 @@ def not_scored_scenarios(version: str, selection: tuple[str, ...]) -> dict[str, 
     if "--requirements" not in selection:
         return {}
     revision = selection[selection.index("--requirements") + 1]
-    yaml_file = (cache_root() / f"conformance-{version}" / "node_modules" / "@modelcontextprotocol"
-                 / "conformance" / "requirements" / f"{revision}.yaml")
+    yaml_file = (
+        cache_root()
+        / f"conformance-{version}"
+        / "node_modules"
+        / "@modelcontextprotocol"
+        / "conformance"
+        / "requirements"
+        / f"{revision}.yaml"
+    )
     found: dict[str, str] = {}
     entry: dict[str, str] = {}
     in_section = False
-    for line in yaml_file.read_text().splitlines() + ["end:"]:
+    for line in [*yaml_file.read_text().splitlines(), "end:"]:
         if not line.startswith(" ") and line.strip():
             in_section = line.startswith("not_scored:")
         match = re.match(r"^\s*(-\s+)?(scenario|leg|reason):\s*(\S+)", line)
@@ -240,7 +273,7 @@ def baseline_section(text: str, heading: str) -> list[str]:
     for index, line in enumerate(lines):
         if line.startswith(heading):
             entries = []
-            for entry in lines[index + 1:]:
+            for entry in lines[index + 1 :]:
                 match = re.match(r"^\s+[~✓✗] (\S+)", entry)
                 if not match:
                     break
@@ -259,12 +292,14 @@ def read_checks(results_dir: Path) -> tuple[dict[str, dict[str, int]], dict[str,
         counts = scenarios.setdefault(scenario, {})
         for check in json.loads(checks_file.read_text()):
             counts[check["status"]] = counts.get(check["status"], 0) + 1
-            if check["status"] in ("FAILURE", "WARNING") and check["id"] not in failing.get(scenario, []):
+            if check["status"] in ("FAILURE", "WARNING") and check["id"] not in failing.get(
+                scenario, []
+            ):
                 failing.setdefault(scenario, []).append(check["id"])
     return scenarios, failing
 
 
-def suggested_baseline(result: "LegResult") -> str:
+def suggested_baseline(result: LegResult) -> str:
     """The baseline that would make this leg pass as it ran: a starting point to review, not to paste blindly.
 
     0.2.0-alpha legs take `scenario:check-id` entries, so one known gap does not excuse the
@@ -293,40 +328,72 @@ def print_summary(results: list[LegResult], url: str) -> None:
         failing = [s for s, c in scored.items() if c.get("FAILURE") or c.get("WARNING")]
         checks_ok = sum(c.get("SUCCESS", 0) for c in scored.values())
         checks_bad = sum(c.get("FAILURE", 0) + c.get("WARNING", 0) for c in scored.values())
-        print(f"  {verdict} {result.leg.name:<20} {len(scored)} scored scenarios, "
-              f"{len(scored) - len(failing)} clean; checks ok={checks_ok} failed-or-warned={checks_bad}; "
-              f"{result.seconds:.1f} s; log {result.log}")
-        for label, entries in (("expected (baseline)", result.expected),
-                               ("UNEXPECTED failure", result.unexpected),
-                               ("STALE baseline entry, now passing; remove it", result.stale)):
+        print(
+            f"  {verdict} {result.leg.name:<20} {len(scored)} scored scenarios, "
+            f"{len(scored) - len(failing)} clean; checks ok={checks_ok} failed-or-warned={checks_bad}; "
+            f"{result.seconds:.1f} s; log {result.log}"
+        )
+        for label, entries in (
+            ("expected (baseline)", result.expected),
+            ("UNEXPECTED failure", result.unexpected),
+            ("STALE baseline entry, now passing; remove it", result.stale),
+        ):
             for entry in entries:
                 print(f"      {label}: {entry}")
         for scenario, reason in result.not_scored.items():
             counts = result.scenarios.get(scenario)
-            state = "not run" if counts is None else ("clean" if not counts.get("FAILURE") else "failing")
+            state = (
+                "not run"
+                if counts is None
+                else ("clean" if not counts.get("FAILURE") else "failing")
+            )
             print(f"      not scored ({reason}): {scenario}: {state}")
         if not result.ok and not (result.unexpected or result.stale):
-            print(f"      the suite exited {result.exit_code} without a baseline verdict; see the log")
+            print(
+                f"      the suite exited {result.exit_code} without a baseline verdict; see the log"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     target = parser.add_mutually_exclusive_group()
-    target.add_argument("--server", default=DEFAULT_SERVER,
-                        help="server command; {port} and {python} are filled in (default: %(default)s)")
+    target.add_argument(
+        "--server",
+        default=DEFAULT_SERVER,
+        help="server command; {port} and {python} are filled in (default: %(default)s)",
+    )
     target.add_argument("--url", help="test a server that is already listening at this URL instead")
-    target.add_argument("--fixture", action="store_true",
-                        help="test the fixture server (hcmcp.protocol alone) against its own baselines, "
-                             f"{FIXTURE_BASELINES.relative_to(REPO)}/ (empty: it serves every fixture)")
-    parser.add_argument("--baselines", type=Path, default=None,
-                        help=f"folder holding baseline-<leg>.yml (default: {SUITE_DIR}, or with --fixture "
-                             f"{FIXTURE_BASELINES})")
-    parser.add_argument("--leg", action="append", choices=[leg.name for leg in LEGS],
-                        help="run only this leg (repeatable; default: all three)")
-    parser.add_argument("--output", type=Path, help="keep logs and checks.json here (default: a temp folder)")
-    parser.add_argument("--scenario-timeout-ms", type=int, help="alpha legs only: the suite's --timeout")
-    parser.add_argument("--suggest-baselines", type=Path, metavar="DIR",
-                        help="also write baseline-<leg>.yml files matching this run's failures into DIR, to review")
+    target.add_argument(
+        "--fixture",
+        action="store_true",
+        help="test the fixture server (hcmcp.protocol alone) against its own baselines, "
+        f"{FIXTURE_BASELINES.relative_to(REPO)}/ (empty: it serves every fixture)",
+    )
+    parser.add_argument(
+        "--baselines",
+        type=Path,
+        default=None,
+        help=f"folder holding baseline-<leg>.yml (default: {SUITE_DIR}, or with --fixture "
+        f"{FIXTURE_BASELINES})",
+    )
+    parser.add_argument(
+        "--leg",
+        action="append",
+        choices=[leg.name for leg in LEGS],
+        help="run only this leg (repeatable; default: all three)",
+    )
+    parser.add_argument(
+        "--output", type=Path, help="keep logs and checks.json here (default: a temp folder)"
+    )
+    parser.add_argument(
+        "--scenario-timeout-ms", type=int, help="alpha legs only: the suite's --timeout"
+    )
+    parser.add_argument(
+        "--suggest-baselines",
+        type=Path,
+        metavar="DIR",
+        help="also write baseline-<leg>.yml files matching this run's failures into DIR, to review",
+    )
     args = parser.parse_args(argv)
     if args.fixture:
         args.server = FIXTURE_SERVER
@@ -348,18 +415,36 @@ def main(argv: list[str] | None = None) -> int:
             command = shlex.split(args.server.format(port=port, python=shlex.quote(sys.executable)))
             server_log = out / "server.log"
             with server_log.open("w") as sink:
-                server = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT,
-                                          stdin=subprocess.DEVNULL, cwd=REPO, start_new_session=True)
+                server = subprocess.Popen(
+                    command,
+                    stdout=sink,
+                    stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL,
+                    cwd=REPO,
+                    start_new_session=True,
+                )
             waited = wait_until_accepting(port, server, server_log)
             url = f"http://127.0.0.1:{port}/mcp"
             print(f"server up in {waited:.2f} s: {shlex.join(command)} (log {server_log})")
         results = []
         for leg in legs:
             print(f"running {leg.name} ...", flush=True)
-            results.append(run_leg(leg, url, args.baselines.resolve(), out, path_env, pins, args.scenario_timeout_ms))
+            results.append(
+                run_leg(
+                    leg,
+                    url,
+                    args.baselines.resolve(),
+                    out,
+                    path_env,
+                    pins,
+                    args.scenario_timeout_ms,
+                )
+            )
             if server is not None and server.poll() is not None:
-                raise SetupError(f"The server died during {leg.name} (exit {server.returncode}).\n"
-                                 f"Last lines of its output:\n{tail(out / 'server.log')}")
+                raise SetupError(
+                    f"The server died during {leg.name} (exit {server.returncode}).\n"
+                    f"Last lines of its output:\n{tail(out / 'server.log')}"
+                )
     except SetupError as error:
         print(f"conformance: {error}", file=sys.stderr)
         return 2
@@ -374,8 +459,10 @@ def main(argv: list[str] | None = None) -> int:
             target.write_text(suggested_baseline(result))
             print(f"suggested baseline written: {target}")
     failed = [r.leg.name for r in results if not r.ok]
-    print(f"\nconformance: {'FAILED: ' + ', '.join(failed) if failed else 'all legs match their baselines'}"
-          f" (results in {out})")
+    print(
+        f"\nconformance: {'FAILED: ' + ', '.join(failed) if failed else 'all legs match their baselines'}"
+        f" (results in {out})"
+    )
     return 1 if failed else 0
 
 

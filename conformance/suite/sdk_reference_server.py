@@ -39,14 +39,19 @@ def build_server(like_hcmcp: bool = False):
             return await super().call_tool(name, arguments, context)
 
     if like_hcmcp:
-        server = HcmcpLikeServer(name="sdk-reference-like-hcmcp", version="2.3.0", subscriptions=False)
+        server = HcmcpLikeServer(
+            name="sdk-reference-like-hcmcp", version="2.3.0", subscriptions=False
+        )
 
         async def set_level(ctx, params):
             return types.EmptyResult()
 
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # logging is deprecated in 2026-07-28; hcmcp serves it for 2025
-            server._lowlevel_server.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
+            # logging is deprecated in 2026-07-28; hcmcp serves it for 2025
+            warnings.simplefilter("ignore")
+            server._lowlevel_server.add_request_handler(
+                "logging/setLevel", types.SetLevelRequestParams, set_level
+            )
     else:
         server = MCPServer(name="sdk-reference", version="2.3.0")
 
@@ -67,7 +72,9 @@ def parse_address(text: str) -> tuple[str, int]:
         raise argparse.ArgumentTypeError(f"--http wants HOST:PORT, got {text!r}")
     if host not in ("127.0.0.1", "localhost"):
         # This dev server is only ever meant to be reached from this machine.
-        raise argparse.ArgumentTypeError(f"--http host must be 127.0.0.1 or localhost, got {host!r}")
+        raise argparse.ArgumentTypeError(
+            f"--http host must be 127.0.0.1 or localhost, got {host!r}"
+        )
     return host, int(port)
 
 
@@ -75,12 +82,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--http", type=parse_address, required=True, metavar="HOST:PORT")
     # Accepted so run.py can pass the same arguments it passes to hcmcp.
-    parser.add_argument("--demo", action="store_true", help="ignored; kept for run.py's default command")
-    parser.add_argument("--like-hcmcp", action="store_true",
-                        help="unknown tool -> -32602, logging served, no subscriptions/listen")
+    parser.add_argument(
+        "--demo", action="store_true", help="ignored; kept for run.py's default command"
+    )
+    parser.add_argument(
+        "--like-hcmcp",
+        action="store_true",
+        help="unknown tool -> -32602, logging served, no subscriptions/listen",
+    )
     args = parser.parse_args(argv)
     host, port = args.http
-    build_server(args.like_hcmcp).run("streamable-http", host=host, port=port, streamable_http_path="/mcp")
+    build_server(args.like_hcmcp).run(
+        "streamable-http", host=host, port=port, streamable_http_path="/mcp"
+    )
     return 0
 
 

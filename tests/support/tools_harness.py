@@ -1,8 +1,6 @@
 """Shared by the tool tests: a simulated instance over real HTTP on 127.0.0.1, the 14 tools
 built on it, and calls that go through decode_arguments and the handler exactly as
 tools/call does — with every result checked against the tool's own outputSchema.
-
-(No tests here; pytest collects the module and finds none.)
 """
 
 from __future__ import annotations
@@ -16,20 +14,20 @@ import jsonschema
 import msgspec
 
 from hcmcp.healthchecks.api import HealthchecksApi
-from hcmcp.simulator.simulator import Simulator
-from hcmcp.http.server.server import serve_in_background
 from hcmcp.http.messages import Request, Response, StreamingResponse
+from hcmcp.http.server.server import serve_in_background
 from hcmcp.protocol.tool import Tool, ToolError, flat_schema
+from hcmcp.simulator.simulator import Simulator
 from hcmcp.tools.read_project import read_tools
 from hcmcp.tools.write import write_tools
 
-NOW = 1_796_000_000.0      # a fixed clock: 2026-12-01-ish, so statuses do not drift during a test
+NOW = 1_796_000_000.0  # a fixed clock: 2026-12-01-ish, so statuses do not drift during a test
 
 BACKUPS = "11111111-1111-4111-8111-111111111111"
 DB_DUMP = "22222222-2222-4222-8222-222222222222"
 REPORT = "33333333-3333-4333-8333-333333333333"
 PAUSED = "44444444-4444-4444-8444-444444444444"
-OTHERS = "99999999-9999-4999-8999-999999999999"     # project B's
+OTHERS = "99999999-9999-4999-8999-999999999999"  # project B's
 MISSING = "00000000-0000-4000-8000-000000000000"
 EMAIL = "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
 WEBHOOK = "bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb"
@@ -40,14 +38,48 @@ def seed(sim: Simulator) -> None:
     a = sim.project_a
     sim.add_channel(a, "Email to team", "email", EMAIL)
     sim.add_channel(a, "Ops webhook", "webhook", WEBHOOK)
-    sim.add_check(a, BACKUPS, name="Backups", slug="backups", tags="prod backup", desc="Nightly backup",
-                  timeout=3600, grace=300, channels={EMAIL, WEBHOOK})
-    sim.add_check(a, DB_DUMP, name="DB dump", slug="db-dump", tags="prod db", kind="cron",
-                  schedule="15 5 * * *", tz="Europe/Riga", grace=600, channels={EMAIL})
-    sim.add_check(a, REPORT, name="Weekly report", slug="weekly-report", tags="staging reports",
-                  kind="oncalendar", schedule="Mon *-*-* 09:00", methods="POST")
-    sim.add_check(a, PAUSED, name="Legacy cron", slug="legacy-cron", tags="legacy", status="paused",
-                  manual_resume=True)
+    sim.add_check(
+        a,
+        BACKUPS,
+        name="Backups",
+        slug="backups",
+        tags="prod backup",
+        desc="Nightly backup",
+        timeout=3600,
+        grace=300,
+        channels={EMAIL, WEBHOOK},
+    )
+    sim.add_check(
+        a,
+        DB_DUMP,
+        name="DB dump",
+        slug="db-dump",
+        tags="prod db",
+        kind="cron",
+        schedule="15 5 * * *",
+        tz="Europe/Riga",
+        grace=600,
+        channels={EMAIL},
+    )
+    sim.add_check(
+        a,
+        REPORT,
+        name="Weekly report",
+        slug="weekly-report",
+        tags="staging reports",
+        kind="oncalendar",
+        schedule="Mon *-*-* 09:00",
+        methods="POST",
+    )
+    sim.add_check(
+        a,
+        PAUSED,
+        name="Legacy cron",
+        slug="legacy-cron",
+        tags="legacy",
+        status="paused",
+        manual_resume=True,
+    )
     sim.add_check(sim.project_b, OTHERS, name="Project B's check", slug="b-check")
     sim.add_ping(BACKUPS, "start", at=NOW - 100, rid=None, method="GET")
     sim.add_ping(BACKUPS, "success", b"backup finished OK\nfiles: 1234", at=NOW - 99)
@@ -65,7 +97,7 @@ class Env:
     # request itself (return a Response), ``rewrite`` may replace the simulator's answer.
     front: Callable[[Request], Response | None] | None = None
     rewrite: Callable[[Request, Response], Response | None] | None = None
-    seen: list[Request] = field(default_factory=list)     # every request, with headers and body
+    seen: list[Request] = field(default_factory=list)  # every request, with headers and body
 
     async def app(self, request: Request) -> Response | StreamingResponse:
         self.seen.append(request)
@@ -85,7 +117,8 @@ class Env:
         params = tool.decode_arguments(arguments)
         value = await tool.handler(ctx, params)
         assert isinstance(value, tool.result), f"{name} returned {type(value).__name__}"
-        result, text = tool.present(value)      # the result budget and the untrusted marker, as tools/call
+        # the result budget and the untrusted marker, as tools/call
+        result, text = tool.present(value)
         jsonschema.validate(result, flat_schema(tool.result))
         if self.key:
             assert self.key not in text, f"{name} put the API key in its result"
@@ -97,19 +130,25 @@ class Env:
             await self.call(name, arguments, ctx)
         except ToolError as error:
             everything = error.message + repr(error.details)
-            for key in (Simulator.RW_KEY, Simulator.RO_KEY, Simulator.OTHER_RW_KEY, Simulator.WRONG_KEY):
+            for key in (
+                Simulator.RW_KEY,
+                Simulator.RO_KEY,
+                Simulator.OTHER_RW_KEY,
+                Simulator.WRONG_KEY,
+            ):
                 assert key not in everything, f"{name}: the API key is in the error text"
             return error
         raise AssertionError(f"{name}({arguments}) succeeded; a ToolError was expected")
 
 
 @asynccontextmanager
-async def instance(key: str | None = Simulator.RW_KEY, *, seeded: bool = True,
-                   site_path: str = "") -> AsyncIterator[Env]:
+async def instance(
+    key: str | None = Simulator.RW_KEY, *, seeded: bool = True, site_path: str = ""
+) -> AsyncIterator[Env]:
     sim = Simulator(clock=lambda: NOW)
     if seeded:
         seed(sim)
-    env = Env(sim, None, key)     # type: ignore[arg-type]   # the api needs the port first
+    env = Env(sim, None, key)  # type: ignore[arg-type]   # the api needs the port first
     async with serve_in_background(env.app) as server:
         sim.site_root = f"http://127.0.0.1:{server.port}"
         env.api = HealthchecksApi(f"http://127.0.0.1:{server.port}{site_path}", key)

@@ -9,13 +9,13 @@ import shlex
 import subprocess
 import sys
 import threading
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 # Both inside the repository (tests/test_self_contained.py keeps it so): the official MCP schemas,
 # vendored with their licence and source (conformance/mcp-schema/README.md), and the Healthchecks
 # recordings the simulator is checked against.
@@ -35,12 +35,12 @@ RESULT_OF = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def _schema(revision: str) -> dict[str, Any]:
     return json.loads((SCHEMAS / f"{revision}.schema.json").read_text())
 
 
-@lru_cache(maxsize=None)
+@cache
 def _validator(revision: str, definition: str):
     # Built once per definition: checking the schema itself on every call cost ~0.4 s a message.
     schema = _schema(revision)
@@ -59,8 +59,13 @@ def validate_definition(revision: str, definition: str, value: Any) -> None:
         raise error
 
 
-def validate_server_message(revision: str, message: dict[str, Any], method: str | None = None,
-                            tool: str | None = None, listed: dict[str, Any] | None = None) -> None:
+def validate_server_message(
+    revision: str,
+    message: dict[str, Any],
+    method: str | None = None,
+    tool: str | None = None,
+    listed: dict[str, Any] | None = None,
+) -> None:
     """Validate one message the server wrote: the envelope, then the result by the method it answers.
 
     ``"id": null`` fails here as it fails every MCP schema: an error whose id could not be read
@@ -77,7 +82,9 @@ def validate_server_message(revision: str, message: dict[str, Any], method: str 
         if method == "tools/call" and result.get("resultType") == "input_required":
             definition = "InputRequiredResult"
         if method == "tools/call" and result.get("resultType") == "task":
-            definition = "Result"   # CreateTaskResult: the tasks extension's, outside the core schema
+            definition = (
+                "Result"  # CreateTaskResult: the tasks extension's, outside the core schema
+            )
         if revision == "2024-11-05" and definition == "EmptyResult":
             definition = "Result"
         validate_definition(revision, definition, result)
@@ -87,7 +94,7 @@ def validate_server_message(revision: str, message: dict[str, Any], method: str 
         validate_definition(revision, "ElicitRequest", message)
 
 
-ERROR_META = "io.hcmcp/error"   # where an isError result carries kind, status, retryable, field...
+ERROR_META = "io.hcmcp/error"  # where an isError result carries kind, status, retryable, field...
 
 
 def error_details(result: dict[str, Any]) -> dict[str, Any]:
@@ -102,7 +109,7 @@ def error_details(result: dict[str, Any]) -> dict[str, Any]:
 _NO_OUTPUT_SCHEMA = ("2024-11-05", "2025-03-26")
 
 
-@lru_cache(maxsize=None)
+@cache
 def known_output_schemas() -> dict[str, dict[str, Any] | None]:
     """name -> outputSchema (None: the tool declares none) of every tool a test may call without
     listing first: hcmcp's 14 and the conformance fixture server's (no name is in both)."""
@@ -112,18 +119,23 @@ def known_output_schemas() -> dict[str, dict[str, Any] | None]:
 
     read, write = all_tools(HealthchecksApi("https://healthchecks.io", None))
     hcmcp_tools = {tool.name: tool.descriptor().get("outputSchema") for tool in read + write}
-    fixtures = {tool.name: tool.descriptor().get("outputSchema") for tool in fixture_server().tools.values()}
+    fixtures = {
+        tool.name: tool.descriptor().get("outputSchema") for tool in fixture_server().tools.values()
+    }
     assert not set(hcmcp_tools) & set(fixtures), "a tool name both hcmcp and the fixtures serve"
     return {**fixtures, **hcmcp_tools}
 
 
 def listed_output_schemas(tools_list_result: dict[str, Any]) -> dict[str, Any]:
     """name -> outputSchema (or None) of a tools/list result's tools."""
-    return {tool["name"]: tool.get("outputSchema") for tool in tools_list_result.get("tools") or ()
-            if isinstance(tool, dict) and isinstance(tool.get("name"), str)}
+    return {
+        tool["name"]: tool.get("outputSchema")
+        for tool in tools_list_result.get("tools") or ()
+        if isinstance(tool, dict) and isinstance(tool.get("name"), str)
+    }
 
 
-@lru_cache(maxsize=None)
+@cache
 def _output_validator(schema_json: str):
     # A tool's outputSchema is JSON Schema 2020-12 unless it says otherwise (2025-11-25 on).
     schema = json.loads(schema_json)
@@ -132,45 +144,66 @@ def _output_validator(schema_json: str):
     return cls(schema)
 
 
-def validate_tool_result(revision: str, result: dict[str, Any], tool: str | None,
-                         listed: dict[str, Any] | None = None) -> None:
+def validate_tool_result(
+    revision: str, result: dict[str, Any], tool: str | None, listed: dict[str, Any] | None = None
+) -> None:
     """A CallToolResult against its tool's outputSchema, success and isError alike: 2025-06-18 on,
     structured content MUST conform to it (the TS SDK's client throws -32602 when it does not). A
     success result of such a tool must carry it; an isError result may leave it out."""
     if tool is None:
-        raise AssertionError("a tools/call result to validate needs the name of the tool it answers")
+        raise AssertionError(
+            "a tools/call result to validate needs the name of the tool it answers"
+        )
     if revision in _NO_OUTPUT_SCHEMA:
         return
     schemas = listed if listed is not None and tool in listed else known_output_schemas()
     schema = schemas.get(tool)
     if schema is None:
-        return   # the tool declares no outputSchema (or is unknown here): any structured content goes
+        return  # the tool declares no outputSchema (or is unknown here): any structured content goes
     if "structuredContent" not in result:
         if not result.get("isError"):
-            raise AssertionError(f"{tool} declares an outputSchema, but its result has no structuredContent: {result}")
+            raise AssertionError(
+                f"{tool} declares an outputSchema, but its result has no structuredContent: {result}"
+            )
         return
     error = jsonschema.exceptions.best_match(
-        _output_validator(json.dumps(schema, sort_keys=True)).iter_errors(result["structuredContent"]))
+        _output_validator(json.dumps(schema, sort_keys=True)).iter_errors(
+            result["structuredContent"]
+        )
+    )
     if error is not None:
         where = "/".join(str(part) for part in error.absolute_path)
         raise AssertionError(
             f"the structuredContent of this {'isError ' if result.get('isError') else ''}{tool} result does not "
-            f"match the tool's outputSchema{' at ' + where if where else ''}: {error.message}\n{result}")
+            f"match the tool's outputSchema{' at ' + where if where else ''}: {error.message}\n{result}"
+        )
 
 
 class StdioPeer:
     """Spawns a server over stdio and talks JSON-RPC lines to it, validating everything it writes."""
 
-    def __init__(self, argv: list[str], env: dict[str, str] | None = None, revision: str = "2025-11-25") -> None:
-        full_env = {k: v for k, v in os.environ.items() if not k.startswith(("HEALTHCHECKS_", "ELICITATION"))}
+    def __init__(
+        self, argv: list[str], env: dict[str, str] | None = None, revision: str = "2025-11-25"
+    ) -> None:
+        full_env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("HEALTHCHECKS_", "ELICITATION"))
+        }
         full_env.update(env or {})
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     env=full_env, cwd=ROOT)
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=full_env,
+            cwd=ROOT,
+        )
         self.revision = revision
         self.lines: queue.Queue[bytes | None] = queue.Queue()
         self.sent_methods: dict[Any, str] = {}
-        self.sent_tools: dict[Any, Any] = {}   # request id -> the tool a tools/call named
-        self.listed: dict[str, Any] | None = None   # this session's tools/list: name -> outputSchema
+        self.sent_tools: dict[Any, Any] = {}  # request id -> the tool a tools/call named
+        self.listed: dict[str, Any] | None = None  # this session's tools/list: name -> outputSchema
         self.received: list[dict[str, Any]] = []
         threading.Thread(target=self._pump, daemon=True).start()
         self._next = 0
@@ -194,17 +227,23 @@ class StdioPeer:
             self.sent_methods[message["id"]] = message["method"]
             if message["method"] == "tools/call":
                 params = message.get("params")
-                self.sent_tools[message["id"]] = params.get("name") if isinstance(params, dict) else None
+                self.sent_tools[message["id"]] = (
+                    params.get("name") if isinstance(params, dict) else None
+                )
 
     def validate(self, message: dict[str, Any], revision: str | None = None) -> None:
         """validate_server_message for a message this peer's requests were answered with."""
         method = self.sent_methods.get(message.get("id")) if "method" not in message else None
         tool = self.sent_tools.get(message.get("id")) if method == "tools/call" else None
-        validate_server_message(revision or self.revision_of(message, method), message, method, tool, self.listed)
+        validate_server_message(
+            revision or self.revision_of(message, method), message, method, tool, self.listed
+        )
         if method == "tools/list" and isinstance(message.get("result"), dict):
             self.listed = {**(self.listed or {}), **listed_output_schemas(message["result"])}
 
-    def request(self, method: str, params: dict[str, Any] | None = None, id: Any = None) -> dict[str, Any]:
+    def request(
+        self, method: str, params: dict[str, Any] | None = None, id: Any = None
+    ) -> dict[str, Any]:
         if id is None:
             self._next += 1
             id = self._next
@@ -246,10 +285,17 @@ class StdioPeer:
                 return message
             raise AssertionError(f"expected the response to {id!r}, got {message}")
 
-    def initialize(self, capabilities: dict[str, Any] | None = None, version: str | None = None) -> dict[str, Any]:
-        response = self.request("initialize", {"protocolVersion": version or self.revision,
-                                               "capabilities": capabilities or {},
-                                               "clientInfo": {"name": "hcmcp-tests", "version": "1"}})
+    def initialize(
+        self, capabilities: dict[str, Any] | None = None, version: str | None = None
+    ) -> dict[str, Any]:
+        response = self.request(
+            "initialize",
+            {
+                "protocolVersion": version or self.revision,
+                "capabilities": capabilities or {},
+                "clientInfo": {"name": "hcmcp-tests", "version": "1"},
+            },
+        )
         self.notify("notifications/initialized")
         return response
 
@@ -283,16 +329,30 @@ class StdioPeer:
             self.close()
 
 
-def modern_meta(capabilities: dict[str, Any] | None = None, version: str = "2026-07-28") -> dict[str, Any]:
-    return {"io.modelcontextprotocol/protocolVersion": version,
-            "io.modelcontextprotocol/clientCapabilities": capabilities or {},
-            "io.modelcontextprotocol/clientInfo": {"name": "hcmcp-tests", "version": "1"}}
+def modern_meta(
+    capabilities: dict[str, Any] | None = None, version: str = "2026-07-28"
+) -> dict[str, Any]:
+    return {
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": capabilities or {},
+        "io.modelcontextprotocol/clientInfo": {"name": "hcmcp-tests", "version": "1"},
+    }
 
 
 PY = sys.executable
-FIXTURE = [PY, "-m", "conformance.fixture_server", "--minimal"]   # the suite's fixtures: without --minimal
+# the suite's fixtures: without --minimal
+FIXTURE = [
+    PY,
+    "-m",
+    "conformance.fixture_server",
+    "--minimal",
+]
 # HCMCP_SERVER_CMD (e.g. "python3 dist/hcmcp.pyz") makes the stdio end-to-end tests spawn that instead.
-HCMCP = shlex.split(os.environ["HCMCP_SERVER_CMD"]) if os.environ.get("HCMCP_SERVER_CMD") else [PY, "-m", "hcmcp"]
+HCMCP = (
+    shlex.split(os.environ["HCMCP_SERVER_CMD"])
+    if os.environ.get("HCMCP_SERVER_CMD")
+    else [PY, "-m", "hcmcp"]
+)
 
 
 def cache_env() -> dict[str, str]:
@@ -300,7 +360,11 @@ def cache_env() -> dict[str, str]:
     .pyz unpacks (conftest.py points HCMCP_PYZ_CACHE into the session's temporary directory). Left out,
     as by an environment made up from scratch (the SDK's StdioServerParameters passes only HOME, PATH
     and a few more), a .pyz unpacks into the user's ~/.cache/hcmcp/pyz, and the run leaves it behind."""
-    return {"HCMCP_PYZ_CACHE": os.environ["HCMCP_PYZ_CACHE"]} if os.environ.get("HCMCP_PYZ_CACHE") else {}
+    return (
+        {"HCMCP_PYZ_CACHE": os.environ["HCMCP_PYZ_CACHE"]}
+        if os.environ.get("HCMCP_PYZ_CACHE")
+        else {}
+    )
 
 
 def assert_sigterm_exits_promptly(command: list[str], attempts: int = 12) -> None:
@@ -308,6 +372,7 @@ def assert_sigterm_exits_promptly(command: list[str], attempts: int = 12) -> Non
     within 5 s (a race: a handler still pending when a blocking read began left it in that read)."""
     import signal
     import time
+
     for attempt in range(attempts):
         with StdioPeer(command) as peer:
             peer.initialize()
@@ -317,5 +382,7 @@ def assert_sigterm_exits_promptly(command: list[str], attempts: int = 12) -> Non
             try:
                 code = peer.proc.wait(5)
             except subprocess.TimeoutExpired:
-                raise AssertionError(f"attempt {attempt}: no exit within 5 s after SIGTERM") from None
+                raise AssertionError(
+                    f"attempt {attempt}: no exit within 5 s after SIGTERM"
+                ) from None
             assert code == 0, f"attempt {attempt}: exit code {code}"

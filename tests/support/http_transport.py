@@ -1,4 +1,4 @@
-"""What the Streamable HTTP tests share (no tests here).
+"""What the Streamable HTTP tests share.
 
 - ``Wire``: one raw HTTP/1.1 keep-alive connection. Requests are typed out here and responses
   parsed here, not by the code under test; every JSON-RPC message the server sends is
@@ -13,22 +13,22 @@ import json
 import time
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 import anyio
 import jsonschema
 import msgspec
 
+import support
 from conformance.fixture_server import fixture_tools
-from hcmcp.http.server.server import HttpServer
 from hcmcp.http.messages import ServerLimits
+from hcmcp.http.server.server import HttpServer
 from hcmcp.protocol.server import McpServer, ServerIdentity
 from hcmcp.protocol.streamable_http.transport import HttpSettings, StreamableHttp, error_body
 from hcmcp.protocol.tool import Annotations, Tool
-import support
 
-READ_TIMEOUT = 5.0   # a safety net so a broken server fails a test instead of hanging it
+READ_TIMEOUT = 5.0  # a safety net so a broken server fails a test instead of hanging it
 LEGACY = "2025-11-25"
 MODERN = "2026-07-28"
 BOTH = "application/json, text/event-stream"
@@ -37,7 +37,7 @@ BOTH = "application/json, text/event-stream"
 # -- schema validation ------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=None)
+@cache
 def _validator(revision: str, definition: str) -> Any:
     schema = support._schema(revision)
     key = "$defs" if "$defs" in schema else "definitions"
@@ -51,8 +51,9 @@ def _validate_definition(revision: str, definition: str, value: Any) -> None:
     _validator(revision, definition).validate(value)
 
 
-def validate_server_message(revision: str, message: dict[str, Any], method: str | None = None,
-                            tool: str | None = None) -> None:
+def validate_server_message(
+    revision: str, message: dict[str, Any], method: str | None = None, tool: str | None = None
+) -> None:
     """support.validate_server_message, with each schema's validator built once.
 
     jsonschema.validate() re-checks the whole official schema on every call (0.7 s here), which
@@ -84,13 +85,19 @@ def notification(method: str, params: dict[str, Any] | None = None) -> dict[str,
 
 
 def meta(capabilities: dict[str, Any] | None = None, version: str = MODERN) -> dict[str, Any]:
-    return {"io.modelcontextprotocol/protocolVersion": version,
-            "io.modelcontextprotocol/clientCapabilities": capabilities or {},
-            "io.modelcontextprotocol/clientInfo": {"name": "hcmcp-http-tests", "version": "1"}}
+    return {
+        "io.modelcontextprotocol/protocolVersion": version,
+        "io.modelcontextprotocol/clientCapabilities": capabilities or {},
+        "io.modelcontextprotocol/clientInfo": {"name": "hcmcp-http-tests", "version": "1"},
+    }
 
 
-def modern(method: str, params: dict[str, Any] | None = None, id: Any = 1,
-           capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+def modern(
+    method: str,
+    params: dict[str, Any] | None = None,
+    id: Any = 1,
+    capabilities: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     return rpc(method, {**(params or {}), "_meta": meta(capabilities)}, id)
 
 
@@ -105,9 +112,14 @@ def modern_headers(message: dict[str, Any], version: str = MODERN) -> dict[str, 
     return headers
 
 
-def initialize_params(capabilities: dict[str, Any] | None = None, version: str = LEGACY) -> dict[str, Any]:
-    return {"protocolVersion": version, "capabilities": capabilities or {},
-            "clientInfo": {"name": "hcmcp-http-tests", "version": "1"}}
+def initialize_params(
+    capabilities: dict[str, Any] | None = None, version: str = LEGACY
+) -> dict[str, Any]:
+    return {
+        "protocolVersion": version,
+        "capabilities": capabilities or {},
+        "clientInfo": {"name": "hcmcp-http-tests", "version": "1"},
+    }
 
 
 # -- the raw client --------------------------------------------------------------------------
@@ -116,9 +128,9 @@ def initialize_params(capabilities: dict[str, Any] | None = None, version: str =
 @dataclass
 class Reply:
     status: int
-    headers: dict[str, str]          # names lowercased; a repeated header keeps its last value
+    headers: dict[str, str]  # names lowercased; a repeated header keeps its last value
     body: bytes
-    messages: list[dict[str, Any]] = field(default_factory=list)   # the JSON body, or each SSE event
+    messages: list[dict[str, Any]] = field(default_factory=list)  # the JSON body, or each SSE event
 
     @property
     def content_type(self) -> str:
@@ -152,7 +164,9 @@ class Wire:
         self._text = ""
         self._revision = LEGACY
         self._method: str | None = None
-        self._tool: Any = None   # the tool a tools/call named, to hold its result to its outputSchema
+        self._tool: Any = (
+            None  # the tool a tools/call named, to hold its result to its outputSchema
+        )
 
     # bytes
 
@@ -161,7 +175,7 @@ class Wire:
 
     async def _fill(self) -> None:
         with anyio.fail_after(READ_TIMEOUT):
-            data = await self.stream.receive()   # EndOfStream when the server closed
+            data = await self.stream.receive()  # EndOfStream when the server closed
         self.buffer += data
 
     async def _until(self, marker: bytes) -> bytes:
@@ -196,15 +210,26 @@ class Wire:
             lines.append(f"Content-Length: {len(body)}")
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + (body or b"")
 
-    async def start(self, body: dict[str, Any] | bytes | None, headers: dict[str, str] | None = None,
-                    **options: Any) -> tuple[int, dict[str, str]]:
+    async def start(
+        self,
+        body: dict[str, Any] | bytes | None,
+        headers: dict[str, str] | None = None,
+        **options: Any,
+    ) -> tuple[int, dict[str, str]]:
         """Send one request and read the response head; messages then come from next_message()."""
         await self.begin(body, headers, **options)
         return await self.read_head()
 
-    async def begin(self, body: dict[str, Any] | bytes | None, headers: dict[str, str] | None = None, *,
-                    method: str = "POST", path: str = "/mcp", revision: str | None = None,
-                    json_headers: bool = True) -> None:
+    async def begin(
+        self,
+        body: dict[str, Any] | bytes | None,
+        headers: dict[str, str] | None = None,
+        *,
+        method: str = "POST",
+        path: str = "/mcp",
+        revision: str | None = None,
+        json_headers: bool = True,
+    ) -> None:
         """Send one request only (its head is read later, by read_head or read_reply)."""
         all_headers: dict[str, str] = {}
         if json_headers and method == "POST":
@@ -265,7 +290,9 @@ class Wire:
 
     def check(self, message: dict[str, Any]) -> None:
         method = None if "method" in message else self._method
-        validate_server_message(self._revision, message, method, self._tool if method == "tools/call" else None)
+        validate_server_message(
+            self._revision, message, method, self._tool if method == "tools/call" else None
+        )
 
     async def read_reply(self, head_read: bool = True) -> Reply:
         """The rest of the response (its head read already, unless head_read=False): whole body,
@@ -286,8 +313,12 @@ class Wire:
             reply.messages.append(message)
         return reply
 
-    async def post(self, body: dict[str, Any] | bytes | None, headers: dict[str, str] | None = None,
-                   **options: Any) -> Reply:
+    async def post(
+        self,
+        body: dict[str, Any] | bytes | None,
+        headers: dict[str, str] | None = None,
+        **options: Any,
+    ) -> Reply:
         await self.start(body, headers, **options)
         return await self.read_reply()
 
@@ -344,8 +375,18 @@ class Gate:
 
 
 def held_server(gate: Gate, **kwargs: Any) -> McpServer:
-    tools = fixture_tools() + [Tool("hold", "Hold", "Waits until the test releases it.", HoldParams, HoldResult,
-                                    Annotations(read_only=True, destructive=False, idempotent=True), gate.hold)]
+    tools = [
+        *fixture_tools(),
+        Tool(
+            "hold",
+            "Hold",
+            "Waits until the test releases it.",
+            HoldParams,
+            HoldResult,
+            Annotations(read_only=True, destructive=False, idempotent=True),
+            gate.hold,
+        ),
+    ]
     kwargs.setdefault("elicitation_timeout", 5.0)
     return McpServer(ServerIdentity(name="hcmcp-http-test", version="0"), tools, **kwargs)
 
@@ -376,11 +417,19 @@ class Endpoint:
 
 
 @asynccontextmanager
-async def endpoint(settings: HttpSettings | None = None, limits: ServerLimits | None = None,
-                   clock: Any = time.monotonic, **server_options: Any):
+async def endpoint(
+    settings: HttpSettings | None = None,
+    limits: ServerLimits | None = None,
+    clock: Any = time.monotonic,
+    **server_options: Any,
+):
     gate = Gate()
-    transport = StreamableHttp(held_server(gate, **server_options), settings or HttpSettings(), "127.0.0.1", clock)
-    http = HttpServer(transport.app, "127.0.0.1", 0, limits=limits or ServerLimits(error_body=error_body))
+    transport = StreamableHttp(
+        held_server(gate, **server_options), settings or HttpSettings(), "127.0.0.1", clock
+    )
+    http = HttpServer(
+        transport.app, "127.0.0.1", 0, limits=limits or ServerLimits(error_body=error_body)
+    )
     async with anyio.create_task_group() as tasks:
         await tasks.start(transport.run)
         port = await tasks.start(http.serve)
@@ -389,10 +438,3 @@ async def endpoint(settings: HttpSettings | None = None, limits: ServerLimits | 
         finally:
             await http.shutdown(1.0)
             tasks.cancel_scope.cancel()
-
-
-async def wait_until(condition, timeout: float = READ_TIMEOUT) -> None:
-    """Poll server-side state that has no event of its own (used sparingly)."""
-    with anyio.fail_after(timeout):
-        while not condition():
-            await anyio.sleep(0.005)
