@@ -1,8 +1,10 @@
-"""The audit trail: one line for every call of a tool that writes, at every log level.
+"""The audit trail: the lines of every call of a tool that writes, at every log level.
 
-``record`` is the one writer. The protocol calls it once per ``tools/call`` of a tool whose
-annotations say it is not read-only (``McpServer._tools_call``, in a ``finally``: an answer, an
-error, a question and a cancellation each end in exactly one line); a tool fills in what only it
+``record`` is the one writer. The protocol calls it once at the end of each ``tools/call`` of a
+tool whose annotations say it is not read-only (``McpServer._tools_call``, in a ``finally``: an
+answer, an error, a question and a cancellation each end in exactly one line), and once more
+before the tool's first upstream write (``RequestContext.audit_started``: outcome ``started``, so
+that a crash after the act still leaves a line); a tool fills in what only it
 knows on its request context (``ctx.audit_checks``, ``ctx.audit_outcome``, ``ctx.approved_by``).
 Anything else that acts on a person's behalf outside a tools/call (a command line that takes its
 consent on the terminal) calls ``record`` itself, with ``approved_by="terminal"``.
