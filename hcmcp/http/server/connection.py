@@ -15,7 +15,7 @@ import h11
 from anyio.abc import SocketAttribute
 
 from ..framing import head_size, split_target
-from ..idle_wait import suspends_once, unattended
+from ..idle_wait import suspends_once, take_turn_if_others_wait, unattended
 from ..messages import Refusal, Request, Response, StreamingResponse, error_payload
 from ..socket_stream import RawSocketStream, linger_and_close
 from .request_head import PlainHead, asks_keep_alive
@@ -137,6 +137,10 @@ class _Connection:
         while True:
             if self.server._closing:
                 return False
+            if not first:
+                # Fair turns: a keep-alive client whose next request is already here would
+                # otherwise be served again before the loop runs anyone else (http/idle_wait.py).
+                await take_turn_if_others_wait(self.stream.loop)
             try:
                 head = await self.reader.head(first)
             except Refusal as refusal:
