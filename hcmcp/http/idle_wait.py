@@ -17,6 +17,13 @@ cheaply -- returns False and the caller awaits the loop as usual, which then fin
 at once. So it can only make a wait cheaper, never change what happens or in which order: no other
 task could have run meanwhile, because none was runnable.
 
+The same state says when a task that serves one client after another must let others go first:
+``others_waiting`` is True when a callback is runnable, a timer due, or a watched descriptor ready
+(a poll that does not wait), and ``take_turn_if_others_wait`` then gives the loop one turn. The HTTP
+request loop asks it before each next request of a keep-alive connection (issue 34): a client whose
+next request was already there when its answer went out was otherwise served again ahead of
+clients whose requests had arrived first. A lone client pays a poll, not a loop turn.
+
 It reads the selector loop's private state (``_ready``, ``_scheduled``, ``_selector._fd_to_key``) with getattr; if
 a Python version renames them, every wait simply goes through the loop again
 (tests/test_idle_wait.py checks that the fast path is taken on this interpreter).

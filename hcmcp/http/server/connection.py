@@ -50,6 +50,10 @@ class _Connection:
     streamed), a watcher task (``_watch_while_answering``, one for the connection's life) reads
     instead, until the answer is out. A reader that handed every request to the loop through an
     event cost a loop turn per request; a watcher woken at every app call cost two more.
+
+    Before each next request of the connection, the loop gets a turn if anything else waits
+    (idle_wait.take_turn_if_others_wait): requests that arrived on other connections meanwhile
+    start first, so keep-alive clients are served in turn (issue 34).
     """
 
     def __init__(
