@@ -34,14 +34,12 @@ from typing import Any
 
 from benchmarks._harness import (
     ANY_KEY,
-    ServerGone,
     Table,
     common_arguments,
     exit_status,
     failed,
     median,
     ms,
-    not_run,
     percentile,
     server_env,
 )
@@ -51,9 +49,8 @@ from benchmarks._http_load import (
     _modern_meta,
     _open_load_connection,
     _post_bytes,
-    speaks,
 )
-from benchmarks._http_server import HttpServerProcess
+from benchmarks._http_server import start_all
 from benchmarks._servers import selected
 from benchmarks._upstream import SimulatorFailed, simulator
 from benchmarks.fixed_upstream import fixed_upstream, record
@@ -187,7 +184,7 @@ def fairness_table(
     )
     specs = selected(servers, allow_install)
     samples: dict[tuple[str, str, int], list[Fairness]] = {}
-    problems: dict[tuple[str, str], str] = {}
+    problems: dict[tuple[str, str], str] = {}  # (key, era) -> why not (era "": not started)
     try:
         with simulator("demo") as sim:
             check = first_check_uuid(sim.url, sim.rw_key)
@@ -201,21 +198,7 @@ def fairness_table(
         ExitStack() as running,
         context.Pool(max(1, procs)) as pool,
     ):
-        started: dict[str, HttpServerProcess] = {}
-        for spec in specs:
-            if spec.argv is None:
-                problems[spec.key, ""] = not_run(spec.unavailable)
-                continue
-            try:
-                server = running.enter_context(HttpServerProcess(spec, server_env(url, ANY_KEY)))
-                server.first_session()[0].close()
-                started[spec.key] = server
-            except (ServerGone, OSError) as exc:
-                problems[spec.key, ""] = failed(str(exc))
-        for key, server in started.items():
-            for era in eras:
-                if why := speaks(server.port, era):
-                    problems[key, era] = not_run(why)
+        started, problems = start_all(specs, server_env(url, ANY_KEY), running, eras)
         for _ in range(rounds):
             for clients in counts:
                 for era in eras:
