@@ -1,6 +1,6 @@
 """Run the benchmarks and print each table: `python -m benchmarks [--quick] [names...]`.
 
-Names: startup, latency, memory, scaling, http, profile, stages, operating (default: all, in that order). Each is also a
+Names: startup, latency, memory, scaling, http, fairness, profile, stages, operating (default: all, in that order). Each is also a
 program of its own (`python -m benchmarks.startup --help`) with more options.
 """
 
@@ -16,7 +16,17 @@ from pathlib import Path
 
 from benchmarks._harness import exit_status
 
-NAMES = ("startup", "latency", "memory", "scaling", "http", "profile", "stages", "operating")
+NAMES = (
+    "startup",
+    "latency",
+    "memory",
+    "scaling",
+    "http",
+    "fairness",
+    "profile",
+    "stages",
+    "operating",
+)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,6 +25,7 @@ LOAD_WORKLOADS = ("tools/list", "list_checks")
 @dataclass
 class LoadStats:
     latencies: list[float] = field(default_factory=list)  # seconds, request written -> answer read
+    answered_at: list[float] = field(default_factory=list)  # perf_counter() as each answer was read
     errors: int = 0
     first_error: str = ""
     elapsed: float = 0.0
@@ -159,6 +160,7 @@ class _LoadConnection(asyncio.Protocol):
     def _count(self, answer: tuple[int, dict[str, str], bytes], latency: float) -> None:
         status, _, body = answer
         self.stats.latencies.append(latency)
+        self.stats.answered_at.append(self.sent_at + latency)
         if status != 200 or b'"result"' not in body or b'"isError":true' in body:
             self.stats.errors += 1
             self.stats.first_error = (

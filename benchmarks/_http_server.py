@@ -8,11 +8,11 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
-from benchmarks._harness import CallStats, ServerGone, server_env, spawn, stop
+from benchmarks._harness import CallStats, ServerGone, failed, not_run, server_env, spawn, stop
 from benchmarks._http_client import HttpMcpClient, free_port, initialize_when_listening
 from benchmarks._servers import ServerSpec
 
@@ -59,6 +59,33 @@ class HttpServerProcess:
         except ServerGone as exc:
             raise ServerGone(f"{exc}; output ends: {self.log_tail()}") from None
         return conn, reply.at - self.started_at
+
+
+def start_all(
+    specs: Iterable[ServerSpec], env: dict[str, str], running: ExitStack, eras: Iterable[str]
+) -> tuple[dict[str, HttpServerProcess], dict[tuple[str, str], str]]:
+    """Each server started (stopped when ``running`` closes) with its session open, and asked which
+    of ``eras`` it speaks: (the started ones by key, the table cell of each (key, era) that cannot
+    run; era "" for a server that did not start)."""
+    from benchmarks._http_load import speaks  # asyncio, only for the load tables
+
+    servers: dict[str, HttpServerProcess] = {}
+    problems: dict[tuple[str, str], str] = {}
+    for spec in specs:
+        if spec.argv is None:
+            problems[spec.key, ""] = not_run(spec.unavailable)
+            continue
+        try:
+            server = running.enter_context(HttpServerProcess(spec, env))
+            server.first_session()[0].close()
+            servers[spec.key] = server
+        except (ServerGone, OSError) as exc:
+            problems[spec.key, ""] = failed(str(exc))
+    for key, server in servers.items():
+        for era in eras:
+            if why := speaks(server.port, era):
+                problems[key, era] = not_run(why)
+    return servers, problems
 
 
 def time_startup(spec: ServerSpec) -> tuple[float, float]:

@@ -49,14 +49,13 @@ from benchmarks._http_load import (
     LOAD_WORKLOADS,
     LoadStats,
     run_load,
-    speaks,
 )
 from benchmarks._http_server import (
     WARM_UP_CALLS,
-    HttpServerProcess,
     calls_over_http,
     sequential_calls,
     serving,
+    start_all,
     time_startup,
 )
 from benchmarks._servers import ServerSpec, selected
@@ -424,22 +423,9 @@ def throughput_table(
     problems: dict[tuple[str, str], str] = {}
     try:
         with simulator("demo") as sim, ExitStack() as running:
-            servers: dict[str, HttpServerProcess] = {}
-            for spec in specs:
-                if spec.argv is None:
-                    continue
-                try:
-                    server = running.enter_context(
-                        HttpServerProcess(spec, server_env(sim.url, sim.rw_key))
-                    )
-                    server.first_session()[0].close()
-                    servers[spec.key] = server
-                except (ServerGone, OSError) as exc:
-                    problems[spec.key, ""] = failed(str(exc))
-            for key, server in servers.items():
-                for era in LOAD_ERAS:
-                    if why := speaks(server.port, era):
-                        problems[key, era] = not_run(why)
+            servers, problems = start_all(
+                specs, server_env(sim.url, sim.rw_key), running, LOAD_ERAS
+            )
             for _ in range(rounds):
                 for era in LOAD_ERAS:
                     for workload in LOAD_WORKLOADS:

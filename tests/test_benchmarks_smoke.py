@@ -22,6 +22,10 @@ REPO = Path(__file__).resolve().parent.parent
 TINY = ["--quick", "--no-install", "--runs", "1"]
 
 CASES = {
+    "fairness": (
+        [*TINY, "--seconds", "0.3", "--clients", "1,4", "--servers", "hcmcp,mcpserver"],
+        ["Fairness over Streamable HTTP"],
+    ),
     "startup": (
         [*TINY, "--servers", "hcmcp,mcpserver"],
         ["Start-up over stdio", "Heaviest imports"],

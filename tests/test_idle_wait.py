@@ -13,7 +13,12 @@ import time
 
 import pytest
 
-from hcmcp.http.idle_wait import unattended, wait_readable_here
+from hcmcp.http.idle_wait import (
+    others_waiting,
+    take_turn_if_others_wait,
+    unattended,
+    wait_readable_here,
+)
 
 
 def _later(seconds: float, action) -> None:
@@ -189,3 +194,54 @@ def test_anything_but_an_asyncio_selector_loop_goes_through_the_loop(loop):
     with a, b:
         b.send(b"x")
         assert wait_readable_here(loop, a.fileno()) is False
+
+
+def test_others_waiting_sees_a_ready_callback_a_due_timer_and_a_ready_descriptor_and_nothing_else():
+    """The fairness point of the HTTP request loop (issue 34): a turn is given exactly when
+    something else could run now."""
+    a, b = socket.socketpair()
+    with a, b:
+
+        async def main():
+            loop = asyncio.get_running_loop()
+            seen = {"idle": others_waiting(loop)}
+            handle = loop.call_soon(lambda: None)
+            seen["callback"] = others_waiting(loop)
+            handle.cancel()
+            await asyncio.sleep(0)  # the cancelled handle leaves the ready queue
+            loop.call_at(loop.time() - 1, lambda: None)
+            seen["timer due"] = others_waiting(loop)
+            for _ in range(3):  # the timer runs after this task's next step
+                await asyncio.sleep(0)
+            loop.add_reader(a.fileno(), lambda: None)
+            seen["watched, quiet"] = others_waiting(loop)
+            b.send(b"x")
+            seen["watched, ready"] = others_waiting(loop)
+            loop.remove_reader(a.fileno())
+            return seen
+
+        assert _run(main) == {
+            "idle": False,
+            "callback": True,
+            "timer due": True,
+            "watched, quiet": False,
+            "watched, ready": True,
+        }
+
+
+def test_a_turn_lets_the_ready_tasks_run_first_and_none_is_taken_when_nothing_waits():
+    async def main():
+        loop = asyncio.get_running_loop()
+        order: list[str] = []
+        await take_turn_if_others_wait(loop)  # nothing waits: no turn, nothing to see
+        order.append("alone")
+        loop.call_soon(order.append, "other")
+        await take_turn_if_others_wait(loop)
+        order.append("me")
+        return order
+
+    assert _run(main) == ["alone", "other", "me"]
+
+
+def test_a_loop_whose_state_cannot_be_read_always_gets_its_turn():
+    assert others_waiting(object()) is True

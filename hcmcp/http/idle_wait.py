@@ -17,6 +17,13 @@ cheaply -- returns False and the caller awaits the loop as usual, which then fin
 at once. So it can only make a wait cheaper, never change what happens or in which order: no other
 task could have run meanwhile, because none was runnable.
 
+The same state says when a task that serves one client after another must let others go first:
+``others_waiting`` is True when a callback is runnable, a timer due, or a watched descriptor ready
+(a poll that does not wait), and ``take_turn_if_others_wait`` then gives the loop one turn. The HTTP
+request loop asks it before each next request of a keep-alive connection (issue 34): a client whose
+next request was already there when its answer went out was otherwise served again ahead of
+clients whose requests had arrived first. A lone client pays a poll, not a loop turn.
+
 It reads the selector loop's private state (``_ready``, ``_scheduled``, ``_selector._fd_to_key``) with getattr; if
 a Python version renames them, every wait simply goes through the loop again
 (tests/test_idle_wait.py checks that the fast path is taken on this interpreter).
@@ -94,6 +101,38 @@ def wait_readable_here(loop: Any, fd: int) -> bool:
     except (OSError, ValueError):
         return False
     return len(events) == 1 and events[0][0] == fd and bool(events[0][1] & _READABLE)
+
+
+def others_waiting(loop: Any) -> bool:
+    """True when something other than the caller could run now: a runnable callback, a timer due,
+    or a descriptor the loop watches that is ready (polled without waiting); True too for a loop
+    whose state cannot be read here. A task that serves one client after another without ever
+    awaiting the loop (each next request already buffered, every wait done in place) asks this at
+    each turn, and gives the loop a turn when it is True: only then, so a lone client pays a poll,
+    not the loop's trip."""
+    ready = getattr(loop, "_ready", None)
+    scheduled = getattr(loop, "_scheduled", None)
+    selector = getattr(loop, "_selector", None)
+    if ready is None or scheduled is None or selector is None or ready:
+        return True
+    try:
+        if scheduled and scheduled[0]._when <= loop.time():  # a heap: the earliest first
+            return True
+        return bool(selector.select(0))  # level-triggered: polling consumes nothing
+    except (AttributeError, OSError, ValueError):
+        return True
+
+
+@types.coroutine
+def _one_loop_turn() -> Any:
+    yield  # what asyncio.sleep(0) does, without importing asyncio here
+
+
+async def take_turn_if_others_wait(loop: Any) -> None:
+    """Give the loop one turn (the tasks and callbacks ready now run before the caller goes on)
+    if ``others_waiting``; return at once otherwise."""
+    if others_waiting(loop):
+        await _one_loop_turn()
 
 
 @types.coroutine

@@ -69,6 +69,10 @@ class RawSocketStream:
     def fileno(self) -> int:
         return self._fd
 
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
     async def receive(self, max_bytes: int = 65536) -> bytes:
         """Up to ``max_bytes``; anyio.EndOfStream at the end, BrokenResourceError on a reset."""
         if self._closed:

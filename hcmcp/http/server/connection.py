@@ -15,7 +15,7 @@ import h11
 from anyio.abc import SocketAttribute
 
 from ..framing import head_size, split_target
-from ..idle_wait import suspends_once, unattended
+from ..idle_wait import suspends_once, take_turn_if_others_wait, unattended
 from ..messages import Refusal, Request, Response, StreamingResponse, error_payload
 from ..socket_stream import RawSocketStream, linger_and_close
 from .request_head import PlainHead, asks_keep_alive
@@ -50,6 +50,10 @@ class _Connection:
     streamed), a watcher task (``_watch_while_answering``, one for the connection's life) reads
     instead, until the answer is out. A reader that handed every request to the loop through an
     event cost a loop turn per request; a watcher woken at every app call cost two more.
+
+    Before each next request of the connection, the loop gets a turn if anything else waits
+    (idle_wait.take_turn_if_others_wait): requests that arrived on other connections meanwhile
+    start first, so keep-alive clients are served in turn (issue 34).
     """
 
     def __init__(
@@ -137,6 +141,10 @@ class _Connection:
         while True:
             if self.server._closing:
                 return False
+            if not first:
+                # Fair turns: a keep-alive client whose next request is already here would
+                # otherwise be served again before the loop runs anyone else (http/idle_wait.py).
+                await take_turn_if_others_wait(self.stream.loop)
             try:
                 head = await self.reader.head(first)
             except Refusal as refusal:
