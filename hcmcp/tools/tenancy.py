@@ -117,6 +117,19 @@ class KeyTenancy:
             f"(HEALTHCHECKS_KEY_SOURCE=request); send yours {where}"
         )
 
+    def tenant_of(self, credential: str) -> str:
+        from ..protocol.tenants import fingerprint
+
+        return fingerprint(credential)
+
+    def challenge(self, credential_sent: bool) -> str:
+        return 'Bearer realm="hcmcp"'
+
+    async def verify(self, credential: str, tenant: str) -> bool:
+        """Whether the key is read-only, once the instance accepted it (oauth's sign-in form
+        asks this before a code is issued); NoCredential, CredentialUnchecked as server_for."""
+        return await self._verified(credential, tenant, self._make_api(credential))
+
     def refused(self, credential: str, tenant: str) -> str | None:
         known = self._refused.get(tenant)
         if known is None:

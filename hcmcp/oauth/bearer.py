@@ -1,0 +1,78 @@
+"""The MCP endpoint's credential under OAuth: an access token, opened to the key it carries.
+
+A protocol.streamable_http.tenancy.Tenancy whose credential is ``Authorization: Bearer <access
+token>`` only. The token is opened (tokens.py, kind ACCESS: authentic, unexpired, for this
+resource), and the key inside takes exactly the request mode's path: the key tenancy verifies it
+with the instance and gives that key's server; the tenant is the key's fingerprint, so sessions,
+dialogs, confirm tokens and requestState are bound to it as in the request mode (and a refreshed
+token continues the same sessions). Refusals describe the token, never quote it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..protocol.tenants import fingerprint
+from .metadata import Public
+from .tokens import ACCESS, Broken, Sealer
+
+if TYPE_CHECKING:
+    from ..json_types import JsonObject
+    from ..protocol.server import McpServer
+    from ..protocol.streamable_http.tenancy import Tenancy
+
+_WHY = {
+    "expired": "has expired; refresh it (grant_type=refresh_token) or sign in again",
+    "forged": "is not one this server issued (or its state key changed); sign in again",
+    "other-kind": "is not an access token; send the access_token of the token response",
+    "malformed": "is not one this server issued; sign in again",
+}
+
+
+class BearerTenancy:
+    header: str | None = None  # Authorization: Bearer only
+    fallback: McpServer | None = None
+    fallback_tenant: str | None = None
+
+    def __init__(self, sealer: Sealer, public: Public, keys: Tenancy) -> None:
+        self._sealer = sealer
+        self._public = public
+        self._keys = keys
+
+    def _open(self, token: str) -> JsonObject:
+        payload = self._sealer.open(ACCESS, token)
+        if payload.get("r") != self._public.resource:
+            raise Broken("other-resource")
+        if payload.get("f") != fingerprint(str(payload.get("k"))):
+            raise Broken("forged")
+        return payload
+
+    def _key(self, token: str) -> str:
+        return str(self._open(token)["k"])
+
+    def problem(self, credential: str) -> str | None:
+        try:
+            self._open(credential)
+        except Broken as broken:
+            return "access token " + _WHY.get(
+                broken.reason, "was issued for another resource; sign in to this server"
+            )
+        return None
+
+    def tenant_of(self, credential: str) -> str:
+        return str(self._open(credential)["f"])
+
+    def missing(self, bearer_allowed: bool) -> str:
+        return (
+            "Unauthorized: this server takes OAuth access tokens (Authorization: Bearer); "
+            f"sign in as {self._public.resource_metadata} describes"
+        )
+
+    def challenge(self, credential_sent: bool) -> str:
+        return self._public.challenge(credential_sent)
+
+    def refused(self, credential: str, tenant: str) -> str | None:
+        return self._keys.refused(self._key(credential), tenant)
+
+    async def server_for(self, credential: str, tenant: str) -> McpServer:
+        return await self._keys.server_for(self._key(credential), tenant)
