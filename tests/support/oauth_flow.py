@@ -72,7 +72,9 @@ class Http:
         return Answer(response.status, head, data)
 
     def get(self, path: str, params: dict | None = None, headers: dict | None = None) -> Answer:
-        return self.request("GET", path + ("?" + urlencode(params) if params else ""), None, headers)
+        return self.request(
+            "GET", path + ("?" + urlencode(params) if params else ""), None, headers
+        )
 
     def form(self, path: str, fields: dict, headers: dict | None = None) -> Answer:
         return self.request(
@@ -203,11 +205,18 @@ class Flow:
         return answer.json()
 
 
-def mcp(http_: Http, token: str | None, method: str = "tools/call", params: dict | None = None) -> Answer:
+def mcp(
+    http_: Http, token: str | None, method: str = "tools/call", params: dict | None = None
+) -> Answer:
     """One 2026-era request (no session) with ``Authorization: Bearer <token>``."""
     from support.http_transport import meta, modern_headers
 
-    message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**(params or {}), "_meta": meta()}}
+    message = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": method,
+        "params": {**(params or {}), "_meta": meta()},
+    }
     headers = modern_headers(message)
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
