@@ -136,9 +136,9 @@ def test_state_is_returned_unchanged(server, http, simulator) -> None:
     flow = Flow(http)
     flow.register()
     state = "a b&c=d/é~" + "x" * 100
-    page, request = flow.page(state=state)
+    _, request = flow.page(state=state)
     assert flow.submit(request, simulator.keys["RO_KEY"]).location["state"] == state
-    page, request = flow.page(state=state)
+    _, request = flow.page(state=state)
     denied = flow.submit(request, "", decision="deny")
     assert denied.status == 302
     assert denied.location == {"error": "access_denied", "state": state, "iss": origin(server)}
