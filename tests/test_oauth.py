@@ -387,6 +387,9 @@ def test_nothing_secret_reaches_the_answers_or_the_log(server, http, simulator) 
     secrets = [simulator.keys[k] for k in ("RW_KEY", "RO_KEY", "OTHER_RW_KEY")]
     log = "".join(server.stderr)
     assert "oauth: code issued to client 'scan'" in log
+    # the request line names the client and the tenant
+    request_lines = [line for line in log.splitlines() if "tool=list_checks" in line]
+    assert any("scan (c=" in line and "tenant=" in line for line in request_lines), request_lines
     for secret in secrets:
         for form in key_forms(secret):
             assert form not in log.encode()

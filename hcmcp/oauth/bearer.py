@@ -75,4 +75,9 @@ class BearerTenancy:
         return self._keys.refused(self._key(credential), tenant)
 
     async def server_for(self, credential: str, tenant: str) -> McpServer:
-        return await self._keys.server_for(self._key(credential), tenant)
+        from ..telemetry import context
+
+        payload = self._open(credential)
+        # the request's log and audit lines name the client (this request's task and context)
+        context.set_oauth_client(f"{payload.get('n')} (c={payload.get('c')})")
+        return await self._keys.server_for(str(payload["k"]), tenant)

@@ -40,6 +40,7 @@ AUTHORIZE, TOKEN, REGISTER, STYLE = (
 
 class OAuthRoutes:
     paths = frozenset({*METADATA_PATHS, SERVER_METADATA_PATH, AUTHORIZE, TOKEN, REGISTER, STYLE})
+    max_body = 16384  # the largest form or registration taken (each endpoint checks its own)
 
     def __init__(self, state_key: bytes, public: Public, verifier: Verifier, instance: str) -> None:
         self.public = public

@@ -129,6 +129,7 @@ class Routes(Protocol):
     unauthenticated share."""
 
     paths: frozenset[str]
+    max_body: int  # bytes a request to one of them may declare; more is refused on its head
 
     def bound(self, host: str, port: int) -> None:
         """The listener is bound at ``host``:``port``."""
@@ -379,6 +380,7 @@ class StreamableHttp:
         try:
             if self.routes is not None and request.path in self.routes.paths:
                 self.guard.check(request)
+                _small_body(request, self.routes.max_body)  # nothing large is reserved for them
                 return False  # served, but its connection stays unauthenticated
             self._admit(request)
         except Refusal as refusal:
@@ -963,6 +965,16 @@ class StreamableHttp:
                     min(60.0, self.settings.session_idle / 2, self.settings.handshake_ttl / 2)
                 )
                 self.table.sweep()
+
+
+def _small_body(request: Request, most: int) -> None:
+    """Refusal unless the request declares a body of at most ``most`` bytes (or none): an
+    unauthenticated endpoint must not reserve the listener's body budget."""
+    length = request.header("content-length")
+    if request.header("transfer-encoding") is not None:
+        raise Refusal(411, f"Length Required: send Content-Length (at most {most} bytes)")
+    if length is not None and (not length.strip().isdigit() or int(length) > most):
+        raise Refusal(413, f"Content Too Large: {request.path} takes at most {most} bytes")
 
 
 def _wants_progress(params: Any) -> bool:
