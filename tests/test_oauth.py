@@ -32,7 +32,7 @@ FORM = "application/x-www-form-urlencoded"
 
 @pytest.fixture(scope="module")
 def server(simulator) -> Served:
-    with serve_oauth(simulator.url, HCMCP_LOG_LEVEL="info") as served:
+    with serve_oauth(simulator.url, HCMCP_LOG_LEVEL="info", HCMCP_METRICS="true") as served:
         yield served
 
 
@@ -397,3 +397,8 @@ def test_nothing_secret_reaches_the_answers_or_the_log(server, http, simulator) 
                 assert form not in seen
     for value in (tokens["access_token"], tokens["refresh_token"], flow.client_id):
         assert value[:24] not in log
+    # /metrics counts the events by a fixed set of names, never a client or tenant
+    metrics = http.get("/metrics").body.decode()
+    assert 'hcmcp_oauth_events_total{event="code_issued"}' in metrics
+    assert 'hcmcp_oauth_events_total{event="registered"}' in metrics
+    assert "scan" not in metrics

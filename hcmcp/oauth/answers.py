@@ -24,6 +24,33 @@ NO_STORE = [
 ]
 
 
+EVENTS = frozenset(
+    {
+        "registered",
+        "code_issued",
+        "denied",
+        "key_refused",
+        "throttled",
+        "tokens_issued",
+        "grant_refused",
+    }
+)
+
+
+def count(event: str) -> None:
+    """One OAuth event on /metrics (hcmcp_oauth_events_total{event}; a fixed set, no client)."""
+    from ..telemetry.metrics import registry
+
+    metrics = registry()
+    if metrics is not None:
+        assert event in EVENTS
+        metrics.counter(
+            "hcmcp_oauth_events_total",
+            "OAuth events: registrations, codes, tokens, refused keys and grants",
+            ("event",),
+        ).inc((event,))
+
+
 def origin_of(uri: str) -> str:
     parts = urlsplit(uri)
     return f"{parts.scheme}://{parts.netloc}"

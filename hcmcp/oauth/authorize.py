@@ -194,12 +194,14 @@ class Authorization:
         state = state if isinstance(state, str) else None
         if form.get("decision") == "deny":
             log.info("oauth: the person denied client %r (c=%s)", name, held["c"])
+            answers.count("denied")
             return self._back(uri, state, {"error": "access_denied"})
         if form.get("decision") != "approve":
             return self._page(400, name, uri, sealed, "Choose Approve or Deny.")
         address = request.client[0] if request.client else "unknown"
         wait = self.throttle.wait(address)
         if wait > 0:
+            answers.count("throttled")
             return answers.problem(
                 429,
                 "Too many wrong keys",
@@ -212,6 +214,7 @@ class Authorization:
         if problem is not None:
             self.throttle.failed(address)
             self.keys_refused += 1
+            answers.count("key_refused")
             return self._page(200, name, uri, sealed, f"That API key {problem}.")
         tenant = fingerprint(key)
         try:
@@ -219,6 +222,7 @@ class Authorization:
         except NoCredential:
             self.throttle.failed(address)
             self.keys_refused += 1
+            answers.count("key_refused")
             log.info(
                 "oauth: a key for client %r (c=%s) was refused by the instance", name, held["c"]
             )
@@ -253,5 +257,6 @@ class Authorization:
             },
         )
         self.codes_issued += 1
+        answers.count("code_issued")
         log.info("oauth: code issued to client %r (c=%s) for tenant %s", name, held["c"], tenant)
         return self._back(uri, state, {"code": code})

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..protocol.streamable_http.tenancy import NoCredential
 from ..protocol.tenants import fingerprint
 from .metadata import Public
 from .tokens import ACCESS, Broken, Sealer
@@ -29,6 +30,10 @@ _WHY = {
 }
 
 
+def _why(broken: Broken) -> str:
+    return _WHY.get(broken.reason, "was issued for another resource; sign in to this server")
+
+
 class BearerTenancy:
     header: str | None = None  # Authorization: Bearer only
     fallback: McpServer | None = None
@@ -39,7 +44,7 @@ class BearerTenancy:
         self._public = public
         self._keys = keys
 
-    def _open(self, token: str) -> JsonObject:
+    def _opened(self, token: str) -> JsonObject:
         payload = self._sealer.open(ACCESS, token)
         if payload.get("r") != self._public.resource:
             raise Broken("other-resource")
@@ -47,16 +52,21 @@ class BearerTenancy:
             raise Broken("forged")
         return payload
 
+    def _open(self, token: str) -> JsonObject:
+        """The token's payload, or NoCredential (it may expire between two looks at it)."""
+        try:
+            return self._opened(token)
+        except Broken as broken:
+            raise NoCredential(f"Unauthorized: the access token {_why(broken)}") from None
+
     def _key(self, token: str) -> str:
         return str(self._open(token)["k"])
 
     def problem(self, credential: str) -> str | None:
         try:
-            self._open(credential)
+            self._opened(credential)
         except Broken as broken:
-            return "access token " + _WHY.get(
-                broken.reason, "was issued for another resource; sign in to this server"
-            )
+            return "access token " + _why(broken)
         return None
 
     def tenant_of(self, credential: str) -> str:

@@ -97,6 +97,7 @@ class OAuthRoutes:
         except Refused as refused:
             return answers.oauth_error(400, refused.error, refused.description)
         self.registered += 1
+        answers.count("registered")
         log.info(
             "oauth: registered client %r (c=%s)",
             document["client_name"],

@@ -64,9 +64,12 @@ class TokenEndpoint:
 
     async def post(self, request: Request) -> Response:
         try:
-            return answers.json(200, await self._grant(request))
+            answer = answers.json(200, await self._grant(request))
+            answers.count("tokens_issued")
+            return answer
         except Grant as grant:
             self.refused += 1
+            answers.count("grant_refused")
             return answers.oauth_error(grant.status, grant.error, grant.description)
 
     async def _grant(self, request: Request) -> JsonObject:
