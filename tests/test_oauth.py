@@ -402,3 +402,33 @@ def test_nothing_secret_reaches_the_answers_or_the_log(server, http, simulator) 
     assert 'hcmcp_oauth_events_total{event="code_issued"}' in metrics
     assert 'hcmcp_oauth_events_total{event="registered"}' in metrics
     assert "scan" not in metrics
+
+
+def test_a_session_belongs_to_the_key_not_to_one_token(http, simulator) -> None:
+    """2025 era: a session opened with one access token continues with the refreshed one (same
+    key, same tenant); another key's token cannot use it (404, as for an id never issued)."""
+    import json
+
+    from support.http_transport import BOTH, LEGACY, initialize_params, rpc
+
+    flow = Flow(http)
+    tokens = flow.tokens(simulator.keys["RW_KEY"])
+    other = Flow(http).tokens(simulator.keys["OTHER_RW_KEY"])
+
+    def post(message: dict, token: str, session: str | None = None):
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": BOTH,
+            "Authorization": f"Bearer {token}",
+        }
+        if session is not None:
+            headers |= {"Mcp-Session-Id": session, "MCP-Protocol-Version": LEGACY}
+        return http.request("POST", "/mcp", json.dumps(message).encode(), headers)
+
+    opened = post(rpc("initialize", initialize_params()), tokens["access_token"])
+    assert opened.status == 200
+    session = opened.headers["mcp-session-id"]
+    assert post(rpc("ping", id=2), tokens["access_token"], session).status == 200
+    renewed = flow.refresh(tokens["refresh_token"]).json()["access_token"]
+    assert post(rpc("ping", id=3), renewed, session).status == 200
+    assert post(rpc("ping", id=4), other["access_token"], session).status == 404
