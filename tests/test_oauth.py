@@ -432,3 +432,18 @@ def test_a_session_belongs_to_the_key_not_to_one_token(http, simulator) -> None:
     renewed = flow.refresh(tokens["refresh_token"]).json()["access_token"]
     assert post(rpc("ping", id=3), renewed, session).status == 200
     assert post(rpc("ping", id=4), other["access_token"], session).status == 404
+
+
+def test_the_form_posted_by_a_browser_with_origin_null_is_served(http, simulator) -> None:
+    """A browser posts the form from a no-referrer page with ``Origin: null``; a foreign Origin
+    is refused as on /mcp (Host is checked either way)."""
+    flow = Flow(http)
+    flow.register()
+    _, request = flow.page()
+    fields = {"request": request, "key": simulator.keys["RW_KEY"], "decision": "approve"}
+    answer = http.form("/oauth/authorize", fields, {"Origin": "null"})
+    assert answer.status == 302 and "code" in answer.location
+    _, request = flow.page()
+    fields["request"] = request
+    assert http.form("/oauth/authorize", fields, {"Origin": "https://evil.example"}).status == 403
+    assert http.form("/oauth/authorize", fields, {"Host": "evil.example"}).status == 403

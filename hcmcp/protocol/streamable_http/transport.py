@@ -327,7 +327,7 @@ class StreamableHttp:
         routes = self.routes
         if routes is not None and request.path in routes.paths:
             try:
-                self.guard.check(request)
+                self.guard.check(request, null_origin=True)
             except Refusal as refusal:
                 return self._refused(request, refusal)
             return await routes.answer(request)
@@ -379,7 +379,7 @@ class StreamableHttp:
             return False
         try:
             if self.routes is not None and request.path in self.routes.paths:
-                self.guard.check(request)
+                self.guard.check(request, null_origin=True)
                 _small_body(request, self.routes.max_body)  # nothing large is reserved for them
                 return False  # served, but its connection stays unauthenticated
             self._admit(request)
