@@ -447,3 +447,29 @@ def test_the_form_posted_by_a_browser_with_origin_null_is_served(http, simulator
     fields["request"] = request
     assert http.form("/oauth/authorize", fields, {"Origin": "https://evil.example"}).status == 403
     assert http.form("/oauth/authorize", fields, {"Host": "evil.example"}).status == 403
+
+
+def test_an_expired_code_and_values_of_other_kinds_are_no_code(server, http, simulator) -> None:
+    from hcmcp.config.parse import parse_state_key
+    from hcmcp.oauth.tokens import CODE, Sealer, short_hash
+    from hcmcp.protocol.tenants import fingerprint
+
+    flow = Flow(http)
+    tokens = flow.tokens(simulator.keys["RW_KEY"])
+    flow.authorize_params()  # a fresh verifier and challenge
+    key = simulator.keys["RW_KEY"]
+    held = {
+        "k": key,
+        "f": fingerprint(key),
+        "c": short_hash(flow.client_id),
+        "n": "x",
+        "u": flow.redirect_uri,
+        "p": flow.challenge,
+        "r": origin(server) + "/mcp",
+    }
+    sealer = Sealer(parse_state_key(STATE_KEY))
+    assert flow.exchange(sealer.seal(CODE, {**held, "e": 2**40})).status == 200  # the control
+    expired = flow.exchange(sealer.seal(CODE, {**held, "e": 1}))
+    assert expired.status == 400 and "expired" in expired.json()["error_description"]
+    for value in (tokens["access_token"], tokens["refresh_token"], flow.client_id):
+        assert flow.exchange(value).json()["error"] == "invalid_grant"
