@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from ..protocol.server import McpServer
     from ..protocol.streamable_http.tenancy import Tenancy
 
+OPENED_KEPT = 1024  # access tokens whose opened payload is kept (until each expires)
 _WHY = {
     "expired": "has expired; refresh it (grant_type=refresh_token) or sign in again",
     "forged": "is not one this server issued (or its state key changed); sign in again",
@@ -43,8 +44,24 @@ class BearerTenancy:
         self._sealer = sealer
         self._public = public
         self._keys = keys
+        self._opened_tokens: dict[str, JsonObject] = {}  # token -> payload, oldest first
 
     def _opened(self, token: str) -> JsonObject:
+        # A request looks at its token several times (its head, then its caller): each opening
+        # costs ~50 us, so the last tokens opened are kept until they expire (bounded).
+        known = self._opened_tokens.get(token)
+        if known is not None:
+            expiry = known.get("e")
+            if isinstance(expiry, int) and expiry > self._sealer.clock():
+                return known
+            del self._opened_tokens[token]
+        payload = self._checked(token)
+        if len(self._opened_tokens) >= OPENED_KEPT:
+            del self._opened_tokens[next(iter(self._opened_tokens))]
+        self._opened_tokens[token] = payload
+        return payload
+
+    def _checked(self, token: str) -> JsonObject:
         payload = self._sealer.open(ACCESS, token)
         if payload.get("r") != self._public.resource:
             raise Broken("other-resource")
