@@ -172,7 +172,7 @@ def test_registration_refuses_bad_redirect_uris(http, uris, error) -> None:
     [
         {"client_name": "n" * 65},
         {"client_name": ""},
-        {"token_endpoint_auth_method": "client_secret_basic"},
+        {"token_endpoint_auth_method": "private_key_jwt"},
         {"grant_types": ["client_credentials"]},
         {"response_types": ["token"]},
     ],
@@ -181,6 +181,20 @@ def test_registration_refuses_bad_metadata(http, extra) -> None:
     document = {"client_name": "x", "redirect_uris": ["https://ok.example/cb"], **extra}
     answer = http.json_post("/oauth/register", document)
     assert answer.status == 400 and answer.json()["error"] == "invalid_client_metadata"
+
+
+def test_a_client_asking_for_a_secret_is_registered_as_public(http) -> None:
+    document = {
+        "client_name": "sdk",
+        "redirect_uris": ["http://localhost:3030/callback"],
+        "token_endpoint_auth_method": "client_secret_post",
+        "scope": "user",
+        "client_uri": "https://example.com",
+    }
+    answer = http.json_post("/oauth/register", document)
+    assert answer.status == 201
+    assert answer.json()["token_endpoint_auth_method"] == "none"
+    assert "client_secret" not in answer.json()
 
 
 def test_registration_accepts_https_and_loopback_and_is_bounded(http) -> None:

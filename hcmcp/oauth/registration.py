@@ -93,8 +93,11 @@ def register(sealer: Sealer, metadata: JsonValue, clock: float | None = None) ->
             "invalid_client_metadata",
             f"client_name must be at most {MAX_NAME} printable characters",
         )
+    # A client asking for a secret (the MCP Python SDK asks for client_secret_post by default)
+    # is registered as a public client: RFC 7591 section 3.2.1 lets the server answer with what
+    # it supports, and the answer says none (no secret is issued; PKCE protects the code).
     method = metadata.get("token_endpoint_auth_method", "none")
-    if method != "none":
+    if method not in ("none", "client_secret_post", "client_secret_basic"):
         raise Refused(
             "invalid_client_metadata",
             "token_endpoint_auth_method must be none: this server registers public clients only "
