@@ -26,8 +26,11 @@ if TYPE_CHECKING:
     from .healthchecks.api import HealthchecksApi
     from .http.client.client import HttpClient
     from .http.client.proxy import ProxyRoute
+    from .oauth.bearer import BearerTenancy
+    from .oauth.routes import OAuthRoutes
     from .protocol.server import McpServer, Session
     from .protocol.stdio import LineReader
+    from .protocol.streamable_http.tenancy import Tenancy
     from .protocol.streamable_http.transport import HttpSettings
     from .simulator.simulator import Simulator
     from .tools.tenancy import KeyTenancy
@@ -170,7 +173,7 @@ async def _built(
     (--demo) over the simulated one (``sim``, or a new one), served on 127.0.0.1 inside this
     process's event loop for as long as it is used."""
     # HEALTHCHECKS_KEY_SOURCE=request: no request is served with the environment's key.
-    only_requests = bool(opts.get("http")) and config.key_source == "request"
+    only_requests = bool(opts.get("http")) and config.key_source in ("request", "oauth")
     if not opts["demo"]:
         api = _api(config, None, "" if only_requests else None)
         yield build_server(config, api), api
@@ -221,7 +224,10 @@ async def _serve(opts: Options, config: Config) -> int | None:
     if opts["http"]:
         from .protocol.streamable_http.serving import bind_refusal
 
-        refusal = bind_refusal(opts["http"], getattr(config, "http_token", None))
+        oauth = config.key_source == "oauth"
+        refusal = bind_refusal(opts["http"], getattr(config, "http_token", None), oauth)
+        if refusal is None and oauth:
+            refusal = _public_url_refusal(opts["http"], config)
         if refusal is not None:
             raise SystemExit(refusal)  # before the --demo simulator starts: one line, no traceback
     async with _built_server(opts, config) as server:
@@ -256,13 +262,44 @@ def _tenancy(
     )
 
 
+def _public_url_refusal(bind: str, config: Config) -> str | None:
+    """HEALTHCHECKS_KEY_SOURCE=oauth off loopback needs the public origin: the refusal, or None."""
+    from .protocol.streamable_http.serving import is_loopback, parse_bind
+
+    if config.http_public_url is not None or is_loopback(parse_bind(bind)[0]):
+        return None
+    return (
+        "hcmcp: HEALTHCHECKS_KEY_SOURCE=oauth on a non-loopback bind needs "
+        "HEALTHCHECKS_HTTP_PUBLIC_URL, the origin clients reach this server at behind its TLS "
+        "proxy (e.g. https://mcp.example.com): tokens and metadata name it"
+    )
+
+
+def _oauth(
+    config: Config, keys: KeyTenancy | None, site_root: str | None
+) -> tuple[BearerTenancy, OAuthRoutes]:
+    """HEALTHCHECKS_KEY_SOURCE=oauth: the bearer tenancy over the key tenancy, and the OAuth
+    endpoints (hcmcp/oauth/)."""
+    from .oauth.bearer import BearerTenancy
+    from .oauth.metadata import Public
+    from .oauth.routes import OAuthRoutes
+
+    assert keys is not None and config.state_key is not None
+    public = Public(config.http_public_url)
+    routes = OAuthRoutes(config.state_key, public, keys, site_root or config.site_root)
+    return BearerTenancy(routes.sealer, public, keys), routes
+
+
 def _http_settings(opts: Options, config: Config) -> HttpSettings:
     """The Streamable HTTP transport's settings from the configuration and --stateless."""
     from .protocol.streamable_http.transport import HttpSettings
 
+    origins = config.http_allowed_origins
+    if config.key_source == "oauth" and config.http_public_url is not None:
+        origins = (*origins, config.http_public_url)  # its Host, and its sign-in form's Origin
     return HttpSettings(
         token=config.http_token,
-        allowed_origins=config.http_allowed_origins,
+        allowed_origins=origins,
         stateless=opts["stateless"],
     )
 
@@ -274,12 +311,18 @@ async def _transport(
     if opts["http"]:
         from .protocol.streamable_http.serving import serve_http
 
+        keys = _tenancy(opts, config, server, site_root)
+        tenancy: Tenancy | None = keys
+        routes = None
+        if config.key_source == "oauth":
+            tenancy, routes = _oauth(config, keys, site_root)
         return await serve_http(
             server,
             opts["http"],
             settings=_http_settings(opts, config),
-            tenancy=_tenancy(opts, config, server, site_root),
+            tenancy=tenancy,
             tenant=server.tenant,
+            routes=routes,
         )
     from .protocol.stdio import serve_stdio
 

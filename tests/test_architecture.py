@@ -64,7 +64,7 @@ def test_the_contracts_are_the_layers_of_design_md():
         "cli",
         "terminal",
         "fast_start",
-        "tools",
+        "tools | oauth",
         "healthchecks | protocol | simulator",
         "config",
         "http",

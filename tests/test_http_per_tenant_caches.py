@@ -19,6 +19,7 @@ from hcmcp.http.messages import ServerLimits
 from hcmcp.http.server.server import HttpServer
 from hcmcp.protocol.server import McpServer
 from hcmcp.protocol.streamable_http.transport import HttpSettings, StreamableHttp, error_body
+from hcmcp.protocol.tenants import fingerprint
 from support.http_transport import Gate, Wire, held_server, modern
 
 KEPT = 4
@@ -42,6 +43,12 @@ class FewServers:
 
     def refused(self, credential: str, tenant: str) -> str | None:
         return None
+
+    def tenant_of(self, credential: str) -> str:
+        return fingerprint(credential)
+
+    def challenge(self, credential_sent: bool) -> str:
+        return 'Bearer realm="hcmcp"'
 
     async def server_for(self, credential: str, tenant: str) -> McpServer:
         server = self.servers.pop(credential, None) or held_server(Gate())

@@ -40,6 +40,8 @@ class Config:
     # HEALTHCHECKS_KEY_SOURCE: env (HEALTHCHECKS_API_KEY for every request), request (each HTTP
     # request brings its caller's key) or request-or-env (the caller's key, else the env key).
     key_source: str = "env"
+    # HEALTHCHECKS_HTTP_PUBLIC_URL: the public origin (oauth); None: the bound address (loopback)
+    http_public_url: str | None = None
     # How the instance is reached (see config/network.py): the proxy, TLS trust, start-up notes.
     proxy: Any = None  # hcmcp.http.client.proxy.ProxyRoute, or None for direct
     ca_file: str | None = None  # HEALTHCHECKS_CA_FILE
@@ -291,7 +293,11 @@ INSTANCE_VARIABLES = (
     "no_proxy",
     "NO_PROXY",
 )
-HTTP_ONLY_VARIABLES = ("HEALTHCHECKS_HTTP_TOKEN", "HEALTHCHECKS_HTTP_ALLOWED_ORIGINS")
+HTTP_ONLY_VARIABLES = (
+    "HEALTHCHECKS_HTTP_TOKEN",
+    "HEALTHCHECKS_HTTP_ALLOWED_ORIGINS",
+    "HEALTHCHECKS_HTTP_PUBLIC_URL",
+)
 
 
 def _names(names: list[str]) -> str:
@@ -356,7 +362,7 @@ def api_key_warning(key: str | None) -> str | None:
     )
 
 
-KEY_SOURCES = ("env", "request", "request-or-env")
+KEY_SOURCES = ("env", "request", "request-or-env", "oauth")
 
 
 def parse_key_source(raw: str | None) -> str:
@@ -367,9 +373,51 @@ def parse_key_source(raw: str | None) -> str:
             f"HEALTHCHECKS_KEY_SOURCE={raw!r} is not a valid value: use exactly env (the default: "
             "HEALTHCHECKS_API_KEY serves every request), request (each HTTP request sends its "
             "caller's key in X-Healthchecks-Api-Key) or request-or-env (the caller's key when "
-            "sent, else HEALTHCHECKS_API_KEY)"
+            "sent, else HEALTHCHECKS_API_KEY) or oauth (each person signs in with their own key "
+            "through OAuth; see docs/oauth.md)"
         )
     return raw
+
+
+def parse_public_url(raw: str | None) -> str | None:
+    """HEALTHCHECKS_HTTP_PUBLIC_URL: the origin clients reach this server at, https://host[:port]
+    (http only on a loopback host); no path."""
+    name = "HEALTHCHECKS_HTTP_PUBLIC_URL"
+    if raw is None:
+        return None
+    entry = raw.strip().rstrip("/")
+    problem = _origin_problem(entry)
+    if problem is None:
+        scheme, _, rest = entry.partition("://")
+        host = rest.rsplit(":", 1)[0] if not rest.endswith("]") else rest
+        host = host.strip("[]").lower()
+        if scheme.lower() != "https" and host not in ("127.0.0.1", "::1", "localhost"):
+            problem = (
+                "is not https; OAuth tokens and keys must travel over TLS (http only on loopback)"
+            )
+    if problem:
+        raise ConfigError(
+            f"{name}={entry[:80]!r} {problem}. Give the public origin of this server, "
+            "scheme://host[:port] with nothing after it, e.g. https://mcp.example.com"
+        )
+    return entry.lower()
+
+
+def _oauth_problem(env: Mapping[str, str], key_source: str) -> str | None:
+    if key_source != "oauth":
+        return None
+    if env.get("HEALTHCHECKS_STATE_KEY") is None:
+        return (
+            "HEALTHCHECKS_KEY_SOURCE=oauth needs HEALTHCHECKS_STATE_KEY: tokens are sealed with "
+            "it (replicas must share it). Generate one with: "
+            'python -c "import secrets; print(secrets.token_urlsafe(32))"'
+        )
+    if env.get("HEALTHCHECKS_HTTP_TOKEN") is not None:
+        return (
+            "HEALTHCHECKS_KEY_SOURCE=oauth and HEALTHCHECKS_HTTP_TOKEN cannot be combined: "
+            "Authorization carries each person's access token; unset HEALTHCHECKS_HTTP_TOKEN"
+        )
+    return None
 
 
 def load(env: Mapping[str, str]) -> Config:
@@ -387,6 +435,11 @@ def load(env: Mapping[str, str]) -> Config:
             'python -c "import secrets; print(secrets.token_urlsafe(32))"'
         )
     origins = parse_origins(env.get("HEALTHCHECKS_HTTP_ALLOWED_ORIGINS"))
+    key_source = parse_key_source(env.get("HEALTHCHECKS_KEY_SOURCE"))
+    problem = _oauth_problem(env, key_source)
+    if problem is not None:
+        raise ConfigError(problem)
+    public_url = parse_public_url(env.get("HEALTHCHECKS_HTTP_PUBLIC_URL"))
     site_root = parse_site_root(env.get("HEALTHCHECKS_URL"))
     from .network import network_settings
 
@@ -412,7 +465,8 @@ def load(env: Mapping[str, str]) -> Config:
         ),
         http_token=token.strip() if token is not None else None,
         http_allowed_origins=origins,
-        key_source=parse_key_source(env.get("HEALTHCHECKS_KEY_SOURCE")),
+        key_source=key_source,
+        http_public_url=public_url,
         metrics=parse_bool("HCMCP_METRICS", env.get("HCMCP_METRICS"), False),
         log_format=parse_choice(
             "HCMCP_LOG_FORMAT", env.get("HCMCP_LOG_FORMAT"), LOG_FORMATS, "text"

@@ -59,7 +59,7 @@ def record(
     """Write one audit line (JSON object or readable text, per HCMCP_LOG_FORMAT)."""
     if approved_by is not None and approved_by not in APPROVALS:
         raise ValueError(f"approved_by {approved_by!r}: one of {sorted(APPROVALS)} or None")
-    from ..telemetry import logs
+    from ..telemetry import context, logs
 
     logs.always(
         "audit",
@@ -72,4 +72,5 @@ def record(
         client_name=client_name,
         client_version=client_version,
         tenant=tenant,
+        oauth_client=context.oauth_client(),
     )

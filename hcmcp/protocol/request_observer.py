@@ -158,6 +158,7 @@ class Observer:
                     upstream_status=upstream[-1] if upstream else None,
                     upstream_calls=len(upstream) or None,
                     tenant=tenant,
+                    oauth_client=context.oauth_client(),
                     session=session_label,
                     trace_id=scope.trace_id if scope is not None else None,
                 )

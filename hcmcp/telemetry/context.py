@@ -56,3 +56,17 @@ def record_upstream(status: int) -> None:
     scope = _CURRENT.get()
     if scope is not None:
         scope.upstream.append(status)
+
+
+# The OAuth client a request comes through ("<its registered name> (c=<hash of its client id>)"),
+# set by the credential check of each request that brings an access token; log and audit lines
+# name it. Never a client id, code or token.
+_OAUTH_CLIENT: ContextVar[str | None] = ContextVar("hcmcp_oauth_client", default=None)
+
+
+def set_oauth_client(label: str | None) -> None:
+    _OAUTH_CLIENT.set(label)
+
+
+def oauth_client() -> str | None:
+    return _OAUTH_CLIENT.get()

@@ -117,6 +117,21 @@ class KeyTenancy:
             f"(HEALTHCHECKS_KEY_SOURCE=request); send yours {where}"
         )
 
+    def tenant_of(self, credential: str) -> str:
+        from ..protocol.tenants import fingerprint
+
+        return fingerprint(credential)
+
+    def challenge(self, credential_sent: bool) -> str:
+        return 'Bearer realm="hcmcp"'
+
+    async def verify(self, credential: str, tenant: str) -> bool:
+        """Whether the key is read-only, asking the instance now even if it accepted the key
+        before (oauth asks this before a code is issued and on every refresh, so that a
+        revoked key ends its tokens); NoCredential, CredentialUnchecked as server_for."""
+        self._kinds.pop(tenant, None)
+        return await self._verified(credential, tenant, self._make_api(credential))
+
     def refused(self, credential: str, tenant: str) -> str | None:
         known = self._refused.get(tenant)
         if known is None:
@@ -185,6 +200,7 @@ class KeyTenancy:
                 "or of another instance); copy it again from Project Settings > API Access"
             )
             _remember(self._refused, tenant, (why, now + REFUSED_FOR), self._max_kinds)
+            self._servers.pop(tenant, None)  # its next request asks again (a revoked key: 401)
             raise NoCredential(why)
         prefix = kind_from_prefix(key)
         read_only = prefix if answer.read_write is None else not answer.read_write

@@ -79,8 +79,10 @@ class ListenerGuard:
         self.allowed_hosts = frozenset(hosts)
         self._token_digest = hashlib.sha256(token.encode()).digest() if token else None
 
-    def check(self, request: Request) -> None:
-        """Raise Refusal unless the request may be served."""
+    def check(self, request: Request, null_origin: bool = False) -> None:
+        """Raise Refusal unless the request may be served. ``null_origin``: accept ``Origin:
+        null`` (a browser sends it for a form posted from a no-referrer page: the OAuth sign-in
+        form; Host is still checked, which is what stops DNS rebinding)."""
         seen: set[str] = set()
         for key, _ in request.headers:  # one pass: names are lowercased
             if key in _SINGLETONS:
@@ -111,7 +113,9 @@ class ListenerGuard:
                 "Forbidden: the Host header names a host this server does not serve (DNS rebinding "
                 "protection); list its origin in HEALTHCHECKS_HTTP_ALLOWED_ORIGINS to allow it",
             )
-        self._check_origin(request.header("origin"))
+        origin = request.header("origin")
+        if not (null_origin and origin is not None and origin.strip() == "null"):
+            self._check_origin(origin)
         self.check_token(request.header("authorization"))
 
     def _authority(self, value: str | None, what: str) -> tuple[str, int | None]:

@@ -23,7 +23,7 @@ from ...http.messages import ServerLimits
 from ...http.server.server import HttpServer
 from ..server import McpServer, Session
 from .tenancy import Tenancy
-from .transport import ENDPOINT, HttpSettings, StreamableHttp, error_body
+from .transport import ENDPOINT, HttpSettings, Routes, StreamableHttp, error_body
 
 log = logging.getLogger("hcmcp.http")
 
@@ -35,7 +35,7 @@ def parse_bind(bind: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
-def bind_refusal(bind: str, token: str | None) -> str | None:
+def bind_refusal(bind: str, token: str | None, oauth: bool = False) -> str | None:
     """Why ``--http bind`` cannot be served with this token (the whole message), or None.
 
     Checked before anything starts (``__main__`` asks first), so the refusal is one line, not
@@ -44,7 +44,7 @@ def bind_refusal(bind: str, token: str | None) -> str | None:
         host, _port = parse_bind(bind)
     except ValueError as error:
         return f"hcmcp: {error}"
-    if not is_loopback(host) and token is None:
+    if not is_loopback(host) and token is None and not oauth:
         return (
             f"hcmcp: refusing to listen on {host}: off loopback every client must "
             "authenticate. Set HEALTHCHECKS_HTTP_TOKEN (clients then send Authorization: "
@@ -80,6 +80,7 @@ async def serve_http(
     adopted: Any = None,
     tenancy: Tenancy | None = None,
     tenant: str | None = None,
+    routes: Routes | None = None,
     task_status: anyio.abc.TaskStatus[int] = anyio.TASK_STATUS_IGNORED,
 ) -> int | None:
     """Serve until SIGTERM/SIGINT: then stop accepting, let calls finish (bounded; a second
@@ -90,7 +91,9 @@ async def serve_http(
     and sessions are served instead of binding anew (it printed the "serving MCP at" line already).
     ``tenancy``: each request may bring its own credential (tenancy.py); each tenant then
     has a quarter of the streams and of the session table, unless ``settings`` gives its share.
-    ``tenant``: the fingerprint of the credential ``server`` serves with."""
+    ``tenant``: the fingerprint of the credential ``server`` serves with.
+    ``routes``: endpoints beside /mcp (HEALTHCHECKS_KEY_SOURCE=oauth: the OAuth ones); every
+    client then authenticates with their own token, so no HEALTHCHECKS_HTTP_TOKEN is needed."""
     if settings is None:
         settings = HttpSettings()
     if tenancy is not None and settings.max_streams_per_tenant is None:
@@ -101,11 +104,13 @@ async def serve_http(
         settings = dataclasses.replace(
             settings, max_sessions_per_tenant=max(1, settings.max_sessions // 4)
         )
-    refusal = bind_refusal(bind, settings.token)
+    refusal = bind_refusal(bind, settings.token, oauth=routes is not None)
     if refusal is not None:
         raise SystemExit(refusal)
     host, port = parse_bind(bind)
-    transport = StreamableHttp(server, settings, host, tenancy=tenancy, tenant=tenant)
+    transport = StreamableHttp(
+        server, settings, host, tenancy=tenancy, tenant=tenant, routes=routes
+    )
 
     def counted_error_body(status: int, message: str) -> tuple[str, bytes]:
         transport.ops.refused(status)  # the HTTP server's own refusals (408, 413, 431, ...)
@@ -138,6 +143,8 @@ async def serve_http(
         async with anyio.create_task_group() as tasks:
             await tasks.start(transport.run)
             bound = await tasks.start(http.serve)
+            if routes is not None:
+                routes.bound(host, bound)
             if adopted is None:
                 shown = f"[{host}]" if ":" in host else host
                 mode = " (stateless)" if settings.stateless else ""

@@ -3,7 +3,7 @@
 In a team deployment every HTTP request may bring its caller's own credential (for this product
 a Healthchecks API key). The protocol layer treats it as an opaque string: it reads it from the
 request's headers (``Tenancy.header``, or ``Authorization: Bearer`` when the listener has no token
-of its own), names the tenant by its fingerprint (``tenants.fingerprint``) and asks the Tenancy,
+of its own), asks the Tenancy which tenant it names (a fingerprint, ``tenants.fingerprint``) and asks the Tenancy,
 which the layer above supplies, for the McpServer that serves that credential. What a credential
 means (which instance, which tools, which seal) is that layer's business, never this one's.
 
@@ -15,8 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from ..tenants import fingerprint
-
 if TYPE_CHECKING:
     from ...http.messages import Request
     from ..server import McpServer
@@ -25,7 +23,11 @@ if TYPE_CHECKING:
 class Tenancy(Protocol):
     """What the transport needs of the layer that knows what a credential means."""
 
-    header: str  # the request header that carries a credential, e.g. X-Healthchecks-Api-Key
+    @property
+    def header(self) -> str | None:
+        """The request header that carries a credential, e.g. X-Healthchecks-Api-Key; None:
+        only Authorization: Bearer does (OAuth access tokens)."""
+
     # The server (and its tenant) for a request that brings no credential; None: such a request
     # is refused with ``missing``.
     fallback: McpServer | None
@@ -36,6 +38,13 @@ class Tenancy(Protocol):
 
     def missing(self, bearer_allowed: bool) -> str:
         """The refusal's text for a request without a credential (naming where to send it)."""
+
+    def tenant_of(self, credential: str) -> str:
+        """The tenant ``credential`` speaks for (a fingerprint, tenants.py), once ``problem``
+        found none."""
+
+    def challenge(self, credential_sent: bool) -> str:
+        """The WWW-Authenticate value of a 401 (RFC 9110: every 401 names one)."""
 
     def refused(self, credential: str, tenant: str) -> str | None:
         """Why ``credential`` is known to be refused (remembered from an earlier request), or
@@ -74,18 +83,21 @@ class Caller:
 
 def credential_of(request: Request, tenancy: Tenancy, bearer_allowed: bool) -> str | None:
     """The request's credential (stripped), None when it sends none; NoCredential when malformed."""
-    raw = request.header(tenancy.header)
-    where = tenancy.header
-    if request.header_count(tenancy.header) > 1:
-        raise NoCredential(f"Unauthorized: send {tenancy.header} once, with one key")
-    if raw is None and bearer_allowed:
+    raw: str | None = None
+    where = "Authorization: Bearer"
+    if tenancy.header is not None:
+        raw = request.header(tenancy.header)
+        where = tenancy.header
+        if request.header_count(tenancy.header) > 1:
+            raise NoCredential(f"Unauthorized: send {tenancy.header} once, with one key")
+    if raw is None and (bearer_allowed or tenancy.header is None):
         authorization = request.header("authorization")
         if authorization is not None:
             scheme, _, value = authorization.strip().partition(" ")
             if scheme.lower() != "bearer":
                 raise NoCredential(
-                    f"Unauthorized: the Authorization header must be 'Bearer <key>' "
-                    f"(or send the key in {tenancy.header})"
+                    "Unauthorized: the Authorization header must be 'Bearer <key>'"
+                    + (f" (or send the key in {tenancy.header})" if tenancy.header else "")
                 )
             raw, where = value, "Authorization: Bearer"
     if raw is None:
@@ -93,7 +105,8 @@ def credential_of(request: Request, tenancy: Tenancy, bearer_allowed: bool) -> s
     credential = raw.strip()
     problem = tenancy.problem(credential)
     if problem is not None:
-        raise NoCredential(f"Unauthorized: the key in {where} {problem}")
+        what = "key in " + where if tenancy.header is not None else "Authorization: Bearer"
+        raise NoCredential(f"Unauthorized: the {what} {problem}")
     return credential
 
 
@@ -104,5 +117,5 @@ async def caller_of(request: Request, tenancy: Tenancy, bearer_allowed: bool) ->
         if tenancy.fallback is None:
             raise NoCredential(tenancy.missing(bearer_allowed))
         return Caller(tenancy.fallback, tenancy.fallback_tenant)
-    tenant = fingerprint(credential)
+    tenant = tenancy.tenant_of(credential)
     return Caller(await tenancy.server_for(credential, tenant), tenant)

@@ -33,7 +33,7 @@ import time
 import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 import anyio
 import anyio.abc
@@ -120,6 +120,22 @@ _STATUS_OF_ERROR = {
     UNSUPPORTED_PROTOCOL_VERSION: 400,
     MISSING_REQUIRED_CLIENT_CAPABILITY: 400,
 }
+
+
+class Routes(Protocol):
+    """Other endpoints served beside /mcp by a layer above (HEALTHCHECKS_KEY_SOURCE=oauth: the
+    OAuth endpoints, hcmcp/oauth/routes.py). Their requests pass the listener guard (Host,
+    Origin) and are served as unauthenticated: their connections stay in the listener's
+    unauthenticated share."""
+
+    paths: frozenset[str]
+    max_body: int  # bytes a request to one of them may declare; more is refused on its head
+
+    def bound(self, host: str, port: int) -> None:
+        """The listener is bound at ``host``:``port``."""
+
+    async def answer(self, request: Request) -> Response:
+        """The answer to a request for one of ``paths``."""
 
 
 @dataclass
@@ -265,10 +281,13 @@ class StreamableHttp:
         *,
         tenancy: Tenancy | None = None,
         tenant: str | None = None,
+        routes: Routes | None = None,
     ) -> None:
         """``tenancy``: requests may bring their own credential (see tenancy.py); without
-        one, ``server`` answers every request, and ``tenant`` names its credential."""
+        one, ``server`` answers every request, and ``tenant`` names its credential.
+        ``routes``: other endpoints beside /mcp (the OAuth ones)."""
         self.server = server
+        self.routes = routes
         self.settings = settings
         self.clock = clock
         self.tenancy = tenancy
@@ -305,6 +324,13 @@ class StreamableHttp:
     async def app(self, request: Request) -> Response | StreamingResponse:
         if request.path in _OPS_PATHS:
             return self.ops.answer(request)
+        routes = self.routes
+        if routes is not None and request.path in routes.paths:
+            try:
+                self.guard.check(request, null_origin=True)
+            except Refusal as refusal:
+                return self._refused(request, refusal)
+            return await routes.answer(request)
         try:
             if not request.screened:
                 self._admit(request)
@@ -352,6 +378,10 @@ class StreamableHttp:
         if request.path in _OPS_PATHS:
             return False
         try:
+            if self.routes is not None and request.path in self.routes.paths:
+                self.guard.check(request, null_origin=True)
+                _small_body(request, self.routes.max_body)  # nothing large is reserved for them
+                return False  # served, but its connection stays unauthenticated
             self._admit(request)
         except Refusal as refusal:
             return self._refused(request, refusal)
@@ -372,13 +402,22 @@ class StreamableHttp:
                 if tenancy.fallback is None:
                     raise NoCredential(tenancy.missing(bearer_allowed))
                 return
-            known = tenancy.refused(credential, fingerprint(credential))
+            known = tenancy.refused(credential, tenancy.tenant_of(credential))
             if known is not None:
                 raise NoCredential(known)
         except NoCredential as refused:
-            self.refused_credentials += 1
-            challenge = [("www-authenticate", 'Bearer realm="hcmcp"')]  # RFC 9110: a 401 names one
-            raise _refusal(401, INVALID_REQUEST, refused.message, challenge) from None
+            raise self._unauthorized(request, refused) from None
+
+    def _unauthorized(self, request: Request, refused: NoCredential) -> Refusal:
+        """The 401 of a refused credential; its challenge is the tenancy's (RFC 9110: every 401
+        names one; OAuth's names the resource metadata, RFC 9728)."""
+        assert self.tenancy is not None
+        self.refused_credentials += 1
+        sent = request.header("authorization") is not None or (
+            self.tenancy.header is not None and request.header(self.tenancy.header) is not None
+        )
+        challenge = [("www-authenticate", self.tenancy.challenge(sent))]
+        return _refusal(401, INVALID_REQUEST, refused.message, challenge)
 
     async def _caller(self, request: Request) -> Caller:
         """Who the request speaks for: its own credential's server (with a tenancy), else the one."""
@@ -387,9 +426,7 @@ class StreamableHttp:
         try:
             return await caller_of(request, self.tenancy, self.settings.token is None)
         except NoCredential as refused:
-            self.refused_credentials += 1
-            challenge = [("www-authenticate", 'Bearer realm="hcmcp"')]  # RFC 9110: a 401 names one
-            raise _refusal(401, INVALID_REQUEST, refused.message, challenge) from None
+            raise self._unauthorized(request, refused) from None
         except CredentialUnchecked as unchecked:
             raise _refusal(
                 503, INVALID_REQUEST, unchecked.message, [("retry-after", "5")]
@@ -928,6 +965,16 @@ class StreamableHttp:
                     min(60.0, self.settings.session_idle / 2, self.settings.handshake_ttl / 2)
                 )
                 self.table.sweep()
+
+
+def _small_body(request: Request, most: int) -> None:
+    """Refusal unless the request declares a body of at most ``most`` bytes (or none): an
+    unauthenticated endpoint must not reserve the listener's body budget."""
+    length = request.header("content-length")
+    if request.header("transfer-encoding") is not None:
+        raise Refusal(411, f"Length Required: send Content-Length (at most {most} bytes)")
+    if length is not None and (not length.strip().isdigit() or int(length) > most):
+        raise Refusal(413, f"Content Too Large: {request.path} takes at most {most} bytes")
 
 
 def _wants_progress(params: Any) -> bool:

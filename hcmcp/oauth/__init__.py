@@ -1,0 +1,1 @@
+"""HEALTHCHECKS_KEY_SOURCE=oauth: the OAuth 2.1 resource server and the minimal authorization server whose one job is to turn a person's Healthchecks API key into tokens for the client they connect (issue 32)."""
