@@ -367,14 +367,16 @@ def cache_env() -> dict[str, str]:
     )
 
 
-def assert_sigterm_exits_promptly(command: list[str], attempts: int = 12) -> None:
+def assert_sigterm_exits_promptly(
+    command: list[str], attempts: int = 12, env: dict[str, str] | None = None
+) -> None:
     """SIGTERM right after an answered initialize, at several moments: each process must exit 0
     within 5 s (a race: a handler still pending when a blocking read began left it in that read)."""
     import signal
     import time
 
     for attempt in range(attempts):
-        with StdioPeer(command) as peer:
+        with StdioPeer(command, env) as peer:
             peer.initialize()
             if attempt % 3 == 1:
                 time.sleep(0.01 * attempt)
