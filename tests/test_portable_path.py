@@ -199,3 +199,45 @@ def test_json_lines_are_the_only_stdout(windowsish):
         rest = peer.proc.stdout.read() if peer.proc.stdout else b""
     for line in rest.splitlines():
         json.loads(line)
+
+
+def test_the_delete_prompt_reads_the_terminal_through_a_thread(windowsish):
+    """hcmcp call's dialog: stdin (a terminal) read by a worker thread, not waited on."""
+    import pty
+    import select as select_module
+
+    listed = subprocess.run(
+        [*HCMCP, "call", "list_checks", "--demo"],
+        capture_output=True,
+        stdin=subprocess.DEVNULL,
+        env={**os.environ, **windowsish},
+        timeout=30,
+        check=True,
+    )
+    uuid = json.loads(listed.stdout)["checks"][0]["uuid"]
+    primary, secondary = pty.openpty()
+    proc = subprocess.Popen(
+        [*HCMCP, "call", "delete_check", json.dumps({"check": uuid}), "--demo"],
+        stdin=secondary,
+        stdout=subprocess.PIPE,
+        stderr=secondary,
+        env={**os.environ, **windowsish},
+    )
+    os.close(secondary)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 20
+        while b"deletes nothing): " not in seen:
+            assert time.monotonic() < deadline, seen
+            if select_module.select([primary], [], [], 0.2)[0]:
+                seen += os.read(primary, 4096)
+        os.write(primary, b"no\n")
+        code = proc.wait(10)
+        result = json.loads(proc.stdout.read())
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        os.close(primary)
+    assert b"Traceback" not in seen
+    assert code != 0 and "declined" in json.dumps(result).lower(), (code, result)
