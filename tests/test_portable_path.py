@@ -104,14 +104,7 @@ def test_stdio_demo_serves_and_ends_at_stdin_eof(windowsish):
 def test_stdio_cancellation_and_concurrency(windowsish):
     with StdioPeer(FIXTURE, env=windowsish) as peer:
         peer.initialize()
-        peer.send(
-            {
-                "jsonrpc": "2.0",
-                "id": "slow",
-                "method": "tools/call",
-                "params": {"name": "sleep_forever", "arguments": {}},
-            }
-        )
+        peer.send(rpc("tools/call", {"name": "sleep_forever", "arguments": {}}, "slow"))
         assert peer.request("ping", id="p1")["result"] == {}  # read while the call runs
         peer.notify("notifications/cancelled", {"requestId": "slow", "reason": "test"})
         assert peer.request("ping", id="p2")["result"] == {}
@@ -128,14 +121,7 @@ def test_stdio_sigterm_during_a_call_lets_it_finish_then_exits_0(windowsish):
     """SIGTERM on the event loop (no add_signal_handler: portable.signal_receiver's handler)."""
     with StdioPeer(FIXTURE, env=windowsish) as peer:
         peer.initialize()
-        peer.send(
-            {
-                "jsonrpc": "2.0",
-                "id": 7,
-                "method": "tools/call",
-                "params": {"name": "sleep", "arguments": {"seconds": 0.5}},
-            }
-        )
+        peer.send(rpc("tools/call", {"name": "sleep", "arguments": {"seconds": 0.5}}, 7))
         time.sleep(0.2)
         peer.proc.send_signal(signal.SIGTERM)
         answer = peer.read_response(7)
