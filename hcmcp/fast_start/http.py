@@ -5,9 +5,10 @@ the built McpServer: ~8x the stdio server's time to the first ``initialize``. So
 first runs this module, which imports only C modules (``_socket``, ``select``; ``_sha256`` when a
 token is configured) beside fast_start and our config:
 
-- It binds and listens as anyio's ``create_tcp_listener`` would (SO_REUSEADDR, IPV6_V6ONLY, the
-  backlog) for a numeric bind it recognises (an IPv4 address, ``::1``, ``::``), then loads the
-  handshake (the client connects meanwhile) and prints the full path's "serving MCP at" line.
+- It binds and listens as anyio's ``create_tcp_listener`` would (SO_REUSEADDR, or
+  SO_EXCLUSIVEADDRUSE on Windows; IPV6_V6ONLY; the backlog) for a numeric bind it recognises
+  (an IPv4 address, ``::1``, ``::``), then loads the handshake (the client connects meanwhile)
+  and prints the full path's "serving MCP at" line.
   Any other bind, a bind that fails, a refusal to word: this module steps aside before binding,
   and the full path serves. A stale ``handshake.json``: it hands the listener over at once.
 - It answers only a perfectly ordinary 2025-era ``initialize``: ``POST /mcp HTTP/1.1``, CRLF
@@ -228,7 +229,11 @@ class FastHttp:
             sock.setblocking(False)
             if self.ipv6:
                 sock.setsockopt(_socket.IPPROTO_IPV6, _socket.IPV6_V6ONLY, 1)
-            sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
+            # As anyio: exclusive use where the OS offers it (Windows, where SO_REUSEADDR would let
+            # another socket bind the same port and take our connections); SO_REUSEADDR elsewhere.
+            exclusive = getattr(_socket, "SO_EXCLUSIVEADDRUSE", None)
+            reuse = _socket.SO_REUSEADDR if exclusive is None else exclusive
+            sock.setsockopt(_socket.SOL_SOCKET, reuse, 1)
             sock.bind((self.host, self.port))
             sock.listen(65536)
             self.port = sock.getsockname()[1]
