@@ -13,8 +13,8 @@ descriptor the task wants, with the loop's own timeout (the earliest live timer)
 task is. If the task's descriptor is the only one ready, the task goes on without having suspended:
 what the loop would have done, minus the trip. Anything else -- another descriptor ready, the self-pipe,
 a timer due, a busy loop, a loop that is not asyncio's selector loop, too many registrations to poll
-cheaply, no ``select.poll`` at all (Windows, hcmcp/portable.py) -- returns False and the caller awaits the loop as usual, which then finds the same readiness
-at once. So it can only make a wait cheaper, never change what happens or in which order: no other
+cheaply, no ``select.poll`` at all (Windows, hcmcp/portable.py) -- returns False and the caller
+awaits the loop as usual, which then finds the same readiness at once. So it can only make a wait cheaper, never change what happens or in which order: no other
 task could have run meanwhile, because none was runnable.
 
 The same state says when a task that serves one client after another must let others go first:
