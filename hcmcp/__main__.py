@@ -597,9 +597,11 @@ def _main(argv: list[str]) -> None:
         import _signal
 
         from .fast_start.background import exit_now
+        from .portable import STOP_SIGNALS
 
         # from the first moment, not after imports
-        _signal.signal(_signal.SIGTERM, lambda *_: exit_now(0))
+        for number in STOP_SIGNALS:  # SIGTERM; Ctrl-Break too, on Windows
+            _signal.signal(number, lambda *_: exit_now(0))
         if sys.stdin.isatty():
             sys.stderr.write(WAITING)
         _serve_stdio_now(opts, config)
@@ -607,9 +609,11 @@ def _main(argv: list[str]) -> None:
         import _signal
 
         from .fast_start.background import exit_now
+        from .portable import STOP_SIGNALS
 
         # until serve_http's own handlers take over (Ctrl-C: `interrupted`, set in main)
-        _signal.signal(_signal.SIGTERM, lambda *_: exit_now(0))
+        for number in STOP_SIGNALS:  # SIGTERM; Ctrl-Break too, on Windows
+            _signal.signal(number, lambda *_: exit_now(0))
         _serve_http_now(opts, config)
     import anyio
 

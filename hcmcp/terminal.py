@@ -78,13 +78,19 @@ async def details(api: HealthchecksApi | None, targets: list[str]) -> list[str]:
 
 
 async def read_reply() -> str:
-    """One line from stdin (a terminal: the line the person typed; "" at end of input)."""
+    """One line from stdin (a terminal: the line the person typed; "" at end of input). Where stdin
+    cannot be waited on (Windows: hcmcp/portable.py), a worker thread reads it."""
     import anyio
+
+    from .portable import POLL
 
     data = b""
     while not data.endswith(b"\n"):
-        await anyio.wait_readable(0)
-        chunk = os.read(0, 4096)
+        if POLL:
+            await anyio.wait_readable(0)
+            chunk = os.read(0, 4096)
+        else:
+            chunk = await anyio.to_thread.run_sync(os.read, 0, 4096, abandon_on_cancel=True)
         if not chunk:
             break
         data += chunk

@@ -15,20 +15,9 @@ import pytest
 from mcp import types
 from mcp.client import Client
 
+from support import READ_TOOLS, WRITE_TOOLS
 from support.served import Served
 
-READ_TOOLS = [
-    "list_checks",
-    "get_check",
-    "list_pings",
-    "get_ping_body",
-    "list_flips",
-    "list_integrations",
-    "list_badges",
-    "get_status",
-    "get_api_key_info",
-]
-WRITE_TOOLS = ["create_check", "update_check", "pause_check", "resume_check", "delete_check"]
 MODES = ["legacy", "2026-07-28", "auto"]
 
 

@@ -167,14 +167,10 @@ def official(
 def test_each_platform_the_bundle_names_gets_its_python_and_its_own_paths(
     unpacked, platform, sep, folder, command
 ):
-    """As the pinned library resolves mcp_config on each platform: python3 on macOS and Linux, python on
-    Windows (platform_overrides: ready for when hcmcp runs there and the compatibility block names win32),
-    the .pyz's path with that OS's separator."""
+    """As the pinned library resolves mcp_config on each platform the bundle declares: python3 on
+    macOS and Linux, python on Windows (platform_overrides), the .pyz's path with that OS's separator."""
     manifest = json.loads((unpacked / "manifest.json").read_text())
-    assert (
-        platform in manifest["compatibility"]["platforms"]
-        or platform in manifest["server"]["mcp_config"]["platform_overrides"]
-    )
+    assert platform in manifest["compatibility"]["platforms"]
     ours = substituted(manifest, folder, {"api_key": KEY}, platform, sep)
     assert ours["command"] == command
     assert ours["args"] == ["-I", sep.join([folder, "server", "hcmcp.pyz"])]
@@ -191,7 +187,8 @@ def test_the_manifest_asks_for_the_key_as_a_secret_and_maps_every_setting_to_the
     manifest = json.loads((unpacked / "manifest.json").read_text())
     assert manifest["manifest_version"] == "0.3" and manifest["server"]["type"] == "python"
     assert manifest["compatibility"] == {
-        "platforms": ["darwin", "linux"],  # win32: hcmcp's stdio needs select.poll
+        # win32 since issue 31: hcmcp/portable.py's path where there is no select.poll
+        "platforms": ["darwin", "linux", "win32"],
         "runtimes": {"python": ">=3.11,<3.15"},
     }
     assert (unpacked / manifest["server"]["entry_point"]).is_file() and (

@@ -73,21 +73,8 @@ def test_an_arm64_debian_python_runs_the_universal_pyz_over_stdio(arm64_root, ho
     started = time.monotonic()
     peer = StdioPeer(emulated(arm64_root, inside, "-I", f"{inside}/hcmcp.pyz", "--demo"))
     with peer:
-        peer.send(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-11-25",
-                    "capabilities": {},
-                    "clientInfo": {"name": "arm64-test", "version": "1"},
-                },
-            }
-        )
-        info = peer.read_response(1, timeout=FIRST_RUN)["result"]["serverInfo"]
+        info = peer.initialize(timeout=FIRST_RUN)["result"]["serverInfo"]
         first = time.monotonic() - started
-        peer.notify("notifications/initialized")
         tools = [tool["name"] for tool in peer.request("tools/list")["result"]["tools"]]
         result = peer.request("tools/call", {"name": "list_checks", "arguments": {"limit": 2}})[
             "result"
@@ -115,21 +102,8 @@ def test_a_later_run_in_the_root_starts_from_the_unpacked_copy(arm64_root, home)
         started = time.monotonic()
         peer = StdioPeer(emulated(arm64_root, inside, "-I", f"{inside}/hcmcp.pyz", "--demo"))
         with peer:
-            peer.send(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": "2025-11-25",
-                        "capabilities": {},
-                        "clientInfo": {"name": "arm64", "version": "1"},
-                    },
-                }
-            )
-            assert (
-                peer.read_response(1, timeout=FIRST_RUN)["result"]["serverInfo"]["name"] == "hcmcp"
-            )
+            hello = peer.initialize(timeout=FIRST_RUN)["result"]["serverInfo"]
+            assert hello["name"] == "hcmcp"
             assert peer.close(timeout=60) == 0, peer.stderr_text()
         took = time.monotonic() - started
         if attempt == 0:
@@ -215,20 +189,7 @@ def test_the_dockerfiles_build_steps_unchanged_make_an_arm64_image_that_serves(
             ]
         )
         with peer:
-            peer.send(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": "2025-11-25",
-                        "capabilities": {},
-                        "clientInfo": {"name": "arm64", "version": "1"},
-                    },
-                }
-            )
-            assert peer.read_response(1, timeout=120)["result"]["serverInfo"]["name"] == "hcmcp"
-            peer.notify("notifications/initialized")
+            assert peer.initialize(timeout=120)["result"]["serverInfo"]["name"] == "hcmcp"
             assert "get_status" in {
                 t["name"] for t in peer.request("tools/list")["result"]["tools"]
             }

@@ -30,13 +30,19 @@ def run_probe(
     env.update(PATH=path, PYTHONPATH=str(ROOT / "tests"))
     if ci is not None:
         env["CI"] = ci
+    return pytest_in(tmp_path, probe, env, "-rs", "-s")
+
+
+def pytest_in(
+    tmp_path: Path, probe: Path, env: dict[str, str], *options: str
+) -> subprocess.CompletedProcess[str]:
+    """A pytest run of ``probe`` alone in ``tmp_path`` (no configuration file, no cache), its output."""
     return subprocess.run(
         [
             sys.executable,
             "-m",
             "pytest",
-            "-rs",
-            "-s",
+            *options,
             "-p",
             "no:cacheprovider",
             "-q",
@@ -136,28 +142,7 @@ def test_a_run_that_leaves_an_hcmcp_cache_behind_fails(tmp_path, leaks):
         TMPDIR=str(tmp_path),
         PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "tests")]),
     )
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-p",
-            "conftest",
-            "-p",
-            "no:cacheprovider",
-            "-q",
-            "--rootdir",
-            str(tmp_path),
-            "-c",
-            os.devnull,
-            str(probe),
-        ],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = pytest_in(tmp_path, probe, env, "-p", "conftest")
     if leaks:
         assert done.returncode == 1 and "1 passed" in done.stdout, done.stdout + done.stderr
         left = lines_with(done.stdout, "left hcmcp caches")

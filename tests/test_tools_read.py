@@ -11,6 +11,7 @@ from hcmcp.http.messages import Request, Response
 from hcmcp.simulator.simulator import Simulator
 from hcmcp.tools.present import cut_mark
 from hcmcp.tools.shaping import MARKER, RESULT_BUDGET_BYTES
+from support import READ_TOOLS
 from support.tools_harness import (
     BACKUPS,
     DB_DUMP,
@@ -53,17 +54,7 @@ async def refused_before_sending(env: Env, name: str, arguments: dict) -> str:
 async def test_descriptions_annotations_and_essential_tags() -> None:
     async with instance() as env:
         tools = env.tools
-    read = [
-        "list_checks",
-        "get_check",
-        "list_pings",
-        "get_ping_body",
-        "list_flips",
-        "list_integrations",
-        "list_badges",
-        "get_status",
-        "get_api_key_info",
-    ]
+    read = READ_TOOLS
     essential = {"list_checks", "get_check", "list_pings", "list_flips"}
     for name in read:
         tool = tools[name]

@@ -79,7 +79,12 @@ class Warmer(Generic[T]):
 
 
 def wakeup_pipe() -> tuple[int, int] | None:
-    """(read, write) ends of a pipe signal.set_wakeup_fd writes to; None off the main thread."""
+    """(read, write) ends of a pipe signal.set_wakeup_fd writes to; None off the main thread, and
+    where a wait cannot watch such a pipe (hcmcp/portable.py: the waits wake on a timer there)."""
+    from ..portable import SIGNAL_WAKEUP
+
+    if not SIGNAL_WAKEUP:
+        return None
     import _signal  # not signal: that imports enum (milliseconds of start-up)
 
     wakeup_read, wakeup_write = os.pipe()

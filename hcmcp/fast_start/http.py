@@ -5,9 +5,10 @@ the built McpServer: ~8x the stdio server's time to the first ``initialize``. So
 first runs this module, which imports only C modules (``_socket``, ``select``; ``_sha256`` when a
 token is configured) beside fast_start and our config:
 
-- It binds and listens as anyio's ``create_tcp_listener`` would (SO_REUSEADDR, IPV6_V6ONLY, the
-  backlog) for a numeric bind it recognises (an IPv4 address, ``::1``, ``::``), then loads the
-  handshake (the client connects meanwhile) and prints the full path's "serving MCP at" line.
+- It binds and listens as anyio's ``create_tcp_listener`` would (SO_REUSEADDR, or
+  SO_EXCLUSIVEADDRUSE on Windows; IPV6_V6ONLY; the backlog) for a numeric bind it recognises
+  (an IPv4 address, ``::1``, ``::``), then loads the handshake (the client connects meanwhile)
+  and prints the full path's "serving MCP at" line.
   Any other bind, a bind that fails, a refusal to word: this module steps aside before binding,
   and the full path serves. A stale ``handshake.json``: it hands the listener over at once.
 - It answers only a perfectly ordinary 2025-era ``initialize``: ``POST /mcp HTTP/1.1``, CRLF
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import os
 
+from ..portable import POLLIN, Doorbell, poller
 from ..protocol.streamable_http.media import accepts_json_and_sse, is_json_content_type
 from .background import Warmer, close_wakeup_pipe, wakeup_pipe
 from .handshake import Handshake
@@ -227,7 +229,11 @@ class FastHttp:
             sock.setblocking(False)
             if self.ipv6:
                 sock.setsockopt(_socket.IPPROTO_IPV6, _socket.IPV6_V6ONLY, 1)
-            sock.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
+            # As anyio: exclusive use where the OS offers it (Windows, where SO_REUSEADDR would let
+            # another socket bind the same port and take our connections); SO_REUSEADDR elsewhere.
+            exclusive = getattr(_socket, "SO_EXCLUSIVEADDRUSE", None)
+            reuse = _socket.SO_REUSEADDR if exclusive is None else exclusive
+            sock.setsockopt(_socket.SOL_SOCKET, reuse, 1)
             sock.bind((self.host, self.port))
             sock.listen(65536)
             self.port = sock.getsockname()[1]
@@ -249,25 +255,25 @@ class FastHttp:
         or a request needs it; then call ``continue_with(built, HandOver)``. ``eager=False``
         (tests only) builds it only when a request needs it, so that the tests know which path
         answers what."""
-        import select
         import time
 
         wakeup = wakeup_pipe()
-        done_read, done_write = os.pipe()
+        done = Doorbell()  # a pipe; a socket pair where only sockets can be waited on (Windows)
+        done_read = done.fd
 
         def warm() -> Built:
             try:
                 return build()
             finally:
-                os.write(done_write, b"!")
+                done.ring()
 
         warmer = Warmer(warm)
-        poller = select.poll()
+        watch = poller()  # select.poll(), or hcmcp/portable.py's stand-in (Windows)
         listener_fd = self.sock.fileno()
-        poller.register(listener_fd, select.POLLIN)
-        poller.register(done_read, select.POLLIN)
+        watch.register(listener_fd, POLLIN)
+        watch.register(done_read, POLLIN)
         if wakeup is not None:
-            poller.register(wakeup[0], select.POLLIN)
+            watch.register(wakeup[0], POLLIN)
         clients: dict[int, _Client] = {}
         warm_at = time.monotonic() + WARM_UP_AFTER if eager else float("inf")
         hand_over = self.handshake is None  # stale: the full path serves every request
@@ -277,12 +283,12 @@ class FastHttp:
                 if warmer.started or not eager
                 else max(0, int((warm_at - time.monotonic()) * 1000) + 1)
             )
-            events = poller.poll(timeout)
+            events = watch.poll(timeout)
             if not warmer.started and (not events or time.monotonic() >= warm_at):
                 warmer.start()
             for fd, _ in events:
                 if fd == listener_fd:
-                    hand_over = not self._accept(poller, clients) or hand_over
+                    hand_over = not self._accept(watch, clients) or hand_over
                 elif fd == done_read:
                     hand_over = True
                 elif wakeup is not None and fd == wakeup[0]:
@@ -294,7 +300,7 @@ class FastHttp:
                 elif fd in clients:
                     outcome = self._serve_client(clients[fd])
                     if outcome is None:
-                        poller.unregister(fd)
+                        watch.unregister(fd)
                         clients.pop(fd).sock.close()
                     elif outcome is False:
                         hand_over = True
@@ -302,8 +308,7 @@ class FastHttp:
                         warmer.start()  # an initialize was answered: build the full server now
         built = warmer.result()
         close_wakeup_pipe(wakeup)
-        os.close(done_read)
-        os.close(done_write)
+        done.close()
         connections = [
             (client.sock.detach(), bytes(client.buffer), client.answered)
             for client in clients.values()
@@ -315,7 +320,6 @@ class FastHttp:
     def _accept(self, poller: select.poll, clients: dict[int, _Client]) -> bool:
         """Accept what is waiting; False when the full path must take over (too many, an error)."""
         import _socket
-        import select
 
         while True:
             try:
@@ -333,7 +337,7 @@ class FastHttp:
             except OSError:
                 pass
             clients[fd] = _Client(sock)
-            poller.register(fd, select.POLLIN)
+            poller.register(fd, POLLIN)
             if len(clients) >= _MAX_CONNECTIONS:
                 return False
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 
+from ..portable import POLL
 from .background import Warmer, close_wakeup_pipe, exit_now, wakeup_pipe, write_all
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs start-up time
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import TypeVar
 
+    from ..portable import InputThread
     from ..protocol.server import Session
     from ..protocol.stdio import LineReader
     from .handshake import Handshake
@@ -75,6 +77,12 @@ def serve(
     eof = False
     warmer = Warmer(build)
     wakeup = wakeup_pipe()
+    # Where stdin cannot be waited on (Windows), one thread reads it for the whole session.
+    thread: InputThread | None = None
+    if not POLL:
+        from ..portable import InputThread
+
+        thread = InputThread(stdin_fd)
     while True:
         end = buffer.find(b"\n")
         if end < 0:
@@ -82,9 +90,12 @@ def serve(
                 if not buffer:
                     exit_now(0)
                 break  # a last line without newline, or a very long one
-            if wakeup is not None:
-                _wait_for_input(stdin_fd, wakeup[0])
-            data = os.read(stdin_fd, 1 << 16)
+            if thread is not None:
+                data = thread.read()
+            else:
+                if wakeup is not None:
+                    _wait_for_input(stdin_fd, wakeup[0])
+                data = os.read(stdin_fd, 1 << 16)
             if data:
                 buffer += data
             else:
@@ -104,7 +115,7 @@ def serve(
     from ..protocol.server import Session
     from ..protocol.stdio import LineReader
 
-    reader = LineReader(stdin_fd)
+    reader = LineReader(stdin_fd, thread)
     reader.buffer = buffer
     reader.eof = eof
     session = Session(

@@ -13,8 +13,8 @@ descriptor the task wants, with the loop's own timeout (the earliest live timer)
 task is. If the task's descriptor is the only one ready, the task goes on without having suspended:
 what the loop would have done, minus the trip. Anything else -- another descriptor ready, the self-pipe,
 a timer due, a busy loop, a loop that is not asyncio's selector loop, too many registrations to poll
-cheaply -- returns False and the caller awaits the loop as usual, which then finds the same readiness
-at once. So it can only make a wait cheaper, never change what happens or in which order: no other
+cheaply, no ``select.poll`` at all (Windows, hcmcp/portable.py) -- returns False and the caller
+awaits the loop as usual, which then finds the same readiness at once. So it can only make a wait cheaper, never change what happens or in which order: no other
 task could have run meanwhile, because none was runnable.
 
 The same state says when a task that serves one client after another must let others go first:
@@ -38,11 +38,18 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
+from ..portable import POLL
+
 _MAX_REGISTERED = 16  # descriptors the loop watches: more and a poll set costs more than the trip
 _MAX_TIMERS = (
     128  # scanned for the earliest live one; more and the loop (which prunes them) goes first
 )
-_READABLE = select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR | select.POLLNVAL
+# poll's flags (none where there is no poll: Windows, where every wait goes through the loop)
+_READABLE = (
+    select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR | select.POLLNVAL
+    if POLL
+    else 0
+)
 _EVENT_READ, _EVENT_WRITE = 1, 2  # selectors.EVENT_READ / EVENT_WRITE (not imported: start-up)
 
 # A reader whose task is busy running what it read (protocol/stdio.py runs a request on the task
@@ -58,6 +65,8 @@ unattended: ContextVar[tuple[int, Callable[[], bool]] | None] = ContextVar(
 def wait_readable_here(loop: Any, fd: int) -> bool:
     """True once ``fd`` is readable (data, EOF or an error), waited for in place; False when the
     caller must await the loop instead (see the module text). Never raises for the loop's sake."""
+    if not POLL:
+        return False
     ready = getattr(loop, "_ready", None)
     scheduled = getattr(loop, "_scheduled", None)
     selector = getattr(loop, "_selector", None)

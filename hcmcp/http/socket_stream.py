@@ -11,6 +11,10 @@ the loop), and ``send`` writes what the kernel takes at once and waits only for 
 
 ``accept`` takes connections from an anyio listener's socket the same way anyio does (TCP_NODELAY
 set, the reader removed when a cancelled accept leaves it behind), without building a transport.
+
+A loop that cannot watch a socket itself (asyncio's proactor loop, Windows' default, has no
+``add_reader``) is asked through ``anyio.wait_readable``/``wait_writable`` instead, which watch it
+from anyio's selector thread: one thread hop per wait there, the same behaviour.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ if (
 class RawSocketStream:
     """One TCP connection, non-blocking, driven by the running asyncio loop."""
 
-    __slots__ = ("_closed", "_eof", "_fd", "_loop", "_sock", "_waiters")
+    __slots__ = ("_closed", "_eof", "_fd", "_loop", "_loop_watches", "_sock", "_waiters")
 
     def __init__(self, sock: socket.socket, loop: asyncio.AbstractEventLoop | None = None) -> None:
         sock.setblocking(False)
@@ -46,10 +50,14 @@ class RawSocketStream:
         self._closed = False
         self._eof = False
         self._waiters: set[asyncio.Future[None]] = set()
+        self._loop_watches = True  # False once the loop refused add_reader (the proactor loop)
 
     async def _wait(self, writable: bool) -> None:
         """Until the socket is readable (or writable), through the loop; ClosedResourceError if it
         is closed meanwhile. (anyio.wait_readable would first spend a loop turn on a checkpoint.)"""
+        if not self._loop_watches:
+            await (anyio.wait_writable if writable else anyio.wait_readable)(self._sock)
+            return
         loop = self._loop
         waiter = loop.create_future()
         add, remove = (
@@ -57,7 +65,12 @@ class RawSocketStream:
             if writable
             else (loop.add_reader, loop.remove_reader)
         )
-        add(self._fd, _wake, waiter)
+        try:
+            add(self._fd, _wake, waiter)
+        except NotImplementedError:  # the proactor loop: anyio's selector thread watches it
+            self._loop_watches = False
+            await self._wait(writable)
+            return
         self._waiters.add(waiter)
         try:
             await waiter
@@ -126,9 +139,12 @@ class RawSocketStream:
         if self._closed:
             return
         self._closed = True
-        loop = self._loop
-        loop.remove_reader(self._fd)
-        loop.remove_writer(self._fd)
+        if self._loop_watches:
+            loop = self._loop
+            loop.remove_reader(self._fd)
+            loop.remove_writer(self._fd)
+        else:  # a task in anyio.wait_readable/wait_writable gets ClosedResourceError
+            anyio.notify_closing(self._sock)
         for waiter in self._waiters:  # a task waiting on it gets ClosedResourceError
             if not waiter.done():
                 waiter.set_exception(anyio.ClosedResourceError())

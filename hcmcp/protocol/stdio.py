@@ -14,7 +14,7 @@ import signal
 import sys
 from typing import cast
 
-from .. import get_logger
+from .. import get_logger, portable
 from ..http.idle_wait import suspends_once, wait_readable_here
 from ..http.idle_wait import unattended as _unattended
 from .jsonrpc import (
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     import anyio.abc
 
     from ..json_types import JsonObject
+    from ..portable import InputThread
 
 log = get_logger("hcmcp.stdio")
 
@@ -80,10 +81,15 @@ class LineReader:
 
     On the loop it waits for the descriptor to become readable and reads what is there: no thread
     hop per line. A descriptor the loop cannot watch (a regular file) is read in a worker thread.
+    Where no pipe can be waited on (Windows: hcmcp/portable.py), one ``InputThread`` reads it for
+    the whole session, the fast path's if it started one.
     """
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, thread: InputThread | None = None) -> None:
         self.fd = fd
+        if thread is None and not portable.POLL:
+            thread = portable.InputThread(fd, _CHUNK)
+        self.thread = thread
         self.buffer = bytearray()
         self.eof = False
         self._discarding = False  # inside an over-long line, until its newline
@@ -135,6 +141,9 @@ class LineReader:
                 return line
             if self.eof:
                 return TOO_LONG if self._discarding else None
+            if self.thread is not None:
+                self._fill(self.thread.read())
+                continue
             if self.wakeup_fd is not None:
                 self._wait_for_input(self.wakeup_fd)
             self._fill(os.read(self.fd, _CHUNK))
@@ -172,6 +181,12 @@ class LineReader:
                 return line
             if self.eof:
                 return TOO_LONG if self._discarding else None
+            if self.thread is not None:
+                data = self.thread.take()
+                if data is None:
+                    return NOT_YET
+                self._fill(data)
+                continue
             if not (self._pollable and _waited_here(self.fd)):  # known to be pollable: in place
                 return NOT_YET
             self._fill(os.read(self.fd, _CHUNK))
@@ -183,7 +198,9 @@ class LineReader:
             line = self.line_now()
             if line is not NOT_YET:
                 return line
-            if self._pollable is not False:
+            if self.thread is not None:
+                self._fill(await self.thread.read_async())
+            elif self._pollable is not False:
                 try:
                     await anyio.wait_readable(self.fd)
                     self._pollable = True
@@ -357,9 +374,8 @@ class _Serving:
             self.writer.write(response)
 
     async def stop_on_sigterm(self) -> None:
-        import anyio
-
-        with anyio.open_signal_receiver(signal.SIGTERM) as signals:
+        """SIGTERM, or Ctrl-Break where there is one (hcmcp/portable.py's STOP_SIGNALS)."""
+        with portable.signal_receiver(*portable.STOP_SIGNALS) as signals:
             async for _ in signals:
                 if self.draining or self.stopping:
                     # a second SIGTERM, or one while draining: the client wants us gone now
@@ -468,13 +484,16 @@ def run_stdio(
     with the first message that needs it (a tools/call, usually). ``reader``/``session``: what
     hcmcp/fast_start/stdio.py already read and answered.
     """
-    signal.signal(signal.SIGTERM, lambda *_: exit_now(0))
+    for number in portable.STOP_SIGNALS:
+        signal.signal(number, lambda *_: exit_now(0))
     reader = reader or LineReader(0)
-    wakeup_read, wakeup_write = os.pipe()
-    os.set_blocking(wakeup_read, False)
-    os.set_blocking(wakeup_write, False)
-    signal.set_wakeup_fd(wakeup_write, warn_on_full_buffer=False)
-    reader.wakeup_fd = wakeup_read
+    wakeup: tuple[int, int] | None = None
+    if portable.SIGNAL_WAKEUP:  # else the reading wakes on a timer (hcmcp/portable.py)
+        wakeup = os.pipe()
+        os.set_blocking(wakeup[0], False)
+        os.set_blocking(wakeup[1], False)
+        signal.set_wakeup_fd(wakeup[1], warn_on_full_buffer=False)
+        reader.wakeup_fd = wakeup[0]
     writer = LineWriter(1)
     session = session or Session()
     while True:
@@ -490,10 +509,11 @@ def run_stdio(
         if response is not None:
             writer.write(response)
     # The event loop watches signals its own way (asyncio sets its own wakeup fd).
-    signal.set_wakeup_fd(-1)
-    reader.wakeup_fd = None
-    os.close(wakeup_read)
-    os.close(wakeup_write)
+    if wakeup is not None:
+        signal.set_wakeup_fd(-1)
+        reader.wakeup_fd = None
+        os.close(wakeup[0])
+        os.close(wakeup[1])
     import anyio
 
     try:

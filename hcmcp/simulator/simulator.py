@@ -348,14 +348,14 @@ def _seed(sim: Simulator, seed: str) -> None:
 async def _serve_until_signal(sim: Simulator, port: int) -> None:
     import signal
 
-    import anyio
+    from hcmcp.portable import STOP_SIGNALS, signal_receiver  # SIGTERM; Ctrl-Break on Windows
 
     async with serve(sim, "127.0.0.1", port):
         print(sim.site_root)
         for name in ("RW_KEY", "RO_KEY", "OTHER_RW_KEY", "OTHER_RO_KEY", "WRONG_KEY"):
             print(f"{name}={getattr(sim, name)}")
         print(flush=True)  # a blank line ends the banner
-        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        with signal_receiver(*STOP_SIGNALS, signal.SIGINT) as signals:
             async for _ in signals:
                 break
 

@@ -242,7 +242,11 @@ class StdioPeer:
             self.listed = {**(self.listed or {}), **listed_output_schemas(message["result"])}
 
     def request(
-        self, method: str, params: dict[str, Any] | None = None, id: Any = None
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        id: Any = None,
+        timeout: float = 10.0,
     ) -> dict[str, Any]:
         if id is None:
             self._next += 1
@@ -251,7 +255,7 @@ class StdioPeer:
         if params is not None:
             message["params"] = params
         self.send(message)
-        return self.read_response(id)
+        return self.read_response(id, timeout)
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
@@ -286,8 +290,13 @@ class StdioPeer:
             raise AssertionError(f"expected the response to {id!r}, got {message}")
 
     def initialize(
-        self, capabilities: dict[str, Any] | None = None, version: str | None = None
+        self,
+        capabilities: dict[str, Any] | None = None,
+        version: str | None = None,
+        timeout: float = 10.0,
     ) -> dict[str, Any]:
+        """initialize (answered within ``timeout`` s: an emulated first run unpacks for minutes),
+        then notifications/initialized; the answer."""
         response = self.request(
             "initialize",
             {
@@ -295,6 +304,7 @@ class StdioPeer:
                 "capabilities": capabilities or {},
                 "clientInfo": {"name": "hcmcp-tests", "version": "1"},
             },
+            timeout=timeout,
         )
         self.notify("notifications/initialized")
         return response
@@ -339,6 +349,20 @@ def modern_meta(
     }
 
 
+# The fourteen tools as tools/list lists them: the nine read tools, then the five write tools.
+READ_TOOLS = [
+    "list_checks",
+    "get_check",
+    "list_pings",
+    "get_ping_body",
+    "list_flips",
+    "list_integrations",
+    "list_badges",
+    "get_status",
+    "get_api_key_info",
+]
+WRITE_TOOLS = ["create_check", "update_check", "pause_check", "resume_check", "delete_check"]
+
 PY = sys.executable
 # the suite's fixtures: without --minimal
 FIXTURE = [
@@ -367,14 +391,16 @@ def cache_env() -> dict[str, str]:
     )
 
 
-def assert_sigterm_exits_promptly(command: list[str], attempts: int = 12) -> None:
+def assert_sigterm_exits_promptly(
+    command: list[str], attempts: int = 12, env: dict[str, str] | None = None
+) -> None:
     """SIGTERM right after an answered initialize, at several moments: each process must exit 0
     within 5 s (a race: a handler still pending when a blocking read began left it in that read)."""
     import signal
     import time
 
     for attempt in range(attempts):
-        with StdioPeer(command) as peer:
+        with StdioPeer(command, env) as peer:
             peer.initialize()
             if attempt % 3 == 1:
                 time.sleep(0.01 * attempt)

@@ -27,6 +27,7 @@ import anyio
 import h11
 from anyio.abc import SocketAttribute
 
+from ...portable import POLL
 from ..socket_stream import RawSocketStream
 
 READ_CHUNK = 64 * 1024
@@ -235,7 +236,9 @@ async def connect_plain(host: str, port: int, loop: Any) -> SocketConnection:
 
 def readable_now(fd: int) -> bool:
     """Whether fd has something to read (data, EOF, or an error) right now, without waiting."""
-    if hasattr(select, "poll"):  # poll has no limit on fd numbers; select does
+    if (
+        POLL
+    ):  # poll has no limit on fd numbers; select does (Windows has no poll: hcmcp/portable.py)
         poller = select.poll()
         poller.register(fd, select.POLLIN | select.POLLPRI)  # HUP and ERR are always reported
         return bool(poller.poll(0))

@@ -21,6 +21,7 @@ import anyio.abc
 from ... import stderr_line
 from ...http.messages import ServerLimits
 from ...http.server.server import HttpServer
+from ...portable import STOP_SIGNALS, signal_receiver
 from ..server import McpServer, Session
 from .tenancy import Tenancy
 from .transport import ENDPOINT, HttpSettings, Routes, StreamableHttp, error_body
@@ -139,7 +140,7 @@ async def serve_http(
             )
         http.adopt(adopted.listener_fd, adopted.connections)
     stopped_by: int | None = None
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+    with signal_receiver(*STOP_SIGNALS, signal.SIGINT) as signals:  # Ctrl-Break too, on Windows
         async with anyio.create_task_group() as tasks:
             await tasks.start(transport.run)
             bound = await tasks.start(http.serve)
