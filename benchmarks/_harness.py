@@ -459,8 +459,8 @@ def common_arguments(parser: Any, default_runs: int = 15) -> None:
     )
     parser.add_argument(
         "--servers",
-        default="hcmcp,mcpserver,fastmcp1",
-        help="comma-separated subset of hcmcp,mcpserver,fastmcp1",
+        default="hcmcp,mcpserver,tssdk,fastmcp1",
+        help="comma-separated subset of hcmcp,mcpserver,tssdk,fastmcp1",
     )
     parser.add_argument(
         "--charts",
@@ -558,7 +558,7 @@ def calls_in_flight(
     return CallStats(latencies, time.perf_counter() - started, errors, first_error)
 
 
-PEER_LABELS = (("mcpserver", "MCPServer"), ("fastmcp1", "FastMCP 1.x"))
+PEER_LABELS = (("mcpserver", "MCPServer"), ("tssdk", "TS SDK"), ("fastmcp1", "FastMCP 1.x"))
 
 
 def add_ratio_notes(

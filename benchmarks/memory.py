@@ -257,8 +257,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--flood-servers",
-        default="hcmcp,mcpserver",
-        help="servers to flood (default hcmcp,mcpserver)",
+        default="hcmcp,mcpserver,tssdk",
+        help="servers to flood (default hcmcp,mcpserver,tssdk)",
     )
     args = parser.parse_args(argv)
     allow_install = not args.no_install

@@ -1,6 +1,6 @@
 """Start-up over stdio: spawn -> initialize reply, spawn -> tools/list reply.
 
-    python -m benchmarks.startup [--quick] [--runs N] [--servers hcmcp,mcpserver,fastmcp1]
+    python -m benchmarks.startup [--quick] [--runs N] [--servers hcmcp,mcpserver,tssdk,fastmcp1]
 
 The floor is a bare `python -c pass` (spawn -> exit). Runs are interleaved round-robin
 across the servers after one discarded warm-up each, so a noisy moment on the machine
@@ -19,6 +19,7 @@ import time
 
 from benchmarks._charts import bars, charts_dir, draw
 from benchmarks._harness import (
+    PEER_LABELS,
     PYTHON,
     ServerGone,
     Table,
@@ -277,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
                         TARGET_DEMO,
                     )
                 )
-        for key, label in (("mcpserver", "MCPServer"), ("fastmcp1", "FastMCP 1.x")):
+        for key, label in PEER_LABELS:
             if key in medians:
                 if key == "mcpserver":
                     table.note(
