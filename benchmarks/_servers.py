@@ -21,7 +21,6 @@ from benchmarks._harness import PYTHON, REPO, ServerGone, StdioServer
 
 # The SDK peers and their cached venvs are conformance's (it replays the transcripts against
 # them); the benchmarks use the same ones. ensure_venv is re-exported for memory.py.
-from conformance.suite import run as suite
 from conformance.sdk_peers import (  # noqa: F401
     FASTMCP1_LABEL,
     INSTALL_TIMEOUT,
@@ -31,6 +30,9 @@ from conformance.sdk_peers import (  # noqa: F401
     fastmcp1_argv,
     mcpserver_argv,
 )
+
+# Node 22 and the TS SDK: .ci/node.sh installs them for the conformance suite and the TS client.
+from conformance.suite import run as suite
 
 
 @dataclass
