@@ -27,7 +27,7 @@ CASES = {
         ["Fairness over Streamable HTTP"],
     ),
     "startup": (
-        [*TINY, "--servers", "hcmcp,mcpserver"],
+        [*TINY, "--servers", "hcmcp,mcpserver,tssdk"],
         ["Start-up over stdio", "Heaviest imports"],
     ),
     "latency": (
@@ -51,8 +51,12 @@ CASES = {
         ["RSS after start-up", "Flooded instance", "Installed size"],
     ),
     "scaling": ([*TINY, "--sizes", "30"], ["list_checks against projects"]),
+    "list_decode": (
+        [*TINY, "--sizes", "30"],
+        ["Decoding the checks/ answer", "Whole list_checks call over stdio"],
+    ),
     "http": (
-        [*TINY, "--servers", "hcmcp,mcpserver", "--calls", "5"],
+        [*TINY, "--servers", "hcmcp,mcpserver,tssdk", "--calls", "5"],
         [
             "Start-up over Streamable HTTP",
             "Tool calls over Streamable HTTP",
@@ -132,6 +136,10 @@ def test_startup_rows_hold_numbers_for_each_server() -> None:
         assert label in rows, f"no {label} row:\n{result.stdout}"
         assert re.fullmatch(r"\d+\.\d ms", rows[label][1]), rows[label]
         assert rows[label][4] == "14", f"{label} listed {rows[label][4]} tools, not 14"
+    # The TS SDK peer runs where .ci/node.sh has installed it (--no-install installs nothing).
+    ts = [row for label, row in rows.items() if label.startswith("TS SDK")]
+    assert len(ts) == 1, f"no TS SDK row:\n{result.stdout}"
+    assert ts[0][1].startswith("not run:") or ts[0][4] == "14", ts[0]
 
 
 def test_latency_reports_the_floor_and_each_servers_overhead_against_the_target() -> None:
