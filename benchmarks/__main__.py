@@ -1,6 +1,7 @@
 """Run the benchmarks and print each table: `python -m benchmarks [--quick] [names...]`.
 
-Names: startup, latency, memory, scaling, http, fairness, profile, stages, operating (default: all, in that order). Each is also a
+Names: startup, latency, memory, scaling, list_decode, http, fairness, profile, stages, operating
+(default: all, in that order). Each is also a
 program of its own (`python -m benchmarks.startup --help`) with more options.
 """
 
@@ -21,6 +22,7 @@ NAMES = (
     "latency",
     "memory",
     "scaling",
+    "list_decode",
     "http",
     "fairness",
     "profile",
@@ -57,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     print(f"- command: `{command}`")
     print(f"- hcmcp at commit {_commit()}")
+    print(f"- versions: {_versions()}")
     # Other work on the machine moves every number; the load average says how much there was.
     print(f"- load average at start: {_load()}\n", flush=True)
     for name in args.names or NAMES:
@@ -99,6 +102,29 @@ def _commit() -> str:
         return "unknown (no git)"
     return found.stdout.strip() + (
         f" with uncommitted changes in {', '.join(dirty)}" if dirty else ""
+    )
+
+
+def _versions() -> str:
+    """hcmcp's and its runtime dependencies', and the peers' SDKs (their pins)."""
+    from importlib import metadata
+
+    from benchmarks._servers import TSSDK_VERSION
+    from conformance.suite import run as suite
+
+    def version(name: str) -> str:
+        try:
+            return metadata.version(name)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+
+    pins = suite.read_pins()
+    ours = ", ".join(
+        f"{name} {version(name)}" for name in ("hcmcp", "anyio", "h11", "orjson", "msgspec")
+    )
+    return (
+        f"{ours}; peers: mcp {version('mcp')} (MCPServer), mcp 1.30.0 (FastMCP 1.x, its own venv), "
+        f"@modelcontextprotocol/sdk {TSSDK_VERSION} on Node {pins['NODE_PACKAGE'].rpartition('@')[2]}"
     )
 
 

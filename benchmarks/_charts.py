@@ -13,7 +13,13 @@ from typing import Any
 from benchmarks._harness import REPO
 
 DEFAULT_DIR = REPO / "benchmarks"
-COLOURS = {"hcmcp": "#2b7bb9", "MCPServer": "#d95f02", "FastMCP": "#7570b3", "floor": "#555555"}
+COLOURS = {
+    "hcmcp": "#2b7bb9",
+    "MCPServer": "#d95f02",
+    "TS SDK": "#1b9e77",
+    "FastMCP": "#7570b3",
+    "floor": "#555555",
+}
 
 
 def charts_dir(args: Any) -> Path | None:

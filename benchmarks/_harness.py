@@ -14,6 +14,7 @@ import json
 import math
 import os
 import queue
+import select
 import statistics
 import subprocess
 import sys
@@ -53,10 +54,39 @@ def stop(proc: subprocess.Popen, grace: float = 3.0) -> None:
             break
         step()
         try:
-            proc.wait(timeout=grace)
+            exit_seen_at(proc, grace)
         except subprocess.TimeoutExpired:
             continue
     _live.discard(proc)
+
+
+def exit_seen_at(proc: subprocess.Popen, timeout: float | None = None) -> float:
+    """Block until `proc` exits and return `time.perf_counter()` at the moment the exit was seen;
+    raise subprocess.TimeoutExpired after `timeout` seconds (None: no limit). The child is reaped.
+
+    Never `Popen.wait(timeout=...)`: CPython polls there with sleeps that double from 1 ms to
+    50 ms, so an exit is seen only at the next step (about 1, 3, 7, 15 or 31 ms after the wait
+    began): the bare-interpreter floor in RESULTS.md sat on the 15 ms step. A
+    pidfd (Linux 5.3+) becomes readable the instant the child exits, and poll() wakes then; where
+    there is no pidfd, a blocking waitpid (no timeout) is just as exact.
+    """
+    if proc.returncode is not None:
+        return time.perf_counter()
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # no pidfd here: a blocking wait, exact but unbounded
+        proc.wait()
+        return time.perf_counter()
+    try:
+        watch = select.poll()
+        watch.register(pidfd, select.POLLIN)
+        if not watch.poll(None if timeout is None else max(0, math.ceil(timeout * 1000))):
+            raise subprocess.TimeoutExpired(proc.args, timeout or 0)
+        seen = time.perf_counter()
+    finally:
+        os.close(pidfd)
+    proc.wait()  # it has exited: this reaps it without sleeping
+    return seen
 
 
 def spawn(
@@ -429,8 +459,8 @@ def common_arguments(parser: Any, default_runs: int = 15) -> None:
     )
     parser.add_argument(
         "--servers",
-        default="hcmcp,mcpserver,fastmcp1",
-        help="comma-separated subset of hcmcp,mcpserver,fastmcp1",
+        default="hcmcp,mcpserver,tssdk,fastmcp1",
+        help="comma-separated subset of hcmcp,mcpserver,tssdk,fastmcp1",
     )
     parser.add_argument(
         "--charts",
@@ -528,7 +558,7 @@ def calls_in_flight(
     return CallStats(latencies, time.perf_counter() - started, errors, first_error)
 
 
-PEER_LABELS = (("mcpserver", "MCPServer"), ("fastmcp1", "FastMCP 1.x"))
+PEER_LABELS = (("mcpserver", "MCPServer"), ("tssdk", "TS SDK"), ("fastmcp1", "FastMCP 1.x"))
 
 
 def add_ratio_notes(

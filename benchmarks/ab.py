@@ -31,6 +31,8 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks._harness import exit_seen_at
+
 CHECK = "13ea1137-3170-5c05-a318-2f655c94fccc"  # a fixed id of the demo instance
 INIT = {
     "jsonrpc": "2.0",
@@ -80,7 +82,7 @@ def startup_stdio(venv: Path) -> float:
     line = proc.stdout.readline()
     took = time.perf_counter() - started
     proc.stdin.close()
-    proc.wait(timeout=20)
+    exit_seen_at(proc, 20)
     assert b'"protocolVersion"' in line, line
     return took
 
@@ -137,7 +139,7 @@ def startup_http(venv: Path) -> float:
         return took
     finally:
         proc.terminate()
-        proc.wait(timeout=20)
+        exit_seen_at(proc, 20)
 
 
 def _call(ident: int) -> dict:
@@ -167,7 +169,7 @@ def calls_stdio(venv: Path, calls: int) -> float:
             times.append(time.perf_counter() - started)
         assert b'"isError":false' in line or b'"structuredContent"' in line, line[:300]
     send.close()
-    proc.wait(timeout=20)
+    exit_seen_at(proc, 20)
     return statistics.median(times)
 
 
@@ -189,7 +191,7 @@ def calls_http(venv: Path, calls: int) -> float:
         return statistics.median(times)
     finally:
         proc.terminate()
-        proc.wait(timeout=20)
+        exit_seen_at(proc, 20)
 
 
 def throughput_http(venv: Path, seconds: float) -> float:
@@ -206,7 +208,7 @@ def throughput_http(venv: Path, seconds: float) -> float:
         return stats.per_second
     finally:
         proc.terminate()
-        proc.wait(timeout=20)
+        exit_seen_at(proc, 20)
 
 
 def main(argv: list[str] | None = None) -> int:

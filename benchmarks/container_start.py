@@ -21,6 +21,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks._harness import exit_seen_at
+
 ROOT = Path(__file__).resolve().parent.parent
 PODMAN = ["podman", "--runtime", "runc", "--cgroup-manager=cgroupfs"]
 FLAGS = [
@@ -66,7 +68,7 @@ def once(argv: list[str], env: dict[str, str] | None = None) -> float:
     if b'"serverInfo"' not in line:
         raise SystemExit(f"no initialize reply from {argv[0]}: {line[:200]!r}")
     proc.stdin.close()
-    proc.wait(30)
+    exit_seen_at(proc, 30)
     return took
 
 

@@ -1,6 +1,6 @@
 """Tool-call latency, per-call overhead and throughput over stdio, against one simulated instance.
 
-    python -m benchmarks.latency [--quick] [--calls N] [--servers hcmcp,mcpserver,fastmcp1]
+    python -m benchmarks.latency [--quick] [--calls N] [--servers hcmcp,mcpserver,tssdk,fastmcp1]
 
 For list_checks and get_check: p50/p99 of N sequential calls (default 1000), then calls/s
 with 16 requests in flight. Every server talks to the same simulator (seed `demo`), so

@@ -34,7 +34,7 @@ from benchmarks._harness import (
     runs_from,
     server_env,
 )
-from benchmarks._servers import ServerSpec, ensure_venv, selected
+from benchmarks._servers import ServerSpec, ensure_venv, selected, tssdk_argv
 from benchmarks._upstream import CountingRelay, Simulator, SimulatorFailed, simulator
 from benchmarks.latency import first_check_uuid
 
@@ -238,6 +238,23 @@ def installed_sizes(allow_install: bool) -> Table:
                 mib(sizes[name] / 1024),
                 ratio(sizes[name], sizes.get("core")),
             )
+    # The TS SDK peer's node_modules (the SDK and its dependencies; Node itself, ~120 MB, apart).
+    argv, why = tssdk_argv(allow_install)
+    if argv is None:
+        table.add(
+            "TS SDK node_modules",
+            "@modelcontextprotocol/sdk and its dependencies",
+            not_run(why),
+            "",
+        )
+    else:
+        modules = _tree_size(Path(argv[-1]) / "node_modules")
+        table.add(
+            f"{argv[-1].replace(str(Path.home()), '~', 1)}/node_modules",
+            "@modelcontextprotocol/sdk and its dependencies (Node itself not counted)",
+            mib(modules / 1024),
+            ratio(modules, sizes.get("core")),
+        )
     own = sum(_tree_size(p) for p in (REPO / "hcmcp").rglob("*.py"))
     table.note(
         f"hcmcp's own code adds {own / 1024:.0f} KiB of .py files on top of its dependencies."
@@ -257,8 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--flood-servers",
-        default="hcmcp,mcpserver",
-        help="servers to flood (default hcmcp,mcpserver)",
+        default="hcmcp,mcpserver,tssdk",
+        help="servers to flood (default hcmcp,mcpserver,tssdk)",
     )
     args = parser.parse_args(argv)
     allow_install = not args.no_install

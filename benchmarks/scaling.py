@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         prog="python -m benchmarks.scaling", description=__doc__.splitlines()[0]
     )
     common_arguments(parser)
-    parser.set_defaults(servers="hcmcp,mcpserver")
+    parser.set_defaults(servers="hcmcp,mcpserver,tssdk")
     parser.add_argument(
         "--sizes", help="comma-separated check counts (default 10,1000,10000; --quick 10,100)"
     )

@@ -1,6 +1,6 @@
 """Start-up over stdio: spawn -> initialize reply, spawn -> tools/list reply.
 
-    python -m benchmarks.startup [--quick] [--runs N] [--servers hcmcp,mcpserver,fastmcp1]
+    python -m benchmarks.startup [--quick] [--runs N] [--servers hcmcp,mcpserver,tssdk,fastmcp1]
 
 The floor is a bare `python -c pass` (spawn -> exit). Runs are interleaved round-robin
 across the servers after one discarded warm-up each, so a noisy moment on the machine
@@ -19,10 +19,12 @@ import time
 
 from benchmarks._charts import bars, charts_dir, draw
 from benchmarks._harness import (
+    PEER_LABELS,
     PYTHON,
     ServerGone,
     Table,
     common_arguments,
+    exit_seen_at,
     exit_status,
     failed,
     median,
@@ -53,14 +55,16 @@ DEPS_FLOOR = "import anyio, h11, orjson, msgspec"
 
 
 def time_exit(argv: list[str]) -> float:
-    """Spawn -> exit of a process that does nothing interesting."""
+    """Spawn -> exit of a process that does nothing interesting, the exit seen through a pidfd
+    (exit_seen_at), never by polling: Popen.wait(timeout=) put the floor on its 15 ms step."""
     started = time.perf_counter()
     proc = spawn(
         argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
-    proc.wait(timeout=30)
-    elapsed = time.perf_counter() - started
-    stop(proc)
+    try:
+        elapsed = exit_seen_at(proc, 30) - started
+    finally:
+        stop(proc)
     return elapsed
 
 
@@ -274,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
                         TARGET_DEMO,
                     )
                 )
-        for key, label in (("mcpserver", "MCPServer"), ("fastmcp1", "FastMCP 1.x")):
+        for key, label in PEER_LABELS:
             if key in medians:
                 if key == "mcpserver":
                     table.note(

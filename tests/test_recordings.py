@@ -337,12 +337,12 @@ def test_the_comparison_catches_a_difference():
 
 
 def test_checks_decoded_in_one_typed_pass_equal_the_tolerant_path_on_every_recorded_answer():
-    """api.list_checks and get_check decode the answer straight into Checks (models.checks_from_json,
-    check_from_json) and fall back to decoding JSON and converting entry by entry (entries_of,
-    check_of): on every recorded 200 answer, the two must give the same checks, or the typed pass
-    must step aside."""
+    """api.list_checks and get_check decode the answer straight into CheckHeads and Checks
+    (models.checks_from_json, check_from_json) and fall back to decoding JSON and converting entry
+    by entry (entries_of, check_of): on every recorded 200 answer, the two must give the same
+    checks, or the typed pass must step aside."""
     from hcmcp.healthchecks.models import (
-        Check,
+        CheckHead,
         check_from_json,
         check_of,
         checks_from_json,
@@ -360,7 +360,7 @@ def test_checks_decoded_in_one_typed_pass_equal_the_tolerant_path_on_every_recor
         document = case["body"]
         if isinstance(document, dict) and isinstance(document.get("checks"), list):
             typed = checks_from_json(body)
-            tolerant = entries_of(document, "checks", Check)
+            tolerant = entries_of(document, "checks", CheckHead)
             assert typed is None or (typed.items, typed.malformed) == (
                 tolerant.items,
                 tolerant.malformed,

@@ -50,8 +50,10 @@ from .errors import (
 # Non-2xx answers are judged by judging.Judge, which the API holds.
 from .judging import KEY_SETUP, Judge
 from .models import (
+    AnyCheck,
     Badge,
     Check,
+    CheckHead,
     Flip,
     Integration,
     KeyKind,
@@ -170,14 +172,16 @@ class HealthchecksApi:
 
     async def list_checks(
         self, tags: list[str] | None = None, slug: str | None = None
-    ) -> Listing[Check]:
+    ) -> Listing[CheckHead]:
+        """The project's checks (or the instance's tag/slug selection), each decoded only as far
+        as a listing needs: CheckHead's fields. get_check has the rest."""
         query = [("tag", tag) for tag in tags or ()]
         if slug:
             query.append(("slug", slug))
         response = await self._send(LIST_CHECKS, query=query)
         listing = checks_from_json(response.body)  # one typed pass when the answer is as expected
         if listing is None:
-            listing = entries_of(self._document(response, LIST_CHECKS), "checks", Check)
+            listing = entries_of(self._document(response, LIST_CHECKS), "checks", CheckHead)
         if self.api_version == 1:
             listing.items = [self._as_v3(check) for check in listing.items]
         self._learn_from_checks(listing.items)
@@ -331,7 +335,7 @@ class HealthchecksApi:
             )
         return ident
 
-    def _learn_from_checks(self, checks: list[Check]) -> None:
+    def _learn_from_checks(self, checks: list[Check] | list[CheckHead]) -> None:
         for check in checks:
             if isinstance(check.uuid, str):
                 self._key_read_write = True
@@ -426,7 +430,7 @@ class HealthchecksApi:
             ) from None
         return self._as_v3(check)
 
-    def _as_v3(self, check: Check) -> Check:
+    def _as_v3(self, check: AnyCheck) -> AnyCheck:
         """A check of an API v1 instance in v3's shape (versions.as_v3); any other as it is."""
         if self.api_version == 1:
             from .versions import as_v3

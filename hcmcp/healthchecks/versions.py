@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from ..http.client.types import HttpResponse
     from .api import HealthchecksApi
     from .endpoints import Endpoint
-    from .models import Check
+    from .models import AnyCheck
 
 VERSIONS = (3, 2, 1)
 PROVES_ROUTES = frozenset({400, 401, 403, 405, 409})  # answers only an API view gives
@@ -107,7 +107,7 @@ async def _probe(api: HealthchecksApi, probe: Endpoint, version: int) -> int | N
     return response.status
 
 
-def as_v3(check: Check, now: float | None = None) -> Check:
+def as_v3(check: AnyCheck, now: float | None = None) -> AnyCheck:
     """A v1 check with ``status: "started"`` as v3 reports it: the status without the run,
     ``started: true``.
 

@@ -19,7 +19,7 @@ from ..healthchecks.api import (
 )
 from ..healthchecks.endpoints import PING_BODY_CEILING
 from ..healthchecks.errors import ResponseTooLarge
-from ..healthchecks.models import Check, Listing
+from ..healthchecks.models import CheckHead, Listing
 from ..protocol.tool import Annotations, AnyTool, Tool, ToolError
 from .present import present_body
 from .shaping import (
@@ -220,7 +220,7 @@ class ListChecksResult(Untrusted, kw_only=True):
     note: str | None = None
 
 
-def summary_of(check: Check) -> CheckSummary:
+def summary_of(check: CheckHead) -> CheckSummary:
     return CheckSummary(
         uuid=check.uuid,
         unique_key=check.unique_key,
@@ -251,7 +251,7 @@ def _list_checks(api: HealthchecksApi) -> AnyTool:
             if filtered and oversized:
                 # skip the doomed whole-list fetch
                 raise ResponseTooLarge(None, "known from an earlier call")
-            listing: Listing[Check] = await api.list_checks()
+            listing: Listing[CheckHead] = await api.list_checks()
         except ResponseTooLarge:
             oversized.append(True)
             if not filtered:
