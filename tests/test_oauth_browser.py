@@ -1,0 +1,156 @@
+"""A person signs in through a real browser (issue 32): Debian's chromium, headless, driven by
+chromedriver (tests/support/browser.py), against `hcmcp --http` with HEALTHCHECKS_KEY_SOURCE=oauth in
+front of the simulator.
+
+The browser opens the authorization URL a client would send it to, the test types a key and presses
+Allow, and the browser lands on a loopback callback (a tiny HTTP server here on 127.0.0.1) with the
+code and the state; the test then exchanges the code and lists that key's checks over MCP. A second
+run with another project's key sees only that project. Also: Deny lands with error=access_denied; a
+wrong key shows the error line and is nowhere in the page; an attacker-chosen client name is shown
+as text, never run; a page that frames the sign-in page gets an empty frame.
+
+HCMCP_OAUTH_SCREENSHOT=PATH writes the sign-in page's screenshot there (docs/oauth-sign-in.png is one;
+CI leaves it unset so the tree stays clean).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from support.browser import Browser
+from support.oauth import (
+    authorization,
+    callback_server,
+    check_names,
+    exchange,
+    request,
+    serve_oauth,
+)
+
+PROJECT_A = {"Backups", "DB dump", "Weekly report", "Legacy cron", "Keyword job"}
+PROJECT_B = {"Project B's check"}
+
+
+@pytest.fixture(scope="module")
+def browser():
+    with Browser.start() as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def server(simulator, browser):
+    with serve_oauth(simulator.url) as served:
+        yield served
+        assert served.stop() == 0
+
+
+@pytest.fixture(scope="module")
+def callback():
+    with callback_server() as caught:
+        yield caught
+
+
+def public(server) -> str:
+    return f"http://127.0.0.1:{server.port}"
+
+
+def open_sign_in(browser, server, callback, name: str = "Example connector"):
+    auth = authorization(public(server), server.port, callback.url, name)
+    browser.get(auth.url)
+    browser.wait_for(lambda: browser.find_all("#key"), what="the sign-in form")
+    return auth
+
+
+def landed(browser, callback) -> dict[str, str]:
+    browser.wait_for(lambda: browser.url.startswith(callback.url), what="the callback")
+    return callback.next()
+
+
+def test_a_person_signs_in_and_the_client_sees_only_that_keys_project(
+    browser, server, callback, simulator
+):
+    seen = {}
+    for key, project in (("RW_KEY", PROJECT_A), ("OTHER_RW_KEY", PROJECT_B)):
+        auth = open_sign_in(browser, server, callback)
+        # the page names the client, where it sends the person back, and the instance
+        assert browser.find("#client-name").text == "Example connector"
+        assert browser.find("#redirect-host").text == urlsplit(callback.url).netloc
+        assert browser.find("#instance").text == simulator.url
+        assert browser.find("#key").attribute("type") == "password"
+        assert "read-only" in browser.source and "Deleting a check still asks you" in browser.source
+        if key == "RW_KEY" and os.environ.get("HCMCP_OAUTH_SCREENSHOT"):
+            browser.resize(820, 1000)
+            Path(os.environ["HCMCP_OAUTH_SCREENSHOT"]).write_bytes(browser.screenshot())
+        browser.find("#key").type(simulator.keys[key])
+        browser.find("#approve").click()
+        answer = landed(browser, callback)
+        assert answer.keys() >= {"code", "state"} and "error" not in answer, answer
+        assert answer["state"] == auth.state
+        assert answer.get("iss") == public(server)
+        tokens = exchange(server.port, auth, answer["code"])
+        seen[key] = check_names(server.port, tokens["access_token"])
+        assert seen[key] == project, (key, seen[key])
+        assert simulator.keys[key] not in browser.source
+    assert not seen["RW_KEY"] & seen["OTHER_RW_KEY"]
+
+
+def test_deny_lands_on_the_callback_with_access_denied(browser, server, callback):
+    auth = open_sign_in(browser, server, callback)
+    browser.find("#deny").click()
+    answer = landed(browser, callback)
+    assert answer.get("error") == "access_denied" and "code" not in answer, answer
+    assert answer["state"] == auth.state
+
+
+def test_a_wrong_key_shows_the_error_line_and_is_never_echoed(browser, server, callback, simulator):
+    auth = open_sign_in(browser, server, callback)
+    wrong = simulator.keys["WRONG_KEY"]
+    browser.find("#key").type(wrong)
+    browser.find("#approve").click()
+    browser.wait_for(lambda: browser.find_all("#error"), what="the error line")
+    assert browser.find("#error").text.strip()
+    assert wrong not in browser.source
+    assert browser.find("#key").attribute("value") in (None, "")
+    assert callback.hits.empty(), "a refused key reached the callback"
+    # the same request goes on: the right key now lands with a code
+    browser.find("#key").type(simulator.keys["RO_KEY"])
+    browser.find("#approve").click()
+    answer = landed(browser, callback)
+    assert answer["state"] == auth.state and "code" in answer, answer
+    tokens = exchange(server.port, auth, answer["code"])
+    assert check_names(server.port, tokens["access_token"]) == PROJECT_A
+
+
+def test_an_attacker_chosen_client_name_is_shown_as_text_never_run(browser, server, callback):
+    name = '<img src=x id=planted><script id=planted2>document.title="owned"</script>"\'&'
+    open_sign_in(browser, server, callback, name)
+    assert browser.find("#client-name").text == name
+    assert browser.find_all("script") == [] and browser.find_all("#planted, #planted2") == []
+    assert "owned" not in browser.command("GET", "/title")
+    assert "&lt;script" in browser.source
+
+
+def test_the_sign_in_page_refuses_to_be_framed(browser, server, callback):
+    auth = authorization(public(server), server.port, callback.url, "framer")
+    status, headers, _ = request(server.port, "GET", auth.path)
+    assert status == 200
+    assert headers["x-frame-options"] == "DENY"
+    assert "frame-ancestors 'none'" in headers["content-security-policy"]
+    assert "script-src" not in headers["content-security-policy"] or (
+        "'unsafe-inline'" not in headers["content-security-policy"]
+    )
+    callback.pages["/frame"] = (
+        f'<!doctype html><title>framer</title><iframe id=f src="{auth.url}" width=600 height=400>'
+        "</iframe>"
+    ).encode()
+    browser.get(callback.url.replace("/callback", "/frame"))
+    frame = browser.find("#f")
+    browser.into_frame(frame)
+    try:
+        assert browser.find_all("#key") == [] and browser.find_all("form") == []
+    finally:
+        browser.out_of_frame()

@@ -1,0 +1,153 @@
+"""Two `hcmcp --http` replicas with HEALTHCHECKS_KEY_SOURCE=oauth behind a real nginx over TLS,
+configured by exactly the block under the `hcmcp-oauth-nginx-config` marker in docs/oauth.md (only the
+replica addresses, the listen port, the certificate and the log path replaced; the certificate is
+signed by a throw-away CA made with the openssl CLI). The replicas share HEALTHCHECKS_STATE_KEY and
+HEALTHCHECKS_HTTP_PUBLIC_URL (nginx's https origin).
+
+A client registers, the sign-in form is fetched and posted, the code exchanged and the token used,
+all through nginx, which sends the stateless requests round-robin: nginx's access log
+($upstream_addr) shows that both replicas served, and that a token issued by one replica was
+accepted by the other. The refresh token rotates across replicas too. Then the same token, sent to
+each replica directly, is accepted by both; a replica with another state key accepts none of it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import ssl
+from pathlib import Path
+
+import pytest
+
+from deploy_support import make_pki
+from support.nginx import documented_block, free_port, nginx
+from support.oauth import (
+    approve_by_form,
+    authorization,
+    call_tool,
+    check_names,
+    exchange,
+    refresh,
+    serve_oauth,
+)
+from system_servers import require
+
+MARKER = "<!-- hcmcp-oauth-nginx-config:"
+# What the documented block names, and how often: the test replaces these and nothing else.
+PLACEHOLDERS = {
+    "server hcmcp-1:8000;": 2,
+    "server hcmcp-2:8000;": 2,
+    "listen 443 ssl;": 1,
+    "/etc/letsencrypt/live/mcp.example.com/fullchain.pem": 1,
+    "/etc/letsencrypt/live/mcp.example.com/privkey.pem": 1,
+    "/var/log/nginx/hcmcp-oauth.access.log": 1,
+}
+PROJECT_A = {"Backups", "DB dump", "Weekly report", "Legacy cron", "Keyword job"}
+CALLBACK = "http://127.0.0.1:9/callback"  # never followed: the test reads the redirect's Location
+NOBODY = 65534
+
+
+@pytest.fixture(scope="module", autouse=True)
+def nginx_binary() -> str:
+    """nginx on PATH, first of all (before any replica starts): else one skip line, or a failure under CI=true."""
+    return require("nginx", apt="nginx")
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    made = make_pki(tmp_path_factory.mktemp("pki"))
+    made.pair = made.leaf("nginx", "IP:127.0.0.1,DNS:localhost")
+    return made
+
+
+def localised(config: str, replicas: list[int], port: int, folder: Path, log: Path, pki) -> str:
+    for placeholder, count in PLACEHOLDERS.items():
+        assert config.count(placeholder) == count, (
+            f"docs/oauth.md's nginx block: expected {placeholder!r} x{count}"
+        )
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    shutil.copy(pki.pair[0], cert)
+    shutil.copy(pki.pair[1], key)
+    if os.geteuid() == 0:  # nginx runs as nobody
+        for each in (cert, key):
+            os.chown(each, NOBODY, NOBODY)
+    config = config.replace("server hcmcp-1:8000;", f"server 127.0.0.1:{replicas[0]};")
+    config = config.replace("server hcmcp-2:8000;", f"server 127.0.0.1:{replicas[1]};")
+    config = config.replace("listen 443 ssl;", f"listen 127.0.0.1:{port} ssl;")
+    config = config.replace("/etc/letsencrypt/live/mcp.example.com/fullchain.pem", str(cert))
+    config = config.replace("/etc/letsencrypt/live/mcp.example.com/privkey.pem", str(key))
+    config = config.replace("/var/log/nginx/hcmcp-oauth.access.log", str(log))
+    assert "hcmcp-1" not in config and "hcmcp-2" not in config
+    return config
+
+
+def test_a_token_issued_by_one_replica_is_accepted_by_the_other(simulator, nginx_binary, pki):
+    port = free_port()
+    public = f"https://127.0.0.1:{port}"
+    tls = ssl.create_default_context(cafile=str(pki.ca))
+    block = documented_block("oauth.md", MARKER)
+    with (
+        serve_oauth(simulator.url, public_url=public) as one,
+        serve_oauth(simulator.url, public_url=public) as two,
+    ):
+        replicas = [one.port, two.port]
+        with nginx(
+            nginx_binary,
+            lambda folder, log: localised(block, replicas, port, folder, log, pki),
+            port,
+        ) as proxy:
+            auth = authorization(public, port, CALLBACK, "replica test", tls)
+            answer = approve_by_form(port, auth, simulator.keys["RW_KEY"], tls)
+            assert answer.get("state") == auth.state and "code" in answer, answer
+            tokens = exchange(port, auth, answer["code"], tls)
+            for _ in range(4):  # round-robin: two on each replica
+                assert check_names(port, tokens["access_token"], tls) == PROJECT_A
+            status, renewed = refresh(port, auth, tokens["refresh_token"], tls)
+            assert status == 200, renewed
+            for _ in range(2):
+                assert check_names(port, renewed["access_token"], tls) == PROJECT_A
+            # the refresh token given up is refused, whichever replica it reaches
+            for _ in range(2):
+                status, again = refresh(port, auth, tokens["refresh_token"], tls)
+                assert (status, again.get("error")) == (400, "invalid_grant"), again
+        # each replica directly: both accept the token, neither needs the other
+        for served in (one, two):
+            assert check_names(served.port, renewed["access_token"]) == PROJECT_A
+        assert one.stop() == 0 and two.stop() == 0
+
+    upstreams = {f"127.0.0.1:{p}" for p in replicas}
+    served_mcp = [line for line in proxy.log if line["request"] == "POST /mcp"]
+    assert len(served_mcp) == 6 and all(line["status"] == "200" for line in served_mcp), proxy.log
+    assert {line["upstream"] for line in served_mcp} == upstreams, served_mcp
+    issued = [line for line in proxy.log if line["request"] == "POST /oauth/token"]
+    assert issued[0]["status"] == "200", issued
+    other = (upstreams - {issued[0]["upstream"]}).pop()
+    # the access token from the first /oauth/token answer, accepted by the replica that did not issue it
+    assert any(line["upstream"] == other for line in served_mcp[:4]), proxy.log
+    # every OAuth step was served by the replicas between them, and both took part
+    oauth = [line for line in proxy.log if line["request"].split()[1].startswith("/oauth/")]
+    assert {line["upstream"] for line in oauth} == upstreams, oauth
+    # nothing secret in nginx's log
+    text = repr(proxy.log)
+    for secret in (tokens["access_token"], tokens["refresh_token"], answer["code"]):
+        assert secret not in text
+
+
+def test_a_replica_with_another_state_key_accepts_none_of_the_tokens(simulator):
+    with serve_oauth(simulator.url) as issuer:
+        public = f"http://127.0.0.1:{issuer.port}"
+        # the same public origin (so the same resource), another state key
+        stranger = serve_oauth(simulator.url, state_key="another-" + "ab" * 24, public_url=public)
+        auth = authorization(public, issuer.port, CALLBACK, "stranger test")
+        answer = approve_by_form(issuer.port, auth, simulator.keys["RW_KEY"])
+        tokens = exchange(issuer.port, auth, answer["code"])
+        with stranger:
+            status, head, _ = call_tool(stranger.port, tokens["access_token"])
+            assert status == 401 and head["www-authenticate"].startswith("Bearer "), head
+            assert 'error="invalid_token"' in head["www-authenticate"], head
+            status, refused = refresh(stranger.port, auth, tokens["refresh_token"])
+            assert (status, refused.get("error")) == (400, "invalid_grant"), refused
+            assert stranger.stop() == 0
+        assert check_names(issuer.port, tokens["access_token"]) == PROJECT_A
+        assert issuer.stop() == 0
