@@ -26,11 +26,9 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAu
 
 from support import ROOT
 from support.browser import Browser
-from support.oauth import callback_server, serve_oauth, sign_in, token
+from support.oauth import callback_server, project_names, sign_in, token
+from support.oauth_flow import serve_oauth
 from support.ts_sdk import ts_client
-
-PROJECT_A = {"Backups", "DB dump", "Weekly report", "Legacy cron", "Keyword job"}
-PROJECT_B = {"Project B's check"}
 
 
 @pytest.fixture(scope="module")
@@ -111,14 +109,18 @@ async def test_the_python_sdk_oauth_client_signs_in_lists_and_refreshes(browser,
             redirect_handler=redirect_handler,
             callback_handler=callback_handler,
         )
-        assert await names(url, provider) == PROJECT_B
+        assert await names(url, provider) == project_names(
+            simulator.url, simulator.keys["OTHER_RW_KEY"]
+        )
         assert len(redirects) == 1 and len(storage.tokens) == 1
         first = storage.tokens[0]
         assert first.refresh_token and first.expires_in == 3600
 
         # An hour later, as far as the client knows: it refreshes before its next request.
         provider.context.token_expiry_time = time.time() - 1
-        assert await names(url, provider) == PROJECT_B
+        assert await names(url, provider) == project_names(
+            simulator.url, simulator.keys["OTHER_RW_KEY"]
+        )
         assert len(redirects) == 1, "the refresh sent the person to sign in again"
         assert len(storage.tokens) == 2
         second = storage.tokens[1]
@@ -172,8 +174,9 @@ def test_the_typescript_sdk_oauth_client_signs_in_lists_and_refreshes(browser, s
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-    assert listed.get("tools") == 14 and set(listed["checks"]) == PROJECT_A, listed
-    assert set(refreshed["refreshed"]) == PROJECT_A, refreshed
+    project_a = project_names(simulator.url, simulator.keys["RW_KEY"])
+    assert listed.get("tools") == 14 and set(listed["checks"]) == project_a, listed
+    assert set(refreshed["refreshed"]) == project_a, refreshed
     assert refreshed["new_refresh"] != refreshed["old_refresh"]
     status, answer = token(
         server.port,

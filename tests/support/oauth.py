@@ -1,6 +1,7 @@
-"""What the OAuth tests of issue 32 share: `hcmcp --http` with HEALTHCHECKS_KEY_SOURCE=oauth in
-front of the simulator, a loopback callback that catches the redirect, and the client's side of the
-flow by plain HTTP (register, PKCE, the token endpoint, a tools/call with the bearer token).
+"""What the browser, client and replica tests of issue 32 add to support/oauth_flow.py: a loopback
+callback that catches the redirect, the person's part in a real browser (sign_in), and the client's
+side of the flow over http or https (through nginx's TLS) by 127.0.0.1 port: register, the form,
+the token endpoint, a tools/call with the bearer token.
 
 The endpoints are those of the interface (docs/oauth.md): /oauth/register, /oauth/authorize,
 /oauth/token, the metadata under /.well-known/.
@@ -8,8 +9,6 @@ The endpoints are those of the interface (docs/oauth.md): /oauth/register, /oaut
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import html
 import http.client
 import http.server
@@ -18,8 +17,8 @@ import queue
 import re
 import secrets
 import ssl
-import sys
 import threading
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -27,19 +26,8 @@ from typing import Any
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 from support.http_transport import BOTH, MODERN, validate_server_message
-from support.served import Served, clean_env, modern_call
-
-STATE_KEY = "oauth-tests-state-key-" + "0123456789abcdef" * 2
-
-
-def serve_oauth(site: str, *, state_key: str = STATE_KEY, public_url: str | None = None) -> Served:
-    """`hcmcp --http 127.0.0.1:0` in oauth mode, its upstream the simulator at `site`."""
-    env = clean_env(
-        HEALTHCHECKS_URL=site, HEALTHCHECKS_KEY_SOURCE="oauth", HEALTHCHECKS_STATE_KEY=state_key
-    )
-    if public_url is not None:
-        env["HEALTHCHECKS_HTTP_PUBLIC_URL"] = public_url
-    return Served([sys.executable, "-m", "hcmcp", "--http", "127.0.0.1:0"], env=env)
+from support.oauth_flow import pkce
+from support.served import modern_call
 
 
 @dataclass
@@ -68,6 +56,9 @@ def callback_server() -> Iterator[Callback]:
             parts = urlsplit(self.path)
             if parts.path in pages:
                 body = pages[parts.path]
+            elif parts.path != "/callback":  # the browser's /favicon.ico
+                self.send_error(404)
+                return
             else:
                 hits.put({k: v[-1] for k, v in parse_qs(parts.query).items()})
                 body = (
@@ -90,13 +81,6 @@ def callback_server() -> Iterator[Callback]:
     finally:
         server.shutdown()
         server.server_close()
-
-
-def pkce() -> tuple[str, str]:
-    """(code_verifier, its S256 code_challenge)."""
-    verifier = secrets.token_urlsafe(48)
-    digest = hashlib.sha256(verifier.encode()).digest()
-    return verifier, base64.urlsafe_b64encode(digest).rstrip(b"=").decode()
 
 
 def request(
@@ -315,3 +299,11 @@ def sign_in(browser: Any, url: str, key: str, callback: Callback) -> dict[str, s
     browser.find("#approve").click()
     browser.wait_for(lambda: browser.url.startswith(callback.url), what="the callback")
     return callback.next()
+
+
+def project_names(site: str, key: str) -> set[str]:
+    """The check names the instance itself shows to `key` (what the client must see, no more)."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback, never a proxy
+    asked = urllib.request.Request(f"{site}/api/v3/checks/", headers={"X-Api-Key": key})
+    with opener.open(asked, timeout=30) as answer:
+        return {check["name"] for check in json.load(answer)["checks"]}
