@@ -7,7 +7,8 @@ Allow, and the browser lands on a loopback callback (a tiny HTTP server here on 
 code and the state; the test then exchanges the code and lists that key's checks over MCP. A second
 run with another project's key sees only that project. Also: Deny lands with error=access_denied; a
 wrong key shows the error line and is nowhere in the page; an attacker-chosen client name is shown
-as text, never run; a page that frames the sign-in page gets an empty frame.
+as text, never run; a page that frames the sign-in page gets an empty frame. JavaScript is off in
+this browser (support/browser.py; checked last), so all of it works without any.
 
 HCMCP_OAUTH_SCREENSHOT=PATH writes the sign-in page's screenshot there (docs/oauth-sign-in.png is one;
 CI leaves it unset so the tree stays clean).
@@ -144,14 +145,27 @@ def test_the_sign_in_page_refuses_to_be_framed(browser, server, callback):
     assert "script-src" not in headers["content-security-policy"] or (
         "'unsafe-inline'" not in headers["content-security-policy"]
     )
+    # the control: a page that allows framing, in the same kind of frame, is found there
+    callback.pages["/framable"] = (
+        b"<!doctype html><title>framable</title><form><input id=key></form>"
+    )
+    origin = callback.url.removesuffix("/callback")
     callback.pages["/frame"] = (
-        f'<!doctype html><title>framer</title><iframe id=f src="{auth.url}" width=600 height=400>'
-        "</iframe>"
+        "<!doctype html><title>framer</title>"
+        f'<iframe id=control src="{origin}/framable" width=600 height=100></iframe>'
+        f'<iframe id=f src="{auth.url}" width=600 height=400></iframe>'
     ).encode()
-    browser.get(callback.url.replace("/callback", "/frame"))
-    frame = browser.find("#f")
-    browser.into_frame(frame)
-    try:
-        assert browser.find_all("#key") == [] and browser.find_all("form") == []
-    finally:
-        browser.out_of_frame()
+    browser.get(f"{origin}/frame")
+    seen = {}
+    for frame in ("#control", "#f"):
+        browser.into_frame(browser.find(frame))
+        try:
+            seen[frame] = len(browser.find_all("#key")) + len(browser.find_all("form"))
+        finally:
+            browser.out_of_frame()
+    assert seen == {"#control": 2, "#f": 0}, seen
+
+
+def test_the_browser_runs_no_javascript_so_the_flow_above_needs_none(browser):
+    browser.get("data:text/html,<title>before</title><script>document.title='ran'</script>")
+    assert browser.command("GET", "/title") == "before"

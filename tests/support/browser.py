@@ -8,7 +8,8 @@ commands) instead of pinning selenium: selenium's current release needs a newer 
 package index this project builds from offers, and the dozen commands are all the tests use.
 chromedriver listens on 127.0.0.1 at a port it chooses (--port=0, read from its banner); chromium
 runs with a fresh --user-data-dir and every flag that keeps it off the network (no component
-updates, no sync, no QUIC, no background fetches), so it talks only to the loopback pages it is sent to.
+updates, no sync, no QUIC, no background fetches), so it talks only to the loopback pages it is sent to,
+and with JavaScript off for every page (what is tested must work without it).
 Outside CI a missing chromium skips with one apt-get line; under CI=true it fails (system_servers).
 """
 
@@ -93,7 +94,12 @@ class Browser:
         )
         try:
             port = _banner_port(proc)
-            options = {"binary": chromium, "args": [*FLAGS, f"--user-data-dir={profile}"]}
+            options = {
+                "binary": chromium,
+                "args": [*FLAGS, f"--user-data-dir={profile}"],
+                # the pages under test must work without JavaScript: it is off for every page
+                "prefs": {"profile.managed_default_content_settings.javascript": 2},
+            }
             capabilities = {"alwaysMatch": {"browserName": "chrome", "goog:chromeOptions": options}}
             created = _call(port, "POST", "/session", {"capabilities": capabilities})
             browser = cls(port, created["sessionId"])
@@ -144,7 +150,7 @@ class Browser:
     def screenshot(self) -> bytes:
         return base64.b64decode(self.command("GET", "/screenshot"))
 
-    def wait_for(self, predicate, timeout: float = 10.0, what: str = "the page") -> None:
+    def wait_for(self, predicate, timeout: float = 20.0, what: str = "the page") -> None:
         deadline = time.monotonic() + timeout
         while not predicate():
             assert time.monotonic() < deadline, f"timed out waiting for {what} (at {self.url})"
