@@ -22,7 +22,6 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from support.browser import Browser
 from support.oauth import (
     authorization,
     callback_server,
@@ -31,20 +30,6 @@ from support.oauth import (
     project_names,
     request,
 )
-from support.oauth_flow import serve_oauth
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with Browser.start() as started:
-        yield started
-
-
-@pytest.fixture(scope="module")
-def server(simulator, browser):
-    with serve_oauth(simulator.url) as served:
-        yield served
-        assert served.stop() == 0
 
 
 @pytest.fixture(scope="module")
@@ -53,12 +38,12 @@ def callback():
         yield caught
 
 
-def public(server) -> str:
-    return f"http://127.0.0.1:{server.port}"
+def public(oauth_server) -> str:
+    return f"http://127.0.0.1:{oauth_server.port}"
 
 
-def open_sign_in(browser, server, callback, name: str = "Example connector"):
-    auth = authorization(public(server), server.port, callback.url, name)
+def open_sign_in(browser, oauth_server, callback, name: str = "Example connector"):
+    auth = authorization(public(oauth_server), oauth_server.port, callback.url, name)
     browser.get(auth.url)
     browser.wait_for(lambda: browser.find_all("#key"), what="the sign-in form")
     return auth
@@ -70,12 +55,12 @@ def landed(browser, callback) -> dict[str, str]:
 
 
 def test_a_person_signs_in_and_the_client_sees_only_that_keys_project(
-    browser, server, callback, simulator
+    browser, oauth_server, callback, simulator
 ):
     seen = {}
     for key in ("RW_KEY", "OTHER_RW_KEY"):
         project = project_names(simulator.url, simulator.keys[key])
-        auth = open_sign_in(browser, server, callback)
+        auth = open_sign_in(browser, oauth_server, callback)
         # the page names the client, where it sends the person back, and the instance
         assert browser.find("#client-name").text == "Example connector"
         assert browser.find("#redirect-host").text == urlsplit(callback.url).netloc
@@ -90,24 +75,26 @@ def test_a_person_signs_in_and_the_client_sees_only_that_keys_project(
         answer = landed(browser, callback)
         assert answer.keys() >= {"code", "state"} and "error" not in answer, answer
         assert answer["state"] == auth.state
-        assert answer.get("iss") == public(server)
-        tokens = exchange(server.port, auth, answer["code"])
-        seen[key] = check_names(server.port, tokens["access_token"])
+        assert answer.get("iss") == public(oauth_server)
+        tokens = exchange(oauth_server.port, auth, answer["code"])
+        seen[key] = check_names(oauth_server.port, tokens["access_token"])
         assert seen[key] == project, (key, seen[key])
         assert simulator.keys[key] not in browser.source
     assert not seen["RW_KEY"] & seen["OTHER_RW_KEY"]
 
 
-def test_deny_lands_on_the_callback_with_access_denied(browser, server, callback):
-    auth = open_sign_in(browser, server, callback)
+def test_deny_lands_on_the_callback_with_access_denied(browser, oauth_server, callback):
+    auth = open_sign_in(browser, oauth_server, callback)
     browser.find("#deny").click()
     answer = landed(browser, callback)
     assert answer.get("error") == "access_denied" and "code" not in answer, answer
     assert answer["state"] == auth.state
 
 
-def test_a_wrong_key_shows_the_error_line_and_is_never_echoed(browser, server, callback, simulator):
-    auth = open_sign_in(browser, server, callback)
+def test_a_wrong_key_shows_the_error_line_and_is_never_echoed(
+    browser, oauth_server, callback, simulator
+):
+    auth = open_sign_in(browser, oauth_server, callback)
     wrong = simulator.keys["WRONG_KEY"]
     browser.find("#key").type(wrong)
     browser.find("#approve").click()
@@ -121,24 +108,24 @@ def test_a_wrong_key_shows_the_error_line_and_is_never_echoed(browser, server, c
     browser.find("#approve").click()
     answer = landed(browser, callback)
     assert answer["state"] == auth.state and "code" in answer, answer
-    tokens = exchange(server.port, auth, answer["code"])
-    assert check_names(server.port, tokens["access_token"]) == project_names(
+    tokens = exchange(oauth_server.port, auth, answer["code"])
+    assert check_names(oauth_server.port, tokens["access_token"]) == project_names(
         simulator.url, simulator.keys["RO_KEY"]
     )
 
 
-def test_an_attacker_chosen_client_name_is_shown_as_text_never_run(browser, server, callback):
+def test_an_attacker_chosen_client_name_is_shown_as_text_never_run(browser, oauth_server, callback):
     name = '<script>document.title="owned"</script><img src=x id=planted>&"\''
-    open_sign_in(browser, server, callback, name)
+    open_sign_in(browser, oauth_server, callback, name)
     assert browser.find("#client-name").text == name
     assert browser.find_all("script") == [] and browser.find_all("#planted, #planted2") == []
     assert browser.command("GET", "/title") == f"Connect {name} to Healthchecks"
     assert "&lt;script" in browser.source
 
 
-def test_the_sign_in_page_refuses_to_be_framed(browser, server, callback):
-    auth = authorization(public(server), server.port, callback.url, "framer")
-    status, headers, _ = request(server.port, "GET", auth.path)
+def test_the_sign_in_page_refuses_to_be_framed(browser, oauth_server, callback):
+    auth = authorization(public(oauth_server), oauth_server.port, callback.url, "framer")
+    status, headers, _ = request(oauth_server.port, "GET", auth.path)
     assert status == 200
     assert headers["x-frame-options"] == "DENY"
     assert "frame-ancestors 'none'" in headers["content-security-policy"]

@@ -25,23 +25,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
 from support import ROOT
-from support.browser import Browser
 from support.oauth import callback_server, project_names, sign_in, token
-from support.oauth_flow import serve_oauth
 from support.ts_sdk import ts_client
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with Browser.start() as started:
-        yield started
-
-
-@pytest.fixture(scope="module")
-def server(simulator, browser):
-    with serve_oauth(simulator.url) as served:
-        yield served
-        assert served.stop() == 0
 
 
 class Memory:
@@ -76,8 +61,10 @@ async def names(url: str, provider: OAuthClientProvider) -> set[str]:
 
 
 @pytest.mark.anyio
-async def test_the_python_sdk_oauth_client_signs_in_lists_and_refreshes(browser, server, simulator):
-    url = f"http://127.0.0.1:{server.port}/mcp"
+async def test_the_python_sdk_oauth_client_signs_in_lists_and_refreshes(
+    browser, oauth_server, simulator
+):
+    url = f"http://127.0.0.1:{oauth_server.port}/mcp"
     storage = Memory()
     redirects: list[str] = []
     with callback_server() as callback:
@@ -130,7 +117,7 @@ async def test_the_python_sdk_oauth_client_signs_in_lists_and_refreshes(browser,
     # the refresh token it gave up is refused from now on
     assert storage.client is not None
     status, answer = token(
-        server.port,
+        oauth_server.port,
         {
             "grant_type": "refresh_token",
             "refresh_token": first.refresh_token,
@@ -141,9 +128,11 @@ async def test_the_python_sdk_oauth_client_signs_in_lists_and_refreshes(browser,
     assert (status, answer.get("error")) == (400, "invalid_grant"), answer
 
 
-def test_the_typescript_sdk_oauth_client_signs_in_lists_and_refreshes(browser, server, simulator):
+def test_the_typescript_sdk_oauth_client_signs_in_lists_and_refreshes(
+    browser, oauth_server, simulator
+):
     path, folder = ts_client()
-    url = f"http://127.0.0.1:{server.port}/mcp"
+    url = f"http://127.0.0.1:{oauth_server.port}/mcp"
     with callback_server() as callback:
         proc = subprocess.Popen(
             [
@@ -179,7 +168,7 @@ def test_the_typescript_sdk_oauth_client_signs_in_lists_and_refreshes(browser, s
     assert set(refreshed["refreshed"]) == project_a, refreshed
     assert refreshed["new_refresh"] != refreshed["old_refresh"]
     status, answer = token(
-        server.port,
+        oauth_server.port,
         {
             "grant_type": "refresh_token",
             "refresh_token": refreshed["old_refresh"],
