@@ -16,48 +16,12 @@ import os
 import subprocess
 import time
 
-import anyio
-import httpx2
 import pytest
-from mcp.client import Client
-from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
 from support import ROOT
 from support.oauth import callback_server, project_names, sign_in, token
+from support.sdk_oauth import Memory, Person, names, provider
 from support.ts_sdk import ts_client
-
-
-class Memory:
-    """The SDK's TokenStorage, in memory; keeps every token set it was given."""
-
-    def __init__(self) -> None:
-        self.tokens: list[OAuthToken] = []
-        self.client: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens[-1] if self.tokens else None
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens.append(tokens)
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client = client_info
-
-
-async def names(url: str, provider: OAuthClientProvider) -> set[str]:
-    async with (
-        httpx2.AsyncClient(auth=provider, timeout=30) as http,
-        Client(streamable_http_client(url, http_client=http)) as client,
-    ):
-        result = await client.call_tool("list_checks", {})
-        assert not result.is_error, result.content
-        assert result.structured_content is not None
-        return {check["name"] for check in result.structured_content["checks"]}
 
 
 @pytest.mark.anyio
@@ -66,49 +30,23 @@ async def test_the_python_sdk_oauth_client_signs_in_lists_and_refreshes(
 ):
     url = f"http://127.0.0.1:{oauth_server.port}/mcp"
     storage = Memory()
-    redirects: list[str] = []
+    key = simulator.keys["OTHER_RW_KEY"]
     with callback_server() as callback:
-        caught: dict[str, str] = {}
-
-        async def redirect_handler(authorization_url: str) -> None:
-            redirects.append(authorization_url)
-            caught.update(
-                await anyio.to_thread.run_sync(
-                    sign_in, browser, authorization_url, simulator.keys["OTHER_RW_KEY"], callback
-                )
-            )
-
-        async def callback_handler() -> AuthorizationCodeResult:
-            return AuthorizationCodeResult(
-                code=caught["code"], state=caught.get("state"), iss=caught.get("iss")
-            )
-
-        provider = OAuthClientProvider(
-            server_url=url,
-            client_metadata=OAuthClientMetadata(
-                client_name="hcmcp Python SDK test",
-                redirect_uris=[callback.url],
-                grant_types=["authorization_code", "refresh_token"],
-                response_types=["code"],
-                token_endpoint_auth_method="none",
-            ),
-            storage=storage,
-            redirect_handler=redirect_handler,
-            callback_handler=callback_handler,
-        )
-        assert await names(url, provider) == project_names(
+        person = Person(lambda at: sign_in(browser, at, key, callback))
+        client = provider(url, callback.url, "hcmcp Python SDK test", storage, person)
+        assert await names(url, client) == project_names(
             simulator.url, simulator.keys["OTHER_RW_KEY"]
         )
-        assert len(redirects) == 1 and len(storage.tokens) == 1
+        assert len(person.visits) == 1 and len(storage.tokens) == 1
         first = storage.tokens[0]
         assert first.refresh_token and first.expires_in == 3600
 
         # An hour later, as far as the client knows: it refreshes before its next request.
-        provider.context.token_expiry_time = time.time() - 1
-        assert await names(url, provider) == project_names(
+        client.context.token_expiry_time = time.time() - 1
+        assert await names(url, client) == project_names(
             simulator.url, simulator.keys["OTHER_RW_KEY"]
         )
-        assert len(redirects) == 1, "the refresh sent the person to sign in again"
+        assert len(person.visits) == 1, "the refresh sent the person to sign in again"
         assert len(storage.tokens) == 2
         second = storage.tokens[1]
         assert second.access_token != first.access_token

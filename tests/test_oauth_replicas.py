@@ -10,7 +10,8 @@ all through nginx, which sends the stateless requests round-robin: nginx's acces
 accepted by the other. The refresh token rotates across replicas too. Then the same token, sent to
 each replica directly, is accepted by both; a refresh token replayed is refused by the replica that
 rotated it and accepted once by the other (the documented limit: no shared storage); a replica with
-another state key accepts none of them.
+another state key accepts none of them. Last, the Python SDK's OAuth client in a 2025-era session
+signs in through the same block over https and its session stays on one replica.
 """
 
 from __future__ import annotations
@@ -18,8 +19,11 @@ from __future__ import annotations
 import os
 import shutil
 import ssl
+from functools import partial
 from pathlib import Path
+from urllib.parse import urlsplit
 
+import anyio
 import pytest
 
 from deploy_support import make_pki
@@ -34,6 +38,7 @@ from support.oauth import (
     refresh,
 )
 from support.oauth_flow import serve_oauth
+from support.sdk_oauth import Memory, Person, names, provider
 from system_servers import require
 
 MARKER = "<!-- hcmcp-oauth-nginx-config:"
@@ -101,7 +106,7 @@ def test_a_token_issued_by_one_replica_is_accepted_by_the_other(simulator, nginx
             port,
         ) as proxy:
             auth = authorization(public, port, CALLBACK, "replica test", tls)
-            answer = approve_by_form(port, auth, simulator.keys["RW_KEY"], tls)
+            answer = approve_by_form(port, auth.path, CALLBACK, simulator.keys["RW_KEY"], tls)
             assert answer.get("state") == auth.state and "code" in answer, answer
             tokens = exchange(port, auth, answer["code"], tls)
             for _ in range(4):  # round-robin: two on each replica
@@ -147,7 +152,7 @@ def test_a_replica_with_another_state_key_accepts_none_of_the_tokens(simulator):
         # the same public origin (so the same resource), another state key
         stranger = serve_oauth(simulator.url, "ab" * 32, HEALTHCHECKS_HTTP_PUBLIC_URL=public)
         auth = authorization(public, issuer.port, CALLBACK, "stranger test")
-        answer = approve_by_form(issuer.port, auth, simulator.keys["RW_KEY"])
+        answer = approve_by_form(issuer.port, auth.path, CALLBACK, simulator.keys["RW_KEY"])
         tokens = exchange(issuer.port, auth, answer["code"])
         with stranger:
             status, head, _ = call_tool(stranger.port, tokens["access_token"])
@@ -159,3 +164,46 @@ def test_a_replica_with_another_state_key_accepts_none_of_the_tokens(simulator):
             assert stranger.stop() == 0
         assert check_names(issuer.port, tokens["access_token"]) == project_a
         assert issuer.stop() == 0
+
+
+def test_the_python_sdk_in_a_2025_session_signs_in_through_nginx_and_stays_on_one_replica(
+    simulator, nginx_binary, pki
+):
+    """The Python SDK's OAuth client over https through the documented block, in a 2025-era
+    session (legacy mode): discovery, registration, the sign-in form and the token all go
+    through nginx; the session's requests stay on one replica (the block's sticky upstream)."""
+    key = simulator.keys["OTHER_RW_KEY"]
+    port = free_port()
+    public = f"https://127.0.0.1:{port}"
+    tls = ssl.create_default_context(cafile=str(pki.ca))
+    block = documented_block("oauth.md", MARKER)
+    with (
+        serve_oauth(simulator.url, HEALTHCHECKS_HTTP_PUBLIC_URL=public) as one,
+        serve_oauth(simulator.url, HEALTHCHECKS_HTTP_PUBLIC_URL=public) as two,
+    ):
+        replicas = [one.port, two.port]
+        with nginx(
+            nginx_binary,
+            lambda folder, log: localised(block, replicas, port, folder, log, pki),
+            port,
+        ) as proxy:
+            storage = Memory()
+
+            def by_form(at: str) -> dict[str, str]:
+                parts = urlsplit(at)
+                assert f"{parts.scheme}://{parts.netloc}" == public, at
+                return approve_by_form(port, f"{parts.path}?{parts.query}", CALLBACK, key, tls)
+
+            person = Person(by_form)
+            client = provider(f"{public}/mcp", CALLBACK, "hcmcp SDK via nginx", storage, person)
+            seen = anyio.run(partial(names, f"{public}/mcp", client, "legacy", tls))
+            assert seen == project_names(simulator.url, key)
+            assert len(person.visits) == 1 and len(storage.tokens) == 1
+        assert one.stop() == 0 and two.stop() == 0
+
+    session = [
+        line for line in proxy.log if line["request"] == "POST /mcp" and line["status"] == "200"
+    ]
+    assert session and {line["version"] for line in session} <= {"", "-", "2025-11-25"}, session
+    assert len({line["upstream"] for line in session}) == 1, session
+    assert any(line["request"] == "POST /oauth/token" for line in proxy.log), proxy.log

@@ -266,11 +266,12 @@ def check_names(port: int, access_token: str, tls: ssl.SSLContext | None = None)
 
 
 def approve_by_form(
-    port: int, auth: Authorization, key: str, tls: ssl.SSLContext | None = None
+    port: int, path: str, redirect_uri: str, key: str, tls: ssl.SSLContext | None = None
 ) -> dict[str, str]:
-    """The sign-in page by plain HTTP, as a browser without JavaScript sends it: GET the page, POST
-    its form with the key and Allow; returns the query of the redirect (not followed)."""
-    status, _, page = request(port, "GET", auth.path, tls=tls)
+    """The sign-in page at `path` (/oauth/authorize?...) by plain HTTP, as a browser without
+    JavaScript sends it: GET the page, POST its form with the key and Allow; returns the query of
+    the redirect to `redirect_uri` (not followed)."""
+    status, _, page = request(port, "GET", path, tls=tls)
     assert status == 200, (status, page[:500])
     found = re.search(rb'name="request" value="([^"]*)"', page)
     assert found, "no anti-forgery field on the sign-in page"
@@ -286,7 +287,7 @@ def approve_by_form(
     )
     assert status in (302, 303), (status, body[:500])
     location = head["location"]
-    assert location.startswith(auth.redirect_uri + "?"), location
+    assert location.startswith(redirect_uri + "?"), location
     return {k: v[-1] for k, v in parse_qs(urlsplit(location).query).items()}
 
 
