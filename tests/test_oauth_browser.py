@@ -16,9 +16,11 @@ CI leaves it unset so the tree stays clean).
 
 from __future__ import annotations
 
+import html
 import os
+import re
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import urlencode, urlsplit
 
 import pytest
 
@@ -30,12 +32,16 @@ from support.oauth import (
     project_names,
     request,
 )
+from support.oauth_flow import serve_oauth
 
 
 @pytest.fixture(scope="module")
 def callback():
     with callback_server() as caught:
         yield caught
+
+
+CALLBACK = "http://127.0.0.1:9/callback"  # never followed: the test reads the Location
 
 
 def public(oauth_server) -> str:
@@ -156,3 +162,22 @@ def test_the_sign_in_page_refuses_to_be_framed(browser, oauth_server, callback):
 def test_the_browser_runs_no_javascript_so_the_flow_above_needs_none(browser):
     browser.get("data:text/html,<title>before</title><script>document.title='ran'</script>")
     assert browser.command("GET", "/title") == "before"
+
+
+def test_the_form_passes_with_the_null_origin_a_browser_sends_and_mcp_never_does(simulator):
+    """Without a browser: what chromium sends for the form of a page whose Referrer-Policy is
+    no-referrer is `Origin: null`; the sign-in form accepts it (the sealed request and the key are
+    its protection), a foreign origin is still refused, and /mcp refuses an opaque origin."""
+    key = simulator.keys["RW_KEY"]
+    with serve_oauth(simulator.url) as served:
+        auth = authorization(f"http://127.0.0.1:{served.port}", served.port, CALLBACK, "null")
+        _, _, page = request(served.port, "GET", auth.path)
+        sealed = html.unescape(re.search(rb'name="request" value="([^"]*)"', page)[1].decode())
+        form = urlencode({"request": sealed, "key": key, "decision": "approve"}).encode()
+        for origin, status in (("https://evil.example", 403), ("null", 302)):
+            head = {"Content-Type": "application/x-www-form-urlencoded", "Origin": origin}
+            answer = request(served.port, "POST", "/oauth/authorize", form, head)
+            assert answer[0] == status, (origin, answer)
+        head = {"Content-Type": "application/json", "Origin": "null", "X-Healthchecks-Api-Key": key}
+        assert request(served.port, "POST", "/mcp", b"{}", head)[0] == 403
+        assert served.stop() == 0
