@@ -69,7 +69,9 @@ class Person:
 
 
 def provider(url: str, redirect_uri: str, name: str, storage: Memory, person: Person):
-    """An OAuthClientProvider for the MCP endpoint `url` that registers as a public client."""
+    """An OAuthClientProvider for the MCP endpoint `url`, with the SDK's own defaults for the
+    registration (it asks for client_secret_post; the server registers it as the public client it
+    is, RFC 7591 3.2.1, and the SDK goes on without a secret)."""
     return OAuthClientProvider(
         server_url=url,
         client_metadata=OAuthClientMetadata(
@@ -77,7 +79,6 @@ def provider(url: str, redirect_uri: str, name: str, storage: Memory, person: Pe
             redirect_uris=[redirect_uri],
             grant_types=["authorization_code", "refresh_token"],
             response_types=["code"],
-            token_endpoint_auth_method="none",
         ),
         storage=storage,
         redirect_handler=person.redirect_handler,
