@@ -19,6 +19,9 @@ from __future__ import annotations
 import os
 import shutil
 import ssl
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -27,7 +30,7 @@ import anyio
 import pytest
 
 from deploy_support import make_pki
-from support.nginx import documented_block, free_port, nginx
+from support.nginx import Proxy, documented_block, free_port, nginx
 from support.oauth import (
     approve_by_form,
     authorization,
@@ -39,6 +42,7 @@ from support.oauth import (
 )
 from support.oauth_flow import serve_oauth
 from support.sdk_oauth import Memory, Person, names, provider
+from support.served import Served
 from system_servers import require
 
 MARKER = "<!-- hcmcp-oauth-nginx-config:"
@@ -89,45 +93,61 @@ def localised(config: str, replicas: list[int], port: int, folder: Path, log: Pa
     return config
 
 
-def test_a_token_issued_by_one_replica_is_accepted_by_the_other(simulator, nginx_binary, pki):
-    project_a = project_names(simulator.url, simulator.keys["RW_KEY"])
+@dataclass
+class Deployment:
+    """Two replicas sharing the state key and the public URL, behind the documented nginx."""
+
+    port: int  # nginx's
+    public: str  # https://127.0.0.1:<port>
+    tls: ssl.SSLContext  # trusts the throw-away CA
+    replicas: list[Served]
+    proxy: Proxy  # its access log is read once nginx has stopped
+
+
+@contextmanager
+def deployment(simulator, nginx_binary: str, pki) -> Iterator[Deployment]:
     port = free_port()
     public = f"https://127.0.0.1:{port}"
-    tls = ssl.create_default_context(cafile=str(pki.ca))
     block = documented_block("oauth.md", MARKER)
     with (
         serve_oauth(simulator.url, HEALTHCHECKS_HTTP_PUBLIC_URL=public) as one,
         serve_oauth(simulator.url, HEALTHCHECKS_HTTP_PUBLIC_URL=public) as two,
     ):
-        replicas = [one.port, two.port]
+        ports = [one.port, two.port]
         with nginx(
-            nginx_binary,
-            lambda folder, log: localised(block, replicas, port, folder, log, pki),
-            port,
+            nginx_binary, lambda folder, log: localised(block, ports, port, folder, log, pki), port
         ) as proxy:
-            auth = authorization(public, port, CALLBACK, "replica test", tls)
-            answer = approve_by_form(port, auth.path, CALLBACK, simulator.keys["RW_KEY"], tls)
-            assert answer.get("state") == auth.state and "code" in answer, answer
-            tokens = exchange(port, auth, answer["code"], tls)
-            for _ in range(4):  # round-robin: two on each replica
-                assert check_names(port, tokens["access_token"], tls) == project_a
-            status, renewed = refresh(port, auth, tokens["refresh_token"], tls)
-            assert status == 200, renewed
-            for _ in range(2):
-                assert check_names(port, renewed["access_token"], tls) == project_a
+            tls = ssl.create_default_context(cafile=str(pki.ca))
+            yield Deployment(port, public, tls, [one, two], proxy)
+        assert one.stop() == 0 and two.stop() == 0
+
+
+def test_a_token_issued_by_one_replica_is_accepted_by_the_other(simulator, nginx_binary, pki):
+    project_a = project_names(simulator.url, simulator.keys["RW_KEY"])
+    with deployment(simulator, nginx_binary, pki) as at:
+        port, tls = at.port, at.tls
+        auth = authorization(at.public, port, CALLBACK, "replica test", tls)
+        answer = approve_by_form(port, auth.path, CALLBACK, simulator.keys["RW_KEY"], tls)
+        assert answer.get("state") == auth.state and "code" in answer, answer
+        tokens = exchange(port, auth, answer["code"], tls)
+        for _ in range(4):  # round-robin: two on each replica
+            assert check_names(port, tokens["access_token"], tls) == project_a
+        status, renewed = refresh(port, auth, tokens["refresh_token"], tls)
+        assert status == 200, renewed
+        for _ in range(2):
+            assert check_names(port, renewed["access_token"], tls) == project_a
         # each replica directly: both accept the token, neither needs the other
-        for served in (one, two):
+        for served in at.replicas:
             assert check_names(served.port, renewed["access_token"]) == project_a
         # The refresh token given up, replayed at each replica directly: the one that rotated it
         # refuses it; the other, which shares no storage, accepts it once (docs/oauth.md, Limits:
         # single use is per replica), and then it is spent everywhere.
-        replays = sorted(refresh(p, auth, tokens["refresh_token"])[0] for p in (one.port, two.port))
-        assert replays == [200, 400], replays
-        replays = sorted(refresh(p, auth, tokens["refresh_token"])[0] for p in (one.port, two.port))
-        assert replays == [400, 400], replays
-        assert one.stop() == 0 and two.stop() == 0
+        for expected in ([200, 400], [400, 400]):
+            replays = [refresh(r.port, auth, tokens["refresh_token"])[0] for r in at.replicas]
+            assert sorted(replays) == expected, replays
 
-    upstreams = {f"127.0.0.1:{p}" for p in replicas}
+    proxy = at.proxy
+    upstreams = {f"127.0.0.1:{r.port}" for r in at.replicas}
     served_mcp = [line for line in proxy.log if line["request"] == "POST /mcp"]
     assert len(served_mcp) == 6 and all(line["status"] == "200" for line in served_mcp), proxy.log
     assert {line["upstream"] for line in served_mcp} == upstreams, served_mcp
@@ -173,34 +193,21 @@ def test_the_python_sdk_in_a_2025_session_signs_in_through_nginx_and_stays_on_on
     session (legacy mode): discovery, registration, the sign-in form and the token all go
     through nginx; the session's requests stay on one replica (the block's sticky upstream)."""
     key = simulator.keys["OTHER_RW_KEY"]
-    port = free_port()
-    public = f"https://127.0.0.1:{port}"
-    tls = ssl.create_default_context(cafile=str(pki.ca))
-    block = documented_block("oauth.md", MARKER)
-    with (
-        serve_oauth(simulator.url, HEALTHCHECKS_HTTP_PUBLIC_URL=public) as one,
-        serve_oauth(simulator.url, HEALTHCHECKS_HTTP_PUBLIC_URL=public) as two,
-    ):
-        replicas = [one.port, two.port]
-        with nginx(
-            nginx_binary,
-            lambda folder, log: localised(block, replicas, port, folder, log, pki),
-            port,
-        ) as proxy:
-            storage = Memory()
+    with deployment(simulator, nginx_binary, pki) as at:
+        storage = Memory()
 
-            def by_form(at: str) -> dict[str, str]:
-                parts = urlsplit(at)
-                assert f"{parts.scheme}://{parts.netloc}" == public, at
-                return approve_by_form(port, f"{parts.path}?{parts.query}", CALLBACK, key, tls)
+        def by_form(url: str) -> dict[str, str]:
+            parts = urlsplit(url)
+            assert f"{parts.scheme}://{parts.netloc}" == at.public, url
+            return approve_by_form(at.port, f"{parts.path}?{parts.query}", CALLBACK, key, at.tls)
 
-            person = Person(by_form)
-            client = provider(f"{public}/mcp", CALLBACK, "hcmcp SDK via nginx", storage, person)
-            seen = anyio.run(partial(names, f"{public}/mcp", client, "legacy", tls))
-            assert seen == project_names(simulator.url, key)
-            assert len(person.visits) == 1 and len(storage.tokens) == 1
-        assert one.stop() == 0 and two.stop() == 0
+        person = Person(by_form)
+        client = provider(f"{at.public}/mcp", CALLBACK, "hcmcp SDK via nginx", storage, person)
+        seen = anyio.run(partial(names, f"{at.public}/mcp", client, "legacy", at.tls))
+        assert seen == project_names(simulator.url, key)
+        assert len(person.visits) == 1 and len(storage.tokens) == 1
 
+    proxy = at.proxy
     session = [
         line for line in proxy.log if line["request"] == "POST /mcp" and line["status"] == "200"
     ]
