@@ -8,6 +8,9 @@ path, the .pyz cache and the check that a run leaves none behind).
   another scope defines its own ``served`` with ``support.served.Served``.
 - ``simulator``: the Healthchecks simulator as a process, one per module: its URL and its keys.
 - ``place``: the .pyz under a container's conditions (tests/support/pyz_place.py), one per module.
+- ``browser``: headless chromium through chromedriver (tests/support/browser.py), one per module;
+  ``oauth_server``: ``hcmcp --http`` with HEALTHCHECKS_KEY_SOURCE=oauth in front of ``simulator``,
+  started after the browser (so a missing chromium skips before anything starts).
 - ``fuzz_examples``, ``fuzz_record``: the wire fuzzing's budget (``--fuzz-examples N``) and tally.
 """
 
@@ -18,6 +21,8 @@ from collections.abc import Iterator
 import pytest
 
 from support import HCMCP
+from support.browser import Browser
+from support.oauth_flow import serve_oauth
 from support.pyz_place import make_place
 from support.served import Served, clean_env
 from support.simulator_process import SimulatorProcess, simulator_process
@@ -89,3 +94,16 @@ def pytest_terminal_summary(terminalreporter):
     if FUZZ_EXAMPLES:
         counts = ", ".join(f"{name}: {count}" for name, count in sorted(FUZZ_EXAMPLES.items()))
         terminalreporter.write_line(f"fuzz examples run: {sum(FUZZ_EXAMPLES.values())} ({counts})")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with Browser.start() as started:
+        yield started
+
+
+@pytest.fixture(scope="module")
+def oauth_server(simulator, browser) -> Iterator[Served]:
+    with serve_oauth(simulator.url) as started:
+        yield started
+        assert started.stop() == 0

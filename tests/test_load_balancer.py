@@ -16,16 +16,8 @@ access log ($upstream_addr) shows where each request went.
 from __future__ import annotations
 
 import json
-import os
-import re
 import secrets
-import shutil
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
-import time
 import urllib.error
 import urllib.request
 from contextlib import contextmanager
@@ -36,13 +28,12 @@ import pytest
 from mcp import types
 from mcp.client import Client
 
-from support import ROOT
+from support.nginx import DEADLINE, documented_block, free_port
+from support.nginx import nginx as run_nginx
 from support.served import Served, clean_env
 from system_servers import require
 
 MARKER = "<!-- hcmcp-nginx-config:"
-NOBODY = 65534
-DEADLINE = 60.0
 # What the documented block names, and how often: the test replaces these and nothing else.
 PLACEHOLDERS = {
     "server hcmcp-1:8000;": 2,
@@ -50,14 +41,6 @@ PLACEHOLDERS = {
     "listen 8080;": 1,
     "/var/log/nginx/hcmcp.access.log": 1,
 }
-
-
-def readme_config() -> str:
-    text = (ROOT / "docs" / "load-balancer.md").read_text()
-    assert MARKER in text, "docs/load-balancer.md lost the hcmcp-nginx-config marker"
-    block = re.search(r"```nginx\n(.*?)```", text[text.index(MARKER) :], re.S)
-    assert block, "no ```nginx block after the marker in docs/load-balancer.md"
-    return block.group(1)
 
 
 def localised(config: str, replicas: list[int], port: int, log: Path) -> str:
@@ -73,94 +56,21 @@ def localised(config: str, replicas: list[int], port: int, log: Path) -> str:
     return config
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module", autouse=True)
 def nginx_binary() -> str:
     """nginx on PATH, first of all (before any replica starts): else one skip line, or a failure under CI=true."""
     return require("nginx", apt="nginx")
 
 
-def as_nobody() -> dict:
-    return {"user": NOBODY, "group": NOBODY, "extra_groups": []} if os.geteuid() == 0 else {}
-
-
-class Proxy:
-    """The nginx in front: its URL, and once it has stopped, the lines of its access log."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url
-        self.log: list[dict[str, str]] = []
-
-
 @contextmanager
 def nginx(binary: str, replicas: list[int]):
-    """nginx in the foreground with the documented block; yields a Proxy."""
-    # nginx runs as nobody: a parent it can enter; removed below
-    folder = Path(tempfile.mkdtemp(prefix="hcmcp-nginx-", dir="/tmp"))
-    try:
-        folder.chmod(0o755)
-        for sub in ("logs", "temp"):
-            (folder / sub).mkdir()
-        if os.geteuid() == 0:
-            for path in (folder, folder / "logs", folder / "temp"):
-                os.chown(path, NOBODY, NOBODY)
-        log = folder / "logs" / "access.log"
-        port = free_port()
-        temp = folder / "temp"
-        conf = folder / "nginx.conf"
-        conf.write_text(f"""\
-daemon off;
-worker_processes 1;
-pid {folder}/logs/nginx.pid;
-error_log {folder}/logs/error.log info;
-events {{ worker_connections 64; }}
-http {{
-    client_body_temp_path {temp}/body;
-    proxy_temp_path {temp}/proxy;
-    fastcgi_temp_path {temp}/fastcgi;
-    uwsgi_temp_path {temp}/uwsgi;
-    scgi_temp_path {temp}/scgi;
-    access_log off;
-{localised(readme_config(), replicas, port, log)}
-}}
-""")
-        proc = subprocess.Popen(
-            [binary, "-p", str(folder), "-e", str(folder / "logs" / "error.log"), "-c", str(conf)],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            cwd=folder,
-            **as_nobody(),
-        )
-        try:
-            deadline = time.monotonic() + DEADLINE
-            while True:
-                assert proc.poll() is None, proc.stdout.read().decode(errors="replace") + (
-                    folder / "logs" / "error.log"
-                ).read_text(errors="replace")
-                try:
-                    socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                    break
-                except OSError:
-                    assert time.monotonic() < deadline, "nginx did not start listening"
-                    time.sleep(0.05)
-            proxy = Proxy(f"http://127.0.0.1:{port}/mcp")
-            yield proxy
-        finally:
-            proc.send_signal(signal.SIGQUIT)  # graceful: flushes the log
-            try:
-                proc.wait(15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        proxy.log = log_lines(log)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
+    """nginx in the foreground with docs/load-balancer.md's block; yields a Proxy."""
+    port = free_port()
+    block = documented_block("load-balancer.md", MARKER)
+    with run_nginx(
+        binary, lambda folder, log: localised(block, replicas, port, log), port
+    ) as proxy:
+        yield proxy
 
 
 @contextmanager
@@ -197,16 +107,6 @@ def on_simulator(simulator, uuid: str) -> bool:
     except urllib.error.HTTPError as error:
         assert error.code == 404, error
         return False
-
-
-def log_lines(log: Path) -> list[dict[str, str]]:
-    """The access log as dicts of its key=value fields."""
-    lines = []
-    for line in log.read_text().splitlines():
-        fields = dict(re.findall(r"(\w+)=(\S*)", line))
-        fields["request"] = line.split('"')[1]
-        lines.append(fields)
-    return lines
 
 
 def accept(seen: list):

@@ -17,15 +17,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-from functools import cache
-from pathlib import Path
-
-import pytest
 
 from support import HCMCP, ROOT, cache_env
 from support.served import Served, clean_env
+from support.ts_sdk import ts_client
 
 DRIVER = ROOT / "tests" / "ts_client" / "tool_calls.mjs"
 UNKNOWN = "00000000-0000-4000-8000-000000000000"  # well-formed, in no project: the API's 404
@@ -86,27 +82,9 @@ WITH_DIALOG = [
 ]
 
 
-@cache
-def _client() -> tuple[str, Path]:
-    """(PATH with Node 22 first, the folder the pinned client is installed in): .ci/node.sh's."""
-    if shutil.which("npm") is None:
-        message = "npm is not installed: apt-get install npm (the TypeScript SDK client runs on .ci/node.sh's Node 22)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    from conformance.suite import run as suite
-
-    path = suite.ensure_suites_installed()  # .ci/node.sh: idempotent, instant once cached
-    folder = suite.cache_root() / f"ts-sdk-{suite.read_pins()['TS_SDK_VERSION']}"
-    assert (folder / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir(), (
-        f".ci/node.sh did not fill {folder}"
-    )
-    return path, folder
-
-
 def drive(server: dict, calls: list[dict], elicitation: bool = False) -> list[dict]:
     """Run tool_calls.mjs: one row per call (what the client returned, or the message it threw)."""
-    path, folder = _client()
+    path, folder = ts_client()
     plan = {"server": server, "calls": calls, "elicitation": elicitation}
     done = subprocess.run(
         ["node", str(DRIVER), str(folder), json.dumps(plan)],
@@ -187,7 +165,7 @@ def test_every_tools_errors_reach_the_ts_sdk_client_over_stdio():
 
 
 def test_every_tools_errors_reach_the_ts_sdk_client_over_streamable_http():
-    _client()  # the skip (or failure) comes before the server starts
+    ts_client()  # the skip (or failure) comes before the server starts
     with Served([*HCMCP, "--http", "127.0.0.1:0", "--demo"], env=clean_env()) as served:
         server = {"url": f"http://127.0.0.1:{served.port}/mcp"}
         assert_errors_arrive(drive(server, error_calls()))
