@@ -84,6 +84,8 @@ def print_outcome(outcome: Outcome) -> None:
     if verdict != "ok":
         for line in outcome.report:
             print(f"     {line}")
+    for note in outcome.notes:
+        print(f"     note: {note}")
     sys.stdout.flush()
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from conformance.replay.format import MODERN_REVISION, ROOT, STEP_KINDS, Transcript, TranscriptError
 from conformance.replay.patterns import Mismatch, _short, match, substitute
 from conformance.replay.targets import Target
-from conformance.replay.transports import META_VERSION, HttpPeer, StdioPeer
+from conformance.replay.transports import META_VERSION, HttpPeer, Received, StdioPeer
 
 EXPECT_TIMEOUT_MS = 10_000
 
@@ -52,6 +52,7 @@ class Outcome:
     # why -> how many steps were left out
     steps_not_run: dict[str, int] = field(default_factory=dict)
     strict: bool = True  # replayed against hcmcp itself (known_bug marks apply only then)
+    notes: list[str] = field(default_factory=list)  # said with the verdict, never a failure
 
     @property
     def verdict(self) -> str:
@@ -82,6 +83,10 @@ class Replay:
         # the negotiated legacy revision, once initialize is answered
         self.revision = transcript.revision
         self.not_run: dict[str, int] = {}
+        # Messages from a foreign target that no step was waiting for when they came (a list_changed
+        # notification, a log line, a server request the transcript does not expect): set aside, in
+        # order, for a later step that expects them; what is left at the end is reported, not failed.
+        self.set_aside: list[Any] = []
 
     def run(self) -> None:
         for number, step in enumerate(self.transcript.steps, 1):
@@ -121,14 +126,32 @@ class Replay:
         elif "expect" in step:
             self._expect(step)
         elif "expect_none" in step:
-            received = self.peer.receive(step["expect_none"] / 1000)
-            if received is not None:
+            deadline = time.monotonic() + step["expect_none"] / 1000
+            while (left := deadline - time.monotonic()) > 0:
+                received = self.peer.receive(left)
+                if received is None:
+                    break
+                if self._unrequested(received):
+                    self._validate(step, received.message)
+                    self.set_aside.append(received.message)
+                    continue
                 raise StepFailed(
                     0,
                     step,
                     f"expected no message for {step['expect_none']} ms",
                     got=received.problem or received.message,
                 )
+
+    def _unrequested(self, received: Received) -> bool:
+        """A foreign target's notification or request that no step asked for: MCP lets a server send
+        notifications (list_changed, logging, progress) at any time, so it is no answer to anything."""
+        message = received.message
+        return (
+            not self.strict
+            and received.problem is None
+            and isinstance(message, dict)
+            and isinstance(message.get("method"), str)
+        )
 
     def _note_request(self, message: Any) -> None:
         if not isinstance(message, dict) or "method" not in message or "id" not in message:
@@ -149,7 +172,20 @@ class Replay:
     def _expect(self, step: dict[str, Any]) -> None:
         pattern = self.resolve(step["expect"])
         timeout = step.get("timeout_ms", EXPECT_TIMEOUT_MS) / 1000
-        received = self.peer.receive(timeout)
+        for index, earlier in enumerate(self.set_aside):
+            if _fits(pattern, earlier, self.captures, self.strict):
+                del self.set_aside[index]
+                match(pattern, earlier, self.captures, strict=self.strict)
+                return
+        deadline = time.monotonic() + timeout
+        while True:
+            received = self.peer.receive(max(0.0, deadline - time.monotonic()))
+            if received is None or not self._unrequested(received):
+                break
+            if _fits(pattern, received.message, self.captures, self.strict):
+                break
+            self._validate(step, received.message)
+            self.set_aside.append(received.message)
         if received is None:
             raise StepFailed(0, step, f"no message within {timeout:g} s", expected=pattern)
         if received.problem:
@@ -240,6 +276,14 @@ def validate_with_official_schema(
     support.validate_server_message(revision, message, method, tool, listed)
 
 
+def _fits(pattern: Any, message: Any, captures: dict[str, Any], strict: bool) -> bool:
+    try:
+        match(pattern, message, dict(captures), strict=strict)
+    except Mismatch:
+        return False
+    return True
+
+
 def _key(request_id: Any) -> Any:
     # JSON-RPC ids 1 and "1" are different ids; True would collide with 1 in a dict.
     return (type(request_id).__name__, request_id)
@@ -256,6 +300,7 @@ def run_transcript(transcript: Transcript, transport: str, target: Target | None
     if why_not is not None:
         return Outcome(transcript, transport, False, 0.0, skipped=why_not, strict=target.is_hcmcp)
     report: list[str] = []
+    notes: list[str] = []  # said, never failed: what a foreign target sent that no step expected
     failed_step: int | None = None
     peer: StdioPeer | HttpPeer | None = None
     replay: Replay | None = None
@@ -264,10 +309,15 @@ def run_transcript(transcript: Transcript, transport: str, target: Target | None
         replay = Replay(transcript, peer, target)
         replay.run()
         problems = peer.finish()
+        replay.set_aside.extend(peer.unrequested)
         peer = None
         if problems:
             report.append("after the last step:")
             report.extend(f"  {p}" for p in problems)
+        notes.extend(
+            "set aside, expected by no step: " + _short(message, 300)
+            for message in replay.set_aside
+        )
     except StepFailed as failed:
         failed_step = failed.number
         kind = next((k for k in STEP_KINDS if k in failed.step), "note")
@@ -296,4 +346,5 @@ def run_transcript(transcript: Transcript, transport: str, target: Target | None
         failed_step,
         steps_not_run=dict(replay.not_run) if replay else {},
         strict=target.is_hcmcp,
+        notes=notes,
     )

@@ -129,7 +129,7 @@ class Target:
         if transcript.era == "2026" and not self.offers.modern:
             return f"needs the 2026-07-28 era, which the target does not speak ({self.offers.why_no_modern})"
         if transcript.era == "2025" and self.offers.legacy is None:
-            return f"needs the 2025 era (initialize), which the target refused ({self.offers.why_no_legacy})"
+            return f"needs the 2025 era (initialize), {self.offers.why_no_legacy}"
         return self.unmet(transcript.needs)
 
 
@@ -154,8 +154,12 @@ def discover(target: Target) -> Offers:
                 {},
             )
             _list_all(peer, offers, result.get("capabilities") or {}, meta=None)
-        else:
-            offers.why_no_legacy = _why(answer)
+        elif isinstance(answer, dict) and isinstance(answer.get("error"), dict):
+            offers.why_no_legacy = "which the target refused: " + _why(answer)
+        else:  # no answer, or none the runner could read: never reported as a refusal
+            offers.why_no_legacy = "but initialize got no answer the runner could read: " + _why(
+                answer
+            )
     finally:
         peer.finish()
         peer.stop()
