@@ -7,10 +7,12 @@ taken for the reply nor turn into "refused initialize"; a transcript that cannot
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
 
+import jsonschema
 import pytest
 
 from conformance.replay.format import ROOT
@@ -73,3 +75,54 @@ def test_priming_events_and_early_notifications_over_http(http_url):
 
 def test_early_notifications_over_stdio():
     check(replay("--server-command", " ".join(PEER)), "stdio")
+
+
+PARSE_ERROR = {
+    "title": "a parse error answered with a null id",
+    "about": "JSON-RPC 2.0 §5: the id of a parse error MUST be null; the schemas allow no null id.",
+    "server": "fixture",
+    "steps": [
+        {"send_raw": "this is not json"},
+        {
+            "expect": {
+                "jsonrpc": "2.0",
+                "id": {"$any": ["integer", "null"]},
+                "error": {"code": -32700, "$more": True},
+            }
+        },
+    ],
+}
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_where_the_step_allows_a_null_id_the_schema_check_does_too(tmp_path, transport, request):
+    folder = tmp_path / "2025"
+    folder.mkdir()
+    (folder / "parse-error.json").write_text(json.dumps(PARSE_ERROR))
+    where = (
+        ["--url", request.getfixturevalue("http_url")]
+        if transport == "http"
+        else ["--server-command", " ".join(PEER)]
+    )
+    run = subprocess.run(
+        [sys.executable, "-m", "conformance.transcripts", *where, str(folder / "parse-error.json")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0 and f"ok   2025/parse-error [{transport}]" in run.stdout, run.stdout
+
+
+def test_a_null_id_passes_the_schema_check_only_where_the_step_allows_it():
+    sys.path.insert(0, str(ROOT / "tests"))
+    import support
+
+    message = {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}}
+    with pytest.raises(jsonschema.ValidationError):
+        support.validate_server_message("2025-11-25", message)
+    for revision in ("2025-03-26", "2025-11-25"):
+        support.validate_server_message(revision, message, id_may_be_null=True)
+    broken = {**message, "error": {"code": "x", "message": "Parse error"}}
+    with pytest.raises(jsonschema.ValidationError):  # the rest of the message is still checked
+        support.validate_server_message("2025-11-25", broken, id_may_be_null=True)

@@ -193,7 +193,14 @@ class Replay:
                 return
             raise StepFailed(0, step, received.problem, expected=pattern)
         message = received.message
-        self._validate(step, message)
+        # JSON-RPC requires "id": null where the id could not be read, and a transport refusal may
+        # carry it; the schemas allow no null id. Where the step accepts it, the transcript wins.
+        null_id = (
+            isinstance(message, dict)
+            and message.get("id", 0) is None
+            and _fits(pattern, message, self.captures, self.strict)
+        )
+        self._validate(step, message, null_id)
         try:
             match(pattern, message, self.captures, strict=self.strict)
         except Mismatch as mismatch:
@@ -233,7 +240,7 @@ class Replay:
             and received.message is None
         )
 
-    def _validate(self, step: dict[str, Any], message: Any) -> None:
+    def _validate(self, step: dict[str, Any], message: Any, id_may_be_null: bool = False) -> None:
         """Every message the server writes must satisfy the official schema of the revision it speaks."""
         if not isinstance(message, dict):
             raise StepFailed(
@@ -251,7 +258,7 @@ class Replay:
         # A foreign target's tools are held to the outputSchemas it listed; hcmcp's to its own.
         listed = None if self.target.offers is None else self.target.offers.output_schemas
         try:
-            validate_with_official_schema(revision, message, method, tool, listed)
+            validate_with_official_schema(revision, message, method, tool, listed, id_may_be_null)
         except Exception as error:  # noqa: BLE001  (a ValidationError names the path it failed at; any other failure of the check fails the step too)
             detail = getattr(error, "message", str(error))
             where = "/".join(str(p) for p in getattr(error, "absolute_path", ()))
@@ -270,10 +277,12 @@ def validate_with_official_schema(
     method: str | None,
     tool: str | None = None,
     listed: dict[str, Any] | None = None,
+    id_may_be_null: bool = False,
 ) -> None:
     """tests/support.validate_server_message (its validators are built once per definition); a
-    tools/call result is held to the outputSchema of ``tool`` too (``listed``: name -> outputSchema)."""
-    support.validate_server_message(revision, message, method, tool, listed)
+    tools/call result is held to the outputSchema of ``tool`` too (``listed``: name -> outputSchema).
+    ``id_may_be_null``: the step accepts an error with "id": null (see validate_server_message)."""
+    support.validate_server_message(revision, message, method, tool, listed, id_may_be_null)
 
 
 def _fits(pattern: Any, message: Any, captures: dict[str, Any], strict: bool) -> bool:
