@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import re
+import signal
 import socket
 import subprocess
 import time
@@ -157,8 +159,12 @@ row is an artefact of the runner's strictness:
 class Peer:
     key: str
     label: str
-    argv: list[str] | None
+    argv: list[str] | None  # stdio; over HTTP with --http 127.0.0.1:PORT added (unless ``http``)
     unavailable: str = ""
+    # Streamable HTTP, when started otherwise: the command with "{port}" where the port goes
+    http: list[str] | None = None
+    env: dict[str, str] | None = None  # added to the environment of the HTTP server
+    http_only: bool = False  # serves no stdio
 
 
 def peers(allow_install: bool) -> list[Peer]:
@@ -201,22 +207,17 @@ class Run:
 
 
 def replay(peer: Peer, transport: str, paths: list[Path]) -> Run:
-    if peer.argv is None:
+    if peer.unavailable or (peer.argv is None and peer.http is None):
         return Run(peer, transport, "", [], f"not run: {peer.unavailable}")
+    if transport == "stdio" and peer.http_only:
+        return Run(peer, transport, "", [], "n/a: it serves Streamable HTTP only")
     server = None
     try:
         if transport == "stdio":
+            assert peer.argv is not None
             target = Target(command=peer.argv)
         else:
-            port = free_port()
-            server = subprocess.Popen(
-                [*peer.argv, "--http", f"127.0.0.1:{port}"],
-                cwd=ROOT,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            wait_for_port(port, server)
+            server, port = start_http(peer)
             target = Target(url=f"http://127.0.0.1:{port}/mcp")
         target.offers = discover(target)
         outcomes = []
@@ -233,12 +234,45 @@ def replay(peer: Peer, transport: str, paths: list[Path]) -> Run:
         return Run(peer, transport, "", [], f"not run: {error}")
     finally:
         if server is not None:
-            server.terminate()
-            try:
-                server.wait(10)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+            stop_group(server)
+
+
+def start_http(peer: Peer) -> tuple[subprocess.Popen, int]:
+    """Start ``peer``'s Streamable HTTP server on a free loopback port and wait until it listens.
+
+    In a session of its own, so that stop_group() ends it and its children."""
+    port = free_port()
+    argv = (
+        [part.replace("{port}", str(port)) for part in peer.http]
+        if peer.http is not None
+        else [*(peer.argv or []), "--http", f"127.0.0.1:{port}"]
+    )
+    server = subprocess.Popen(
+        argv,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PORT": str(port), **(peer.env or {})},
+        start_new_session=True,
+    )
+    try:
+        wait_for_port(port, server)
+    except RuntimeError:
+        stop_group(server)
+        raise
+    return server, port
+
+
+def stop_group(server: subprocess.Popen) -> None:
+    """End a server started in a session of its own, and its children (a node launcher's)."""
+    if server.poll() is None:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
 
 
 def first_difference(outcome: Outcome) -> str:

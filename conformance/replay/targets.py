@@ -38,6 +38,9 @@ class Offers:
     )
     # tool name -> its outputSchema (or None)
     output_schemas: dict[str, Any] = field(default_factory=dict)
+    capabilities: dict[str, Any] = field(
+        default_factory=dict
+    )  # as declared (initialize or discover)
 
     def summary(self) -> str:
         name = self.server_info.get("name", "?") if isinstance(self.server_info, dict) else "?"
@@ -148,6 +151,7 @@ def discover(target: Target) -> Offers:
         if isinstance(result, dict):
             offers.legacy = result.get("protocolVersion")
             offers.server_info = result.get("serverInfo")
+            offers.capabilities = result.get("capabilities") or {}
             peer.send(
                 b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
                 {"jsonrpc": "2.0", "method": "notifications/initialized"},
@@ -175,6 +179,7 @@ def discover(target: Target) -> Offers:
         if isinstance(result, dict) and "2026-07-28" in (result.get("supportedVersions") or ()):
             offers.modern = True
             if offers.legacy is None:
+                offers.capabilities = result.get("capabilities") or {}
                 offers.server_info = (result.get("_meta") or {}).get(
                     "io.modelcontextprotocol/serverInfo"
                 )
