@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,6 +88,7 @@ class Replay:
         # notification, a log line, a server request the transcript does not expect): set aside, in
         # order, for a later step that expects them; what is left at the end is reported, not failed.
         self.set_aside: list[Any] = []
+        self.http_answer: dict[str, Any] | None = None  # the last plain HTTP step's answer
 
     def run(self) -> None:
         for number, step in enumerate(self.transcript.steps, 1):
@@ -125,6 +127,10 @@ class Replay:
             self.peer.send(self.resolve(step["send_raw"]).encode(), None, headers)
         elif "expect" in step:
             self._expect(step)
+        elif "http" in step:
+            self._plain_request(self.resolve(step["http"]), step)
+        elif "expect_http" in step:
+            self._expect_http(self.resolve(step["expect_http"]), step)
         elif "expect_none" in step:
             deadline = time.monotonic() + step["expect_none"] / 1000
             while (left := deadline - time.monotonic()) > 0:
@@ -141,6 +147,63 @@ class Replay:
                     f"expected no message for {step['expect_none']} ms",
                     got=received.problem or received.message,
                 )
+
+    def _plain_request(self, request: dict[str, Any], step: dict[str, Any]) -> None:
+        if not isinstance(self.peer, HttpPeer):
+            raise StepFailed(0, step, "a plain HTTP step needs the Streamable HTTP transport")
+        if "well_known" in request:
+            url = well_known_url(str(request["of"]), str(request["well_known"]))
+        elif request.get("endpoint"):
+            url = self.peer.path
+        else:
+            url = str(request.get("url") or request.get("path"))
+        body = request.get("body")
+        data = (
+            None
+            if body is None
+            else body.encode()
+            if isinstance(body, str)
+            else json.dumps(body).encode()
+        )
+        headers = {str(k): str(v) for k, v in (request.get("headers") or {}).items()}
+        try:
+            status, answer_headers, answer = self.peer.plain_request(
+                request.get("method", "GET"), url, headers, data
+            )
+        except (OSError, ValueError) as error:
+            raise StepFailed(
+                0, step, f"{request.get('method', 'GET')} {url} failed: {error}"
+            ) from None
+        try:
+            parsed = json.loads(answer) if answer else None
+        except (ValueError, UnicodeDecodeError):
+            parsed = None
+        self.http_answer = {"url": url, "status": status, "headers": answer_headers, "json": parsed}
+
+    def _expect_http(self, pattern: dict[str, Any], step: dict[str, Any]) -> None:
+        answer = self.http_answer
+        if answer is None:
+            raise TranscriptError("expect_http before any http step")
+        try:
+            if "status" in pattern:
+                match(
+                    pattern["status"], answer["status"], self.captures, "HTTP status", self.strict
+                )
+            for name, sub in (pattern.get("headers") or {}).items():
+                value = answer["headers"].get(name.lower())
+                if value is None and sub is not None:
+                    raise Mismatch(f"header {name}", "missing")
+                match(sub, value, self.captures, f"header {name}", self.strict)
+            if "json" in pattern:
+                match(pattern["json"], answer["json"], self.captures, "$", self.strict)
+        except Mismatch as mismatch:
+            raise StepFailed(
+                0,
+                step,
+                f"{answer['url']}: {mismatch}",
+                expected=pattern,
+                got={k: answer[k] for k in ("status", "headers", "json")},
+            ) from None
 
     def _unrequested(self, received: Received) -> bool:
         """A foreign target's notification or request that no step asked for: MCP lets a server send
@@ -283,6 +346,13 @@ def validate_with_official_schema(
     tools/call result is held to the outputSchema of ``tool`` too (``listed``: name -> outputSchema).
     ``id_may_be_null``: the step accepts an error with "id": null (see validate_server_message)."""
     support.validate_server_message(revision, message, method, tool, listed, id_may_be_null)
+
+
+def well_known_url(issuer: str, name: str) -> str:
+    """RFC 8414 §3.1: the well-known part goes between the host and the issuer's path."""
+    parts = urllib.parse.urlsplit(issuer)
+    path = parts.path.rstrip("/")
+    return f"{parts.scheme}://{parts.netloc}/.well-known/{name}{path}"
 
 
 def _fits(pattern: Any, message: Any, captures: dict[str, Any], strict: bool) -> bool:

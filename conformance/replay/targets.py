@@ -10,13 +10,15 @@ discovered from the server itself (initialize, the */list methods, server/discov
 
 from __future__ import annotations
 
+import http.client
 import json
 import shlex
 import time
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.replay.format import NEED_KINDS, SERVERS, TRANSPORTS, Transcript
+from conformance.replay.format import NEED_KINDS, SERVER_ENV, SERVERS, TRANSPORTS, Transcript
 from conformance.replay.transports import META_VERSION, HttpPeer, StdioPeer
 
 DISCOVERY_TIMEOUT_S = 20.0
@@ -56,7 +58,8 @@ class Offers:
             if ok
         ]
         counts = ", ".join(f"{len(self.listed[kind])} {kind}" for kind in NEED_KINDS)
-        return f"{name} {version}; speaks {' and '.join(eras) or 'neither era'}; lists {counts}"
+        claims = "; claims the authorization part" if self.authorization else ""
+        return f"{name} {version}; speaks {' and '.join(eras) or 'neither era'}; lists {counts}{claims}"
 
 
 @dataclass
@@ -105,6 +108,7 @@ class Target:
         if self.url is not None:
             return HttpPeer(None, env, url=self.url)
         argv = SERVERS[transcript_server][transport]
+        env = {**SERVER_ENV.get(transcript_server, {}), **env}
         return StdioPeer(argv, env) if transport == "stdio" else HttpPeer(argv, env)
 
     # -- what a transcript or a step needs --------------------------------------------------
@@ -129,6 +133,13 @@ class Target:
         if transcript.hcmcp_only:
             return f"hcmcp-only: {transcript.hcmcp_only}"
         assert self.offers is not None, "discover() the target first"
+        if transcript.needs.get("authorization"):
+            if self.offers.authorization is None:
+                return (
+                    "needs a server that claims the authorization part of the spec (a 401 with "
+                    f"WWW-Authenticate: Bearer, or Protected Resource Metadata): {self.offers.why_no_authorization}"
+                )
+            return self.unmet(transcript.needs)
         if transcript.era == "2026" and not self.offers.modern:
             return f"needs the 2026-07-28 era, which the target does not speak ({self.offers.why_no_modern})"
         if transcript.era == "2025" and self.offers.legacy is None:
@@ -137,10 +148,13 @@ class Target:
 
 
 def discover(target: Target) -> Offers:
-    """Ask a foreign target what it serves: initialize and the */list methods, then server/discover."""
+    """Ask a foreign target what it serves: initialize and the */list methods, then server/discover;
+    over HTTP, whether it claims the authorization part."""
     offers = Offers()
     transport = target.transports[0]
     peer = target.open("", transport, {})
+    if isinstance(peer, HttpPeer):
+        _authorization(peer, offers)
     try:
         answer = _ask(
             peer,
@@ -190,6 +204,42 @@ def discover(target: Target) -> Offers:
         peer.finish()
         peer.stop()
     return offers
+
+
+def _authorization(peer: HttpPeer, offers: Offers) -> None:
+    """A server claims the authorization part when a request without a token gets 401 with a Bearer
+    challenge (MCP authorization: "MUST use the WWW-Authenticate header"), or when it serves
+    Protected Resource Metadata (RFC 9728) for its MCP endpoint."""
+    ping = b'{"jsonrpc":"2.0","id":"authorization-probe","method":"ping"}'
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    try:
+        status, answer_headers, _ = peer.plain_request("POST", peer.path, headers, ping)
+        challenge = answer_headers.get("www-authenticate", "")
+        if status == 401 and challenge.lower().startswith("bearer"):
+            offers.authorization = f"401 with WWW-Authenticate: {challenge[:200]}"
+            return
+        path = urllib.parse.urlsplit(peer.origin() + peer.path).path.rstrip("/")
+        status, _, body = peer.plain_request(
+            "GET", "/.well-known/oauth-protected-resource" + path, {}, None
+        )
+        if status == 200 and isinstance(_json_or_none(body), dict):
+            offers.authorization = (
+                "Protected Resource Metadata at /.well-known/oauth-protected-resource" + path
+            )
+            return
+        offers.why_no_authorization = (
+            f"a request without a token was not refused with 401 and a Bearer challenge, and "
+            f"/.well-known/oauth-protected-resource{path} answered {status}"
+        )
+    except (OSError, ValueError, http.client.HTTPException) as error:
+        offers.why_no_authorization = f"could not ask: {error}"
+
+
+def _json_or_none(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
 
 
 def _list_all(

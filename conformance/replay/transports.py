@@ -328,6 +328,32 @@ class HttpPeer:
             connection.close()
         return problems
 
+    def origin(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def plain_request(
+        self, method: str, url: str, headers: dict[str, str], body: bytes | None
+    ) -> tuple[int, dict[str, str], bytes]:
+        """One plain HTTP request (no MCP duties): (status, headers with lowercase names, body).
+
+        ``url`` is a path on the server under test, or an absolute http(s) URL the server named
+        (its metadata, its authorization server)."""
+        parts = urllib.parse.urlsplit(url if "://" in url else self.origin() + url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        kind = (
+            http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        )
+        connection = kind(parts.hostname, parts.port, timeout=20)
+        try:
+            target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+            connection.request(method, target, body=body, headers=headers)
+            response = connection.getresponse()
+            answer = response.read()
+            return response.status, {k.lower(): v for k, v in response.getheaders()}, answer
+        finally:
+            connection.close()
+
     def _end_session(self) -> None:
         if self.session_id is None:
             return
