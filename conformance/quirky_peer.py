@@ -11,6 +11,11 @@ What it does that hcmcp does not, each allowed by the texts:
 
 It serves initialize, ping, tools/list (one tool) and nothing else (-32601). Standard library
 only; conformance/test_quirky_peer.py replays transcripts against it through real transports.
+
+``--http --oauth-without-s256`` makes it a server that claims the authorization part and gets one
+thing wrong: every POST without a token it knows is 401 with a Bearer challenge, its Protected
+Resource Metadata names itself as the authorization server, and that server's metadata offers
+PKCE ``plain`` only (MCP requires S256). The authorization transcripts must find exactly that.
 """
 
 from __future__ import annotations
@@ -67,9 +72,19 @@ def serve_stdio() -> None:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    oauth = False  # --oauth-without-s256
+
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.oauth:
+            challenge = f'Bearer resource_metadata="{self.origin()}/.well-known/oauth-protected-resource/mcp"'
+            if self.headers.get("Authorization"):
+                challenge += ', error="invalid_token"'
+            self._json(401, {"error": "unauthorized"}, {"WWW-Authenticate": challenge})
+            return
         try:
             message = json.loads(body)
         except json.JSONDecodeError:
@@ -98,6 +113,21 @@ class Handler(BaseHTTPRequestHandler):
         self.close_connection = True
 
     def do_GET(self) -> None:
+        if self.oauth and self.path.startswith("/.well-known/oauth-protected-resource"):
+            origin = self.origin()
+            self._json(200, {"resource": f"{origin}/mcp", "authorization_servers": [origin]})
+            return
+        if self.oauth and self.path == "/.well-known/oauth-authorization-server":
+            origin = self.origin()
+            metadata = {
+                "issuer": origin,
+                "authorization_endpoint": f"{origin}/authorize",
+                "token_endpoint": f"{origin}/token",
+                "response_types_supported": ["code"],
+                "code_challenge_methods_supported": ["plain"],
+            }
+            self._json(200, metadata)
+            return
         self.send_response(405)
         self.send_header("Allow", "POST, DELETE")
         self.send_header("Content-Length", "0")
@@ -108,9 +138,11 @@ class Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", "0")
         self.end_headers()
 
-    def _json(self, status: int, payload: Any) -> None:
+    def _json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
         data = json.dumps(payload).encode()
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -120,7 +152,8 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
 
-def serve_http() -> None:
+def serve_http(oauth: bool) -> None:
+    Handler.oauth = oauth
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     print(
         f"serving MCP at http://127.0.0.1:{server.server_address[1]}/mcp",
@@ -133,4 +166,7 @@ def serve_http() -> None:
 
 
 if __name__ == "__main__":
-    serve_http() if "--http" in sys.argv[1:] else serve_stdio()
+    if "--http" in sys.argv[1:]:
+        serve_http("--oauth-without-s256" in sys.argv[1:])
+    else:
+        serve_stdio()

@@ -35,10 +35,13 @@ def replay(*where: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-@pytest.fixture
-def http_url():
+def serve(*flags: str):
     server = subprocess.Popen(
-        [*PEER, "--http"], cwd=ROOT, stdin=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [*PEER, "--http", *flags],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         line = server.stderr.readline()
@@ -48,6 +51,16 @@ def http_url():
     finally:
         server.kill()
         server.wait(5)
+
+
+@pytest.fixture
+def http_url():
+    yield from serve()
+
+
+@pytest.fixture
+def oauth_url():
+    yield from serve("--oauth-without-s256")
 
 
 def check(run: subprocess.CompletedProcess[str], transport: str) -> None:
@@ -126,3 +139,44 @@ def test_a_null_id_passes_the_schema_check_only_where_the_step_allows_it():
     broken = {**message, "error": {"code": "x", "message": "Parse error"}}
     with pytest.raises(jsonschema.ValidationError):  # the rest of the message is still checked
         support.validate_server_message("2025-11-25", broken, id_may_be_null=True)
+
+
+AUTHORIZATION = sorted(
+    str(p) for p in (ROOT / "conformance" / "transcripts" / "2025").glob("authorization-*.json")
+)
+
+
+def test_the_authorization_transcripts_skip_a_server_that_does_not_claim_it(http_url):
+    run = subprocess.run(
+        [sys.executable, "-m", "conformance.transcripts", "--url", http_url, *AUTHORIZATION],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert len(AUTHORIZATION) == 4
+    for path in AUTHORIZATION:
+        name = "2025/" + path.rsplit("/", 1)[1].removesuffix(".json")
+        assert (
+            f"skip {name} [http]: needs a server that claims the authorization part" in run.stdout
+        ), run.stdout
+    assert "a request without a token was not refused with 401" in run.stdout, run.stdout
+
+
+def test_the_authorization_transcripts_find_what_a_server_gets_wrong(oauth_url):
+    run = subprocess.run(
+        [sys.executable, "-m", "conformance.transcripts", "--url", oauth_url, *AUTHORIZATION],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    out = run.stdout
+    assert "claims the authorization part" in out, out
+    assert "ok   2025/authorization-challenge [http]" in out, out
+    assert "ok   2025/authorization-protected-resource-metadata [http]" in out, out
+    assert "ok   2025/authorization-foreign-token [http]" in out, out
+    assert "FAIL 2025/authorization-server-metadata [http]" in out, out
+    assert "code_challenge_methods_supported" in out and '"plain"' in out, out
+    assert run.returncode == 1 and out.rstrip().endswith("3 passed, 1 failed"), out

@@ -40,9 +40,13 @@ class Offers:
     )
     # tool name -> its outputSchema (or None)
     output_schemas: dict[str, Any] = field(default_factory=dict)
-    capabilities: dict[str, Any] = field(
-        default_factory=dict
-    )  # as declared (initialize or discover)
+    # as declared (initialize or discover)
+    capabilities: dict[str, Any] = field(default_factory=dict)
+    # the authorization part: what showed the server claims it (a 401 challenge, its metadata), or None
+    authorization: str | None = None
+    why_no_authorization: str = (
+        "it is spoken to over stdio, where the authorization part does not apply"
+    )
 
     def summary(self) -> str:
         name = self.server_info.get("name", "?") if isinstance(self.server_info, dict) else "?"
@@ -294,13 +298,23 @@ def _ask(peer: StdioPeer | HttpPeer, method: str, params: dict[str, Any]) -> Any
             break
         if received.problem:
             return received.problem
-        if isinstance(received.message, dict) and received.message.get("id") == request_id:
-            return received.message
+        message = received.message
+        if isinstance(message, dict) and message.get("id") == request_id:
+            return message
+        if (  # the transport refused the request (a 401 without a token): its body answers it
+            received.http_status is not None
+            and received.http_status >= 400
+            and isinstance(message, dict)
+            and message.get("id") is None
+            and isinstance(message.get("error"), dict)
+        ):
+            return {**message, "http_status": received.http_status}
     return f"no answer to {method} within {DISCOVERY_TIMEOUT_S:g} s"
 
 
 def _why(answer: Any) -> str:
     if isinstance(answer, dict) and isinstance(answer.get("error"), dict):
         error = answer["error"]
-        return f"error {error.get('code')}: {str(error.get('message'))[:120]}"
+        status = f"HTTP {answer['http_status']}, " if "http_status" in answer else ""
+        return f"{status}error {error.get('code')}: {str(error.get('message'))[:120]}"
     return str(answer)[:200]
