@@ -165,6 +165,7 @@ class Peer:
     http: list[str] | None = None
     env: dict[str, str] | None = None  # added to the environment of the HTTP server
     http_only: bool = False  # serves no stdio
+    url: str | None = None  # already serving Streamable HTTP there: nothing to start
 
 
 def peers(allow_install: bool) -> list[Peer]:
@@ -207,15 +208,19 @@ class Run:
 
 
 def replay(peer: Peer, transport: str, paths: list[Path]) -> Run:
-    if peer.unavailable or (peer.argv is None and peer.http is None):
+    if peer.unavailable or (peer.argv is None and peer.http is None and peer.url is None):
         return Run(peer, transport, "", [], f"not run: {peer.unavailable}")
-    if transport == "stdio" and peer.http_only:
-        return Run(peer, transport, "", [], "n/a: it serves Streamable HTTP only")
+    if transport == "stdio" and (peer.http_only or peer.argv is None):
+        return Run(peer, transport, "", [], "n/a: no stdio command")
+    if transport == "http" and peer.url is None and peer.http is None and peer.http_only:
+        return Run(peer, transport, "", [], "n/a: no HTTP server")
     server = None
     try:
         if transport == "stdio":
             assert peer.argv is not None
             target = Target(command=peer.argv)
+        elif peer.url is not None:
+            target = Target(url=peer.url)
         else:
             server, port = start_http(peer)
             target = Target(url=f"http://127.0.0.1:{port}/mcp")

@@ -33,6 +33,7 @@ import datetime
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -324,6 +325,8 @@ def run_leg(leg: Leg, url: str, path_env: str, pins: dict[str, str]) -> LegRun:
 
 
 def suite(peer: Peer, path_env: str, pins: dict[str, str]) -> list[LegRun]:
+    if peer.url is not None:  # yours, already serving: every leg against it
+        return [run_leg(leg, peer.url, path_env, pins) for leg in LEGS]
     legs = []
     for leg in LEGS:
         try:
@@ -531,7 +534,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(RESULTS))
     parser.add_argument("--no-suite", action="store_true", help="transcripts only")
     parser.add_argument("--no-peers-md", action="store_true", help="do not rewrite PEERS.md")
+    yours = parser.add_argument_group(
+        "your server instead (give --out; the suite runs over HTTP only)"
+    )
+    yours.add_argument("--url", help="your server, already serving Streamable HTTP at URL")
+    yours.add_argument(
+        "--server-command", metavar='"CMD ARGS…"', help="your server over stdio (transcripts)"
+    )
     args = parser.parse_args(argv)
+    if args.url or args.server_command:
+        return measure_yours(args)
     wanted = [name.strip() for name in args.servers.split(",") if name.strip()]
     path_env = node_path()
     pins = read_pins()
@@ -552,6 +564,25 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {args.out}")
     if not args.no_peers_md:
         peers_md.main([])
+    return 0
+
+
+def measure_yours(args: argparse.Namespace) -> int:
+    if Path(args.out).resolve() == RESULTS.resolve():
+        raise SystemExit("give --out FILE: conformance/RESULTS.md is hcmcp's own")
+    argv = shlex.split(args.server_command) if args.server_command else None
+    peer = Peer("yours", "your server", argv, url=args.url)
+    path_env = node_path() if args.url and not args.no_suite else os.environ.get("PATH", "")
+    pins = read_pins()
+    result = ServerResult(peer, "(yours)", args.url or args.server_command)
+    if args.url and not args.no_suite:
+        result.legs = suite(peer, path_env, pins)
+    paths = find_transcripts()
+    result.runs = [replay(peer, transport, paths) for transport in TRANSPORTS]
+    result.offers = discover(Target(url=args.url) if args.url else Target(command=argv))
+    command = "python -m conformance.results " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    Path(args.out).write_text(render([result], pins, command.strip()), encoding="utf-8")
+    print(f"wrote {args.out}")
     return 0
 
 
