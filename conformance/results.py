@@ -48,6 +48,7 @@ from conformance import peers as peers_md
 from conformance.peers import Peer, Run, replay, start_http, stop_group
 from conformance.replay.format import ROOT, find_transcripts
 from conformance.replay.targets import Offers, Target, discover
+from conformance.suite.run import not_scored_scenarios, read_pins
 
 PY = sys.executable
 PEERS_DIR = ROOT / "conformance" / "peer_servers"
@@ -256,40 +257,6 @@ def servers(path_env: str) -> list[tuple[Peer, str, str]]:
     ]
 
 
-def read_pins() -> dict[str, str]:
-    pins = {}
-    for line in (ROOT / "conformance" / "suite" / "pins.env").read_text().splitlines():
-        if "=" in line and not line.lstrip().startswith("#"):
-            key, _, value = line.partition("=")
-            pins[key.strip()] = value.strip()
-    return pins
-
-
-def not_scored(version: str, revision: str) -> set[str]:
-    """The scenarios a --requirements leg runs but does not score (the suite's requirements file)."""
-    text = (
-        CACHE
-        / f"conformance-{version}"
-        / "node_modules"
-        / "@modelcontextprotocol"
-        / "conformance"
-        / "requirements"
-        / f"{revision}.yaml"
-    ).read_text()
-    section = text.split("not_scored:", 1)[1] if "not_scored:" in text else ""
-    section = re.split(r"^\S", section, maxsplit=1, flags=re.M)[0]
-    found, entry = set(), {}
-    for line in section.splitlines():
-        item = re.match(r"^\s*(-\s+)?(scenario|leg):\s*(\S+)", line)
-        if item:
-            if item.group(1):
-                entry = {}
-            entry[item.group(2)] = item.group(3)
-            if entry.get("leg") == "server" and "scenario" in entry:
-                found.add(entry["scenario"])
-    return found
-
-
 def run_leg(leg: Leg, url: str, path_env: str, pins: dict[str, str]) -> LegRun:
     version = pins[leg.version_key]
     binary = CACHE / f"conformance-{version}" / "node_modules" / ".bin" / "conformance"
@@ -303,7 +270,7 @@ def run_leg(leg: Leg, url: str, path_env: str, pins: dict[str, str]) -> LegRun:
             env={**os.environ, "PATH": path_env, "NO_COLOR": "1"},
             timeout=1800,
         )
-        skipped = not_scored(version, leg.revision) if leg.revision else set()
+        skipped = set(not_scored_scenarios(version, leg.selection))
         files = sorted(Path(out).glob("server-*/checks.json"))
         if not files:
             result.problem = (

@@ -26,8 +26,12 @@ PEER = [sys.executable, "-m", "conformance.quirky_peer"]
 
 
 def replay(*where: str) -> subprocess.CompletedProcess[str]:
+    return replay_files(*where, *TRANSCRIPTS)
+
+
+def replay_files(*arguments: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "conformance.transcripts", *where, *TRANSCRIPTS],
+        [sys.executable, "-m", "conformance.transcripts", *arguments],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -117,13 +121,7 @@ def test_where_the_step_allows_a_null_id_the_schema_check_does_too(tmp_path, tra
         if transport == "http"
         else ["--server-command", " ".join(PEER)]
     )
-    run = subprocess.run(
-        [sys.executable, "-m", "conformance.transcripts", *where, str(folder / "parse-error.json")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    run = replay_files(*where, str(folder / "parse-error.json"))
     assert run.returncode == 0 and f"ok   2025/parse-error [{transport}]" in run.stdout, run.stdout
 
 
@@ -147,13 +145,7 @@ AUTHORIZATION = sorted(
 
 
 def test_the_authorization_transcripts_skip_a_server_that_does_not_claim_it(http_url):
-    run = subprocess.run(
-        [sys.executable, "-m", "conformance.transcripts", "--url", http_url, *AUTHORIZATION],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    run = replay_files("--url", http_url, *AUTHORIZATION)
     assert run.returncode == 0, run.stdout + run.stderr
     assert len(AUTHORIZATION) == 4
     for path in AUTHORIZATION:
@@ -165,13 +157,7 @@ def test_the_authorization_transcripts_skip_a_server_that_does_not_claim_it(http
 
 
 def test_the_authorization_transcripts_find_what_a_server_gets_wrong(oauth_url):
-    run = subprocess.run(
-        [sys.executable, "-m", "conformance.transcripts", "--url", oauth_url, *AUTHORIZATION],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    run = replay_files("--url", oauth_url, *AUTHORIZATION)
     out = run.stdout
     assert "claims the authorization part" in out, out
     assert "ok   2025/authorization-challenge [http]" in out, out
