@@ -117,10 +117,12 @@ RULES: dict[tuple[str, str, str, int], tuple[str, str, str]] = {
         '-32601 "Method not found: The method does not exist / is not available."',
         JSONRPC + ".1; mcp-protocol.md §1 (error codes)",
     ),
-    ("fastmcp1", "http", "2025/malformed-messages", 2): (
-        "MUST",
-        'the -32700 for a body that is not JSON carries "id": "server-error": ' + SAME_ID,
-        JSONRPC,
+    ("fastmcp1", "http", "2025/malformed-messages", 8): (
+        "code",
+        'a body that is a bare JSON string gets -32602 (with "id": "server-error"); JSON-RPC defines '
+        '-32600 "Invalid Request: The JSON sent is not a valid Request object." for it (and shows '
+        "this very case in its examples)",
+        JSONRPC + ".1",
     ),
     ("fastmcp1", "http", "2025/initialize-bad-params", 2): (
         "MUST",

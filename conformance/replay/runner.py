@@ -241,6 +241,7 @@ class Replay:
                 match(pattern, earlier, self.captures, strict=self.strict)
                 return
         deadline = time.monotonic() + timeout
+        aside_before = len(self.set_aside)
         while True:
             received = self.peer.receive(max(0.0, deadline - time.monotonic()))
             if received is None or not self._unrequested(received):
@@ -250,7 +251,14 @@ class Replay:
             self._validate(step, received.message)
             self.set_aside.append(received.message)
         if received is None:
-            raise StepFailed(0, step, f"no message within {timeout:g} s", expected=pattern)
+            meanwhile = [_short(m, 300) for m in self.set_aside[aside_before:]]
+            raise StepFailed(
+                0,
+                step,
+                f"no message within {timeout:g} s"
+                + (f" (set aside meanwhile: {'; '.join(meanwhile)})" if meanwhile else ""),
+                expected=pattern,
+            )
         if received.problem:
             if self._free_form_refusal(step, received):
                 return
@@ -258,16 +266,24 @@ class Replay:
         message = received.message
         # JSON-RPC requires "id": null where the id could not be read, and a transport refusal may
         # carry it; the schemas allow no null id. Where the step accepts it, the transcript wins.
-        null_id = (
-            isinstance(message, dict)
-            and message.get("id", 0) is None
-            and _fits(pattern, message, self.captures, self.strict)
-        )
-        self._validate(step, message, null_id)
+        if not isinstance(message, dict):
+            raise StepFailed(
+                0, step, "the server wrote something that is not a JSON object", got=message
+            )
+        # The transcript first: its first difference is the clearer report. Then the schema, which
+        # allows "id": null exactly where the step's id does (JSON-RPC requires null where the id
+        # could not be read, and a transport refusal may carry it; the schemas allow no null id).
         try:
             match(pattern, message, self.captures, strict=self.strict)
         except Mismatch as mismatch:
             raise StepFailed(0, step, str(mismatch), expected=pattern, got=message) from None
+        id_pattern = {"$more": True}
+        if isinstance(pattern, dict) and "id" in pattern:
+            id_pattern["id"] = pattern["id"]
+        null_id = message.get("id", 0) is None and _fits(
+            id_pattern, {"id": None}, self.captures, self.strict
+        )
+        self._validate(step, message, null_id)
         wanted_status = step.get("http_status")
         if wanted_status is not None and received.http_status is not None:
             try:
