@@ -1,18 +1,20 @@
 """Regenerates conformance/RESULTS.md (and conformance/PEERS.md): the official suite and hcmcp's
 transcripts against hcmcp's two servers and three pinned peers, side by side.
 
-    python -m conformance.results                     # everything: ~15 min on two cores
+    python -m conformance.results --ts-everything CHECKOUT   # everything: ~15 min on two cores
     python -m conformance.results --servers fixture,product --no-suite --no-peers-md --out /tmp/r.md
 
 Servers (each named with its version in the file):
   fixture            conformance/fixture_server.py (hcmcp's protocol core with the suite's fixtures)
   product            hcmcp --demo (the Healthchecks server on its built-in simulator)
-  py-everything      the Python SDK's everything server (examples/servers/everything-server of
-                     modelcontextprotocol/python-sdk, vendored in conformance/peer_servers/py-everything/:
-                     the pinned mcp wheel ships no example server), run on this venv's pinned mcp
+  py-everything      the Python SDK's everything server (examples/servers/everything-server), taken
+                     from the PyPI sdist of the pinned mcp (the wheel ships no example server):
+                     downloaded with pip, checked against MCP_SDIST_SHA256, run on this venv's mcp
   ts-everything      the everything server of the conformance suite's repository
-                     (examples/servers/typescript, vendored in conformance/peer_servers/ts-everything/
-                     with its lockfile: the suite's npm tarball ships only dist/), run with tsx
+                     (examples/servers/typescript at TS_COMMIT): in no registry (the suite's npm
+                     tarball ships only dist/), so taken from a checkout you give with
+                     --ts-everything DIR or $HCMCP_TS_EVERYTHING, checked against TS_FILES, run
+                     with its lockfile's tsx; without one its column says "not measured"
   server-everything  @modelcontextprotocol/server-everything from npm (conformance/peer_servers/server-everything/)
 
 For each: the suite legs (0.1.16 ``--suite all``; 0.2.0-alpha.12 ``--suite all`` and
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import hashlib
 import json
 import os
 import re
@@ -37,6 +40,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -54,10 +58,25 @@ PY = sys.executable
 PEERS_DIR = ROOT / "conformance" / "peer_servers"
 RESULTS = ROOT / "conformance" / "RESULTS.md"
 CACHE = Path(os.environ.get("HCMCP_CACHE", Path.home() / ".cache" / "hcmcp"))
-TS_SOURCE = "modelcontextprotocol/conformance at c321dd32035556e6769d3724a8ee97d87c3faaac (0.2.0-alpha.11, 2026-08-07)"
-PY_SOURCE = (
-    "modelcontextprotocol/python-sdk at 57394b0548d1e2dc2dce8d67d84985769df3b8bb (2026-08-20)"
+TS_COMMIT = "c321dd32035556e6769d3724a8ee97d87c3faaac"
+TS_SOURCE = f"modelcontextprotocol/conformance at {TS_COMMIT} (0.2.0-alpha.11, 2026-08-07)"
+TS_ENV = "HCMCP_TS_EVERYTHING"
+# examples/servers/typescript at TS_COMMIT: the files the server is built and run from
+TS_FILES = {
+    "everything-server.ts": "488ddabf5573078dbc4c21d980701ba05033ad83316bdbde20005228151a5205",
+    "package.json": "ed7d4ef32d89dacaddc465a27c9130d0e97ed925f434b43779f8fb7862b5ad0f",
+    "package-lock.json": "db544cc4937eb4006a483e223979ce906d49f8a0d9fb4c38086908e49bf4beed",
+    "tsconfig.json": "509931c8e03d25de155cf8132eb22f0fb35e8b462ecb7ee89389db299f9a3a55",
+}
+TS_HOW = (
+    "give a checkout of modelcontextprotocol/conformance at "
+    f"{TS_COMMIT[:8]} with --ts-everything DIR or ${TS_ENV}"
 )
+# the PyPI sdist of each mcp version this file knows, by sha256 (pyproject pins mcp==2.3.0)
+MCP_SDIST_SHA256 = {
+    "2.3.0": "8b147a50441cf059dc88c684e0aeed3687f0aa0f39c6cde7b90330effd2b34d8",
+}
+PY_EXAMPLE = "examples/servers/everything-server/mcp_everything_server"
 SERVER_EVERYTHING = "2026.8.31"
 TRANSPORTS = ("stdio", "http")
 
@@ -143,6 +162,7 @@ class ServerResult:
     offers: Offers | None = None
     legs: list[LegRun] = field(default_factory=list)
     runs: list[Run] = field(default_factory=list)
+    missing: str = ""  # why the server was not measured (its column says "not measured")
 
 
 def node_path() -> str:
@@ -155,9 +175,12 @@ def node_path() -> str:
     return found.group(1) + os.pathsep + os.environ.get("PATH", "")
 
 
-def npm_folder(name: str, path_env: str, extra: tuple[str, ...] = ()) -> Path:
-    """$HCMCP_CACHE/peer-<name>: exactly conformance/peer_servers/<name>/package-lock.json's tree (npm ci)."""
-    source = PEERS_DIR / name
+def npm_folder(
+    name: str, path_env: str, extra: tuple[str, ...] = (), source: Path | None = None
+) -> Path:
+    """$HCMCP_CACHE/peer-<name>: exactly <source>/package-lock.json's tree (npm ci); the source
+    is conformance/peer_servers/<name>/ unless given."""
+    source = source or PEERS_DIR / name
     folder = CACHE / f"peer-{name}"
     lock = (source / "package-lock.json").read_bytes()
     marker = folder / ".installed"
@@ -180,6 +203,71 @@ def npm_folder(name: str, path_env: str, extra: tuple[str, ...] = ()) -> Path:
     return folder
 
 
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def py_everything() -> Path:
+    """The everything server of the pinned mcp's PyPI sdist, extracted under $HCMCP_CACHE:
+    pip downloads the sdist, its sha256 must be MCP_SDIST_SHA256's, only PY_EXAMPLE is kept."""
+    version = metadata.version("mcp")
+    pin = MCP_SDIST_SHA256.get(version)
+    if pin is None:
+        raise SystemExit(
+            f"mcp {version} has no sdist pin: add its sha256 to MCP_SDIST_SHA256 in "
+            "conformance/results.py (pip download --no-deps --no-binary :all: mcp==VERSION)"
+        )
+    folder = CACHE / f"peer-py-everything-{version}"
+    server = folder / "mcp_everything_server" / "server.py"
+    if server.exists():
+        return server
+    sdists = CACHE / "sdist"
+    sdist = sdists / f"mcp-{version}.tar.gz"
+    if not (sdist.exists() and sha256(sdist) == pin):
+        print(f"[pip download mcp=={version} sdist into {sdists}]", file=sys.stderr, flush=True)
+        download = ["download", "-q", "--no-deps", "--no-binary", ":all:", "-d", str(sdists)]
+        subprocess.run(
+            [PY, "-m", "pip", *download, f"mcp=={version}"],
+            check=True,
+            stdout=sys.stderr,
+        )
+    if sha256(sdist) != pin:
+        raise SystemExit(f"{sdist}: sha256 {sha256(sdist)}, not the pinned {pin}")
+    prefix = f"mcp-{version}/{PY_EXAMPLE}/"
+    with tarfile.open(sdist) as tar:
+        members = [m for m in tar.getmembers() if m.isfile() and m.name.startswith(prefix)]
+        for member in members:
+            target = folder / "mcp_everything_server" / member.name[len(prefix) :]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            source = tar.extractfile(member)
+            assert source is not None  # a regular file
+            target.write_bytes(source.read())
+    if not server.exists():
+        raise SystemExit(f"{sdist} has no {prefix}server.py")
+    return server
+
+
+def ts_everything(given: str | None) -> tuple[Path | None, str]:
+    """(the examples/servers/typescript folder, "") or (None, why not measured)."""
+    given = given or os.environ.get(TS_ENV)
+    if not given:
+        return None, f"not measured: source not given ({TS_HOW})"
+    folder = Path(given).expanduser()
+    if (folder / "examples" / "servers" / "typescript").is_dir():
+        folder = folder / "examples" / "servers" / "typescript"
+    wrong = [
+        name
+        for name, pin in TS_FILES.items()
+        if not (folder / name).is_file() or sha256(folder / name) != pin
+    ]
+    if wrong:
+        raise SystemExit(
+            f"--ts-everything {given}: {', '.join(wrong)} missing or not as at {TS_COMMIT} "
+            "(check out that commit: git -C CHECKOUT checkout " + TS_COMMIT + ")"
+        )
+    return folder, ""
+
+
 def own_servers() -> list[tuple[Peer, str, str]]:
     """(peer, version, source) of hcmcp's two servers, replayed as anyone's."""
     import hcmcp
@@ -198,63 +286,78 @@ def own_servers() -> list[tuple[Peer, str, str]]:
     ]
 
 
-def servers(path_env: str) -> list[tuple[Peer, str, str]]:
-    """(peer, version, source) of every server RESULTS.md covers."""
+def servers(path_env: str, wanted: list[str], ts_given: str | None) -> list[tuple[Peer, str, str]]:
+    """(peer, version, source) of every server RESULTS.md covers that is wanted (each installed
+    only when wanted)."""
     node = shutil.which("node", path=path_env) or "node"
-    everything = npm_folder("server-everything", path_env)
-    ts = npm_folder("ts-everything", path_env, ("everything-server.ts", "tsconfig.json"))
-    ts_sdk = json.loads(
-        (ts / "node_modules" / "@modelcontextprotocol" / "sdk" / "package.json").read_text()
-    )["version"]
-    main_js = (
-        everything / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist"
-    ) / "index.js"
-    return [
-        *own_servers(),
-        (
-            Peer(
-                "py-everything",
-                "Python SDK everything",
-                None,
-                http=[
-                    PY,
-                    str(PEERS_DIR / "py-everything" / "everything_server.py"),
-                    "--port",
-                    "{port}",
-                ],
-                http_only=True,
-            ),
-            f"mcp {metadata.version('mcp')}",
-            f"{PY_SOURCE}, examples/servers/everything-server",
-        ),
-        (
-            Peer(
-                "ts-everything",
-                "TS everything",
-                None,
-                http=[
-                    node,
-                    str(ts / "node_modules" / "tsx" / "dist" / "cli.mjs"),
-                    str(ts / "everything-server.ts"),
-                ],
-                env={"PATH": path_env},
-                http_only=True,
-            ),
-            f"@modelcontextprotocol/sdk {ts_sdk}",
-            f"{TS_SOURCE}, examples/servers/typescript",
-        ),
-        (
-            Peer(
-                "server-everything",
-                "server-everything",
-                [node, str(main_js), "stdio"],
-                http=[node, str(main_js), "streamableHttp"],
-                env={"PATH": path_env},
-            ),
-            f"@modelcontextprotocol/server-everything {SERVER_EVERYTHING}",
-            "npm",
-        ),
-    ]
+    found = [s for s in own_servers() if s[0].key in wanted]
+    if "py-everything" in wanted:
+        server = py_everything()
+        found.append(
+            (
+                Peer(
+                    "py-everything",
+                    "Python SDK everything",
+                    None,
+                    http=[PY, str(server), "--port", "{port}"],
+                    http_only=True,
+                ),
+                f"mcp {metadata.version('mcp')}",
+                f"the PyPI sdist mcp-{metadata.version('mcp')}.tar.gz (sha256 pinned), "
+                f"`{PY_EXAMPLE}/server.py`",
+            )
+        )
+    if "ts-everything" in wanted:
+        source, why = ts_everything(ts_given)
+        label = f"{TS_SOURCE}, examples/servers/typescript"
+        if source is not None:
+            label += " (the checkout given with --ts-everything; its files' sha256 as pinned)"
+        if source is None:
+            found.append((Peer("ts-everything", "TS everything", None, why), "?", label))
+        else:
+            ts = npm_folder(
+                "ts-everything", path_env, ("everything-server.ts", "tsconfig.json"), source
+            )
+            ts_sdk = json.loads(
+                (ts / "node_modules" / "@modelcontextprotocol" / "sdk" / "package.json").read_text()
+            )["version"]
+            found.append(
+                (
+                    Peer(
+                        "ts-everything",
+                        "TS everything",
+                        None,
+                        http=[
+                            node,
+                            str(ts / "node_modules" / "tsx" / "dist" / "cli.mjs"),
+                            str(ts / "everything-server.ts"),
+                        ],
+                        env={"PATH": path_env},
+                        http_only=True,
+                    ),
+                    f"@modelcontextprotocol/sdk {ts_sdk}",
+                    label,
+                )
+            )
+    if "server-everything" in wanted:
+        everything = npm_folder("server-everything", path_env)
+        main_js = (
+            everything / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist"
+        ) / "index.js"
+        found.append(
+            (
+                Peer(
+                    "server-everything",
+                    "server-everything",
+                    [node, str(main_js), "stdio"],
+                    http=[node, str(main_js), "streamableHttp"],
+                    env={"PATH": path_env},
+                ),
+                f"@modelcontextprotocol/server-everything {SERVER_EVERYTHING}",
+                "npm",
+            )
+        )
+    return found
 
 
 def run_leg(leg: Leg, url: str, path_env: str, pins: dict[str, str]) -> LegRun:
@@ -399,6 +502,9 @@ def render(results: list[ServerResult], pins: dict[str, str], command: str) -> s
     for index, leg in enumerate(LEGS):
         cells = []
         for result in results:
+            if result.missing:
+                cells.append("not measured")
+                continue
             if index >= len(result.legs):
                 cells.append("not run")
                 continue
@@ -425,7 +531,10 @@ def render(results: list[ServerResult], pins: dict[str, str], command: str) -> s
         cells = []
         for result in results:
             run = next((r for r in result.runs if r.transport == transport), None)
-            cells.append("not run" if run is None else transcript_cell(run))
+            if result.missing:
+                cells.append("not measured")
+            else:
+                cells.append("not run" if run is None else transcript_cell(run))
         out.append(f"| {transport} | " + " | ".join(cells) + " |")
     out += ["", "## Every failure, classified", ""]
     out += [
@@ -440,6 +549,9 @@ def render(results: list[ServerResult], pins: dict[str, str], command: str) -> s
     for result in results:
         out.append(f"### {result.peer.key}")
         out.append("")
+        if result.missing:
+            out += [result.missing[:1].upper() + result.missing[1:] + ".", ""]
+            continue
         if result.offers is not None:
             out.append(f"Found: {result.offers.summary()}.")
             out.append("")
@@ -498,6 +610,12 @@ def main(argv: list[str] | None = None) -> int:
         default="fixture,product,py-everything,ts-everything,server-everything",
         help="comma-separated (default: all five)",
     )
+    parser.add_argument(
+        "--ts-everything",
+        metavar="DIR",
+        help=f"a checkout of modelcontextprotocol/conformance at {TS_COMMIT[:8]} (or its "
+        f"examples/servers/typescript); default ${TS_ENV}; without it that column is not measured",
+    )
     parser.add_argument("--out", default=str(RESULTS))
     parser.add_argument("--no-suite", action="store_true", help="transcripts only")
     parser.add_argument("--no-peers-md", action="store_true", help="do not rewrite PEERS.md")
@@ -516,11 +634,13 @@ def main(argv: list[str] | None = None) -> int:
     pins = read_pins()
     paths = find_transcripts()
     results = []
-    for peer, version, source in servers(path_env):
-        if peer.key not in wanted:
-            continue
+    for peer, version, source in servers(path_env, wanted, args.ts_everything):
         print(f"{peer.key}: {version}", flush=True)
-        result = ServerResult(peer, version, source)
+        result = ServerResult(peer, version, source, missing=peer.unavailable)
+        if peer.unavailable:
+            print(f"  {peer.unavailable}", flush=True)
+            results.append(result)
+            continue
         if not args.no_suite:
             result.legs = suite(peer, path_env, pins)
         result.runs = [replay(peer, transport, paths) for transport in TRANSPORTS]

@@ -15,8 +15,9 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from conformance import results
-from conformance.peers import replay
+from conformance.peers import Peer, replay
 from conformance.replay.format import ROOT, find_transcripts
+from conformance.suite.run import read_pins
 
 TEXT = results.RESULTS.read_text(encoding="utf-8")
 
@@ -43,7 +44,7 @@ def test_results_name_every_version_and_the_date():
         "0.2.0-alpha.12",
         "server-everything 2026.8.31",
         "c321dd32035556e6769d3724a8ee97d87c3faaac",
-        "57394b0548d1e2dc2dce8d67d84985769df3b8bb",
+        "mcp-2.3.0.tar.gz",
     ):
         assert needle in TEXT, f"RESULTS.md does not name {needle}"
     for server in ("fixture", "product", "py-everything", "ts-everything", "server-everything"):
@@ -58,3 +59,36 @@ def test_peers_md_lists_every_transcript():
     assert names == listed, (
         f"PEERS.md is stale: missing {sorted(names - listed)}, gone {sorted(listed - names)}"
     )
+
+
+def test_nothing_fetched_is_committed_among_the_peers():
+    """The peers come from the registries (a lockfile of ours) or from a source the user gives:
+    no third-party source sits in the tree."""
+    folder = ROOT / "conformance" / "peer_servers"
+    found = {str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file()}
+    assert found == {
+        "README.md",
+        "server-everything/package.json",
+        "server-everything/package-lock.json",
+    }, f"conformance/peer_servers/ holds more than our pins: {sorted(found)}"
+
+
+def test_without_its_source_the_ts_everything_column_says_not_measured_and_how(monkeypatch):
+    monkeypatch.delenv(results.TS_ENV, raising=False)
+    folder, why = results.ts_everything(None)
+    assert folder is None
+    assert why.startswith("not measured: source not given")
+    assert "--ts-everything DIR" in why and results.TS_ENV in why
+    peer = Peer("ts-everything", "TS everything", None, why)
+    text = results.render(
+        [results.ServerResult(peer, "?", results.TS_SOURCE, missing=why)], read_pins(), "cmd"
+    )
+    assert "| 0.1.16 --suite all | not measured |" in text
+    assert "| http | not measured |" in text
+    assert "Not measured: source not given" in text
+
+
+def test_a_ts_everything_source_not_at_the_pinned_commit_is_refused_by_name(tmp_path):
+    (tmp_path / "everything-server.ts").write_text("// another server\n")
+    with pytest.raises(SystemExit, match=r"everything-server.ts.*not as at c321dd32"):
+        results.ts_everything(str(tmp_path))
