@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import re
+import signal
 import socket
 import subprocess
 import time
@@ -115,10 +117,12 @@ RULES: dict[tuple[str, str, str, int], tuple[str, str, str]] = {
         '-32601 "Method not found: The method does not exist / is not available."',
         JSONRPC + ".1; mcp-protocol.md §1 (error codes)",
     ),
-    ("fastmcp1", "http", "2025/malformed-messages", 2): (
-        "MUST",
-        'the -32700 for a body that is not JSON carries "id": "server-error": ' + SAME_ID,
-        JSONRPC,
+    ("fastmcp1", "http", "2025/malformed-messages", 8): (
+        "code",
+        'a body that is a bare JSON string gets -32602 (with "id": "server-error"); JSON-RPC defines '
+        '-32600 "Invalid Request: The JSON sent is not a valid Request object." for it (and shows '
+        "this very case in its examples)",
+        JSONRPC + ".1",
     ),
     ("fastmcp1", "http", "2025/initialize-bad-params", 2): (
         "MUST",
@@ -157,8 +161,13 @@ row is an artefact of the runner's strictness:
 class Peer:
     key: str
     label: str
-    argv: list[str] | None
+    argv: list[str] | None  # stdio; over HTTP with --http 127.0.0.1:PORT added (unless ``http``)
     unavailable: str = ""
+    # Streamable HTTP, when started otherwise: the command with "{port}" where the port goes
+    http: list[str] | None = None
+    env: dict[str, str] | None = None  # added to the environment of the HTTP server
+    http_only: bool = False  # serves no stdio
+    url: str | None = None  # already serving Streamable HTTP there: nothing to start
 
 
 def peers(allow_install: bool) -> list[Peer]:
@@ -201,22 +210,21 @@ class Run:
 
 
 def replay(peer: Peer, transport: str, paths: list[Path]) -> Run:
-    if peer.argv is None:
+    if peer.unavailable or (peer.argv is None and peer.http is None and peer.url is None):
         return Run(peer, transport, "", [], f"not run: {peer.unavailable}")
+    if transport == "stdio" and (peer.http_only or peer.argv is None):
+        return Run(peer, transport, "", [], "n/a: no stdio command")
+    if transport == "http" and peer.url is None and peer.http is None and peer.http_only:
+        return Run(peer, transport, "", [], "n/a: no HTTP server")
     server = None
     try:
         if transport == "stdio":
+            assert peer.argv is not None
             target = Target(command=peer.argv)
+        elif peer.url is not None:
+            target = Target(url=peer.url)
         else:
-            port = free_port()
-            server = subprocess.Popen(
-                [*peer.argv, "--http", f"127.0.0.1:{port}"],
-                cwd=ROOT,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            wait_for_port(port, server)
+            server, port = start_http(peer)
             target = Target(url=f"http://127.0.0.1:{port}/mcp")
         target.offers = discover(target)
         outcomes = []
@@ -233,12 +241,45 @@ def replay(peer: Peer, transport: str, paths: list[Path]) -> Run:
         return Run(peer, transport, "", [], f"not run: {error}")
     finally:
         if server is not None:
-            server.terminate()
-            try:
-                server.wait(10)
-            except subprocess.TimeoutExpired:
-                server.kill()
-                server.wait()
+            stop_group(server)
+
+
+def start_http(peer: Peer) -> tuple[subprocess.Popen, int]:
+    """Start ``peer``'s Streamable HTTP server on a free loopback port and wait until it listens.
+
+    In a session of its own, so that stop_group() ends it and its children."""
+    port = free_port()
+    argv = (
+        [part.replace("{port}", str(port)) for part in peer.http]
+        if peer.http is not None
+        else [*(peer.argv or []), "--http", f"127.0.0.1:{port}"]
+    )
+    server = subprocess.Popen(
+        argv,
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "PORT": str(port), **(peer.env or {})},
+        start_new_session=True,
+    )
+    try:
+        wait_for_port(port, server)
+    except RuntimeError:
+        stop_group(server)
+        raise
+    return server, port
+
+
+def stop_group(server: subprocess.Popen) -> None:
+    """End a server started in a session of its own, and its children (a node launcher's)."""
+    if server.poll() is None:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
 
 
 def first_difference(outcome: Outcome) -> str:

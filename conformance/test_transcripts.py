@@ -133,7 +133,9 @@ def test_every_transcript_reads_like_a_spec():
         ).get("transport_notes"), (
             f"{path}: say in transport_notes why it is not replayed on every transport"
         )
-        assert any("expect" in step for step in transcript.steps), f"{path}: expects nothing"
+        assert any("expect" in step or "expect_http" in step for step in transcript.steps), (
+            f"{path}: expects nothing"
+        )
         names.add(transcript.name)
     assert len(names) >= 20
 
@@ -482,19 +484,28 @@ def every_line(stdout: str) -> dict[str, str]:
     }
 
 
-def expected_verdicts(transport: str) -> tuple[set[str], set[str]]:
-    """The transcripts any server may take over this transport, and those only hcmcp can take."""
-    runs, hcmcp_only = set(), set()
+def expected_verdicts(transport: str) -> tuple[set[str], dict[str, str]]:
+    """The transcripts any server may take over this transport, and those the fixture server is
+    skipped for: hcmcp-only ones, and those for servers that claim the authorization part (it does
+    not), each with the start of its reason."""
+    runs, skips = set(), {}
     for path in runner.find_transcripts():
         transcript = runner.load(path)
-        if transport in transcript.transports:
-            (hcmcp_only if transcript.hcmcp_only else runs).add(f"{transcript.name} [{transport}]")
-    return runs, hcmcp_only
+        if transport not in transcript.transports:
+            continue
+        name = f"{transcript.name} [{transport}]"
+        if transcript.hcmcp_only:
+            skips[name] = "hcmcp-only: "
+        elif transcript.needs.get("authorization"):
+            skips[name] = "needs a server that claims the authorization part"
+        else:
+            runs.add(name)
+    return runs, skips
 
 
 def check_replay_as_any_server(done: subprocess.CompletedProcess, transport: str) -> None:
     lines = every_line(done.stdout)
-    runs, hcmcp_only = expected_verdicts(transport)
+    runs, skips = expected_verdicts(transport)
     failures = re.findall(r"^FAIL .*(?:\n {5}.*)*", done.stdout, re.M)
     assert done.returncode == 0, "\n".join(failures)[:6000] + done.stderr[-2000:]
     assert (
@@ -503,11 +514,9 @@ def check_replay_as_any_server(done: subprocess.CompletedProcess, transport: str
     )
     for name in runs:
         assert lines[name].startswith("ok   "), lines[name]
-    for name in hcmcp_only:
-        assert lines[name].startswith(f"skip {name}: hcmcp-only: "), lines[name]
-    assert (
-        done.stdout.splitlines()[-1] == f"{len(runs)} passed, 0 failed, {len(hcmcp_only)} skipped"
-    )
+    for name, why in skips.items():
+        assert lines[name].startswith(f"skip {name}: {why}"), lines[name]
+    assert done.stdout.splitlines()[-1] == f"{len(runs)} passed, 0 failed, {len(skips)} skipped"
     assert len(runs) >= 20
 
 

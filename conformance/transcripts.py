@@ -84,6 +84,8 @@ def print_outcome(outcome: Outcome) -> None:
     if verdict != "ok":
         for line in outcome.report:
             print(f"     {line}")
+    for note in outcome.notes:
+        print(f"     note: {note}")
     sys.stdout.flush()
 
 
@@ -138,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"cannot reach the target ({target.describe()}): {error}")
             return 2
         offers = target.offers
-        if offers.legacy is None and not offers.modern:
+        if offers.legacy is None and not offers.modern and offers.authorization is None:
             print(
                 f"the target ({target.describe()}) answered neither initialize ({offers.why_no_legacy}) "
                 f"nor server/discover ({offers.why_no_modern}): nothing to replay"

@@ -32,6 +32,16 @@ SERVERS: dict[str, dict[str, list[str]]] = {
     "hcmcp-demo-stateless": {
         "http": [PY, "-m", "hcmcp", "--http", "127.0.0.1:0", "--stateless", "--demo"]
     },
+    # The authorization part: OAuth access tokens on /mcp (SERVER_ENV), on the built-in simulator.
+    "hcmcp-oauth": {"http": [PY, "-m", "hcmcp", "--http", "127.0.0.1:0", "--demo"]},
+}
+# The environment a server of SERVERS needs to be itself (the transcript's own env comes on top).
+SERVER_ENV: dict[str, dict[str, str]] = {
+    "hcmcp-oauth": {
+        "HEALTHCHECKS_KEY_SOURCE": "oauth",
+        # a fixed key for a throwaway server: it seals tokens nobody outside the transcript sees
+        "HEALTHCHECKS_STATE_KEY": "7472616e7363726970742d6f617574682d73746174652d6b65792d3031323334",
+    },
 }
 # The product server's transcripts exercise Healthchecks tools and hcmcp's own texts: hcmcp only.
 PRODUCT_SERVERS = {
@@ -42,7 +52,10 @@ DEFAULT_REVISION = "2025-11-25"
 MODERN_REVISION = "2026-07-28"
 ERAS = ("2025", "2026")
 
-STEP_KINDS = ("send", "send_raw", "expect", "expect_none", "answer")
+STEP_KINDS = ("send", "send_raw", "expect", "expect_none", "answer", "http", "expect_http")
+# Steps outside JSON-RPC, over HTTP only: a plain request (the authorization part's discovery) and its answer.
+HTTP_STEP_KEYS = {"method", "endpoint", "url", "path", "well_known", "of", "headers", "body"}
+EXPECT_HTTP_KEYS = {"status", "headers", "json"}
 STEP_OPTIONS = {"note", "timeout_ms", "http_status", "http_headers", "only", "needs"}
 TOP_LEVEL = {
     "title",
@@ -87,7 +100,8 @@ class Transcript:
     # must go. With "transports", the bug shows only there, and elsewhere the transcript must pass.
     known_bug: dict[str, Any] | None = None
     # What the server under test must serve for the transcript to run at all:
-    # {"hcmcp": "why only hcmcp", "tools": [...], "resources": [...], "prompts": [...]}.
+    # {"hcmcp": "why only hcmcp", "tools": [...], "resources": [...], "prompts": [...],
+    #  "authorization": "what of the authorization part it checks"}.
     needs: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -144,6 +158,15 @@ def load(path: Path) -> Transcript:
     _check_needs(path, "needs", data.get("needs", {}), top_level=True)
     for number, step in enumerate(data["steps"], 1):
         _check_step(path, number, step)
+        if (
+            ("http" in step or "expect_http" in step)
+            and "stdio" in transports
+            and step.get("only") != "http"
+        ):
+            raise TranscriptError(
+                f'{path}: step {number} is plain HTTP: give the transcript "transports": ["http"] '
+                f'or the step "only": "http"'
+            )
     clash = _capture_names(data) & set(data.get("define", {}))
     if clash:
         raise TranscriptError(
@@ -184,8 +207,15 @@ def _check_needs(path: Path, where: str, needs: Any, top_level: bool) -> None:
         if top_level
         else '{"hcmcp": true (or why), "tools": [names], "resources": [uris], "prompts": [names]}'
     )
-    if not isinstance(needs, dict) or set(needs) - {"hcmcp", *NEED_KINDS}:
+    if top_level:
+        shape = shape[:-1] + ', "authorization": "what of the authorization part it checks"}'
+    allowed = {"hcmcp", *NEED_KINDS, *(("authorization",) if top_level else ())}
+    if not isinstance(needs, dict) or set(needs) - allowed:
         raise TranscriptError(f"{path}: {where} is {shape}")
+    if "authorization" in needs and not (
+        isinstance(needs["authorization"], str) and needs["authorization"].strip()
+    ):
+        raise TranscriptError(f"{path}: {where}.authorization must say what it checks")
     for kind in NEED_KINDS:
         if kind in needs and not (
             isinstance(needs[kind], list) and all(isinstance(n, str) for n in needs[kind])
@@ -215,6 +245,32 @@ def _check_step(path: Path, number: int, step: Any) -> None:
         raise TranscriptError(f"{path}: step {number}: only must be one of {list(TRANSPORTS)}")
     if "needs" in step:
         _check_needs(path, f"step {number} needs", step["needs"], top_level=False)
+    if "http" in step:
+        request = step["http"]
+        where = (
+            sum(key in request for key in ("endpoint", "url", "path", "well_known"))
+            if isinstance(request, dict)
+            else 0
+        )
+        if (
+            not isinstance(request, dict)
+            or set(request) - HTTP_STEP_KEYS
+            or request.get("method", "GET") not in ("GET", "POST", "DELETE")
+            or where != 1
+            or ("well_known" in request) != ("of" in request)
+        ):
+            raise TranscriptError(
+                f'{path}: step {number}: "http" is {{"method": "GET"|"POST"|"DELETE", and one of '
+                f'"endpoint": true (the MCP endpoint under test), "url", "path" (on the server under test) or "well_known" with "of" (RFC 8414: the metadata URL '
+                f'of that issuer); optional "headers" and "body"}}'
+            )
+    if "expect_http" in step and (
+        not isinstance(step["expect_http"], dict) or set(step["expect_http"]) - EXPECT_HTTP_KEYS
+    ):
+        raise TranscriptError(
+            f'{path}: step {number}: "expect_http" is {{"status": pattern, "headers": {{name: pattern}}, '
+            f'"json": pattern}} (each optional)'
+        )
 
 
 def _capture_names(value: Any) -> set[str]:

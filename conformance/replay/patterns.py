@@ -194,10 +194,13 @@ def _apply_matcher(
                 where, f"expected any {' or '.join(kinds)}, got {_type_of(actual)} {_short(actual)}"
             )
     if "$regex" in pattern:
-        if not isinstance(actual, str) or not re.search(pattern["$regex"], actual):
+        searched = re.search(pattern["$regex"], actual) if isinstance(actual, str) else None
+        if searched is None:
             raise Mismatch(
                 where, f"expected a string matching /{pattern['$regex']}/, got {_short(actual)}"
             )
+        # named groups are captures: (?P<name>...) makes ${name}
+        found.update({k: v for k, v in searched.groupdict().items() if v is not None})
     if "$contains" in pattern:
         wanted = (
             pattern["$contains"]

@@ -11,13 +11,14 @@ from __future__ import annotations
 import json
 import sys
 import time
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
 from conformance.replay.format import MODERN_REVISION, ROOT, STEP_KINDS, Transcript, TranscriptError
 from conformance.replay.patterns import Mismatch, _short, match, substitute
 from conformance.replay.targets import Target
-from conformance.replay.transports import META_VERSION, HttpPeer, StdioPeer
+from conformance.replay.transports import META_VERSION, HttpPeer, Received, StdioPeer
 
 EXPECT_TIMEOUT_MS = 10_000
 
@@ -52,6 +53,7 @@ class Outcome:
     # why -> how many steps were left out
     steps_not_run: dict[str, int] = field(default_factory=dict)
     strict: bool = True  # replayed against hcmcp itself (known_bug marks apply only then)
+    notes: list[str] = field(default_factory=list)  # said with the verdict, never a failure
 
     @property
     def verdict(self) -> str:
@@ -82,6 +84,11 @@ class Replay:
         # the negotiated legacy revision, once initialize is answered
         self.revision = transcript.revision
         self.not_run: dict[str, int] = {}
+        # Messages from a foreign target that no step was waiting for when they came (a list_changed
+        # notification, a log line, a server request the transcript does not expect): set aside, in
+        # order, for a later step that expects them; what is left at the end is reported, not failed.
+        self.set_aside: list[Any] = []
+        self.http_answer: dict[str, Any] | None = None  # the last plain HTTP step's answer
 
     def run(self) -> None:
         for number, step in enumerate(self.transcript.steps, 1):
@@ -120,15 +127,94 @@ class Replay:
             self.peer.send(self.resolve(step["send_raw"]).encode(), None, headers)
         elif "expect" in step:
             self._expect(step)
+        elif "http" in step:
+            self._plain_request(self.resolve(step["http"]), step)
+        elif "expect_http" in step:
+            self._expect_http(self.resolve(step["expect_http"]), step)
         elif "expect_none" in step:
-            received = self.peer.receive(step["expect_none"] / 1000)
-            if received is not None:
+            deadline = time.monotonic() + step["expect_none"] / 1000
+            while (left := deadline - time.monotonic()) > 0:
+                received = self.peer.receive(left)
+                if received is None:
+                    break
+                if self._unrequested(received):
+                    self._validate(step, received.message)
+                    self.set_aside.append(received.message)
+                    continue
                 raise StepFailed(
                     0,
                     step,
                     f"expected no message for {step['expect_none']} ms",
                     got=received.problem or received.message,
                 )
+
+    def _plain_request(self, request: dict[str, Any], step: dict[str, Any]) -> None:
+        if not isinstance(self.peer, HttpPeer):
+            raise StepFailed(0, step, "a plain HTTP step needs the Streamable HTTP transport")
+        if "well_known" in request:
+            url = well_known_url(str(request["of"]), str(request["well_known"]))
+        elif request.get("endpoint"):
+            url = self.peer.path
+        else:
+            url = str(request.get("url") or request.get("path"))
+        body = request.get("body")
+        data = (
+            None
+            if body is None
+            else body.encode()
+            if isinstance(body, str)
+            else json.dumps(body).encode()
+        )
+        headers = {str(k): str(v) for k, v in (request.get("headers") or {}).items()}
+        try:
+            status, answer_headers, answer = self.peer.plain_request(
+                request.get("method", "GET"), url, headers, data
+            )
+        except (OSError, ValueError) as error:
+            raise StepFailed(
+                0, step, f"{request.get('method', 'GET')} {url} failed: {error}"
+            ) from None
+        try:
+            parsed = json.loads(answer) if answer else None
+        except (ValueError, UnicodeDecodeError):
+            parsed = None
+        self.http_answer = {"url": url, "status": status, "headers": answer_headers, "json": parsed}
+
+    def _expect_http(self, pattern: dict[str, Any], step: dict[str, Any]) -> None:
+        answer = self.http_answer
+        if answer is None:
+            raise TranscriptError("expect_http before any http step")
+        try:
+            if "status" in pattern:
+                match(
+                    pattern["status"], answer["status"], self.captures, "HTTP status", self.strict
+                )
+            for name, sub in (pattern.get("headers") or {}).items():
+                value = answer["headers"].get(name.lower())
+                if value is None and sub is not None:
+                    raise Mismatch(f"header {name}", "missing")
+                match(sub, value, self.captures, f"header {name}", self.strict)
+            if "json" in pattern:
+                match(pattern["json"], answer["json"], self.captures, "$", self.strict)
+        except Mismatch as mismatch:
+            raise StepFailed(
+                0,
+                step,
+                f"{answer['url']}: {mismatch}",
+                expected=pattern,
+                got={k: answer[k] for k in ("status", "headers", "json")},
+            ) from None
+
+    def _unrequested(self, received: Received) -> bool:
+        """A foreign target's notification or request that no step asked for: MCP lets a server send
+        notifications (list_changed, logging, progress) at any time, so it is no answer to anything."""
+        message = received.message
+        return (
+            not self.strict
+            and received.problem is None
+            and isinstance(message, dict)
+            and isinstance(message.get("method"), str)
+        )
 
     def _note_request(self, message: Any) -> None:
         if not isinstance(message, dict) or "method" not in message or "id" not in message:
@@ -149,19 +235,55 @@ class Replay:
     def _expect(self, step: dict[str, Any]) -> None:
         pattern = self.resolve(step["expect"])
         timeout = step.get("timeout_ms", EXPECT_TIMEOUT_MS) / 1000
-        received = self.peer.receive(timeout)
+        for index, earlier in enumerate(self.set_aside):
+            if _fits(pattern, earlier, self.captures, self.strict):
+                del self.set_aside[index]
+                match(pattern, earlier, self.captures, strict=self.strict)
+                return
+        deadline = time.monotonic() + timeout
+        aside_before = len(self.set_aside)
+        while True:
+            received = self.peer.receive(max(0.0, deadline - time.monotonic()))
+            if received is None or not self._unrequested(received):
+                break
+            if _fits(pattern, received.message, self.captures, self.strict):
+                break
+            self._validate(step, received.message)
+            self.set_aside.append(received.message)
         if received is None:
-            raise StepFailed(0, step, f"no message within {timeout:g} s", expected=pattern)
+            meanwhile = [_short(m, 300) for m in self.set_aside[aside_before:]]
+            raise StepFailed(
+                0,
+                step,
+                f"no message within {timeout:g} s"
+                + (f" (set aside meanwhile: {'; '.join(meanwhile)})" if meanwhile else ""),
+                expected=pattern,
+            )
         if received.problem:
             if self._free_form_refusal(step, received):
                 return
             raise StepFailed(0, step, received.problem, expected=pattern)
         message = received.message
-        self._validate(step, message)
+        # JSON-RPC requires "id": null where the id could not be read, and a transport refusal may
+        # carry it; the schemas allow no null id. Where the step accepts it, the transcript wins.
+        if not isinstance(message, dict):
+            raise StepFailed(
+                0, step, "the server wrote something that is not a JSON object", got=message
+            )
+        # The transcript first: its first difference is the clearer report. Then the schema, which
+        # allows "id": null exactly where the step's id does (JSON-RPC requires null where the id
+        # could not be read, and a transport refusal may carry it; the schemas allow no null id).
         try:
             match(pattern, message, self.captures, strict=self.strict)
         except Mismatch as mismatch:
             raise StepFailed(0, step, str(mismatch), expected=pattern, got=message) from None
+        id_pattern = {"$more": True}
+        if isinstance(pattern, dict) and "id" in pattern:
+            id_pattern["id"] = pattern["id"]
+        null_id = message.get("id", 0) is None and _fits(
+            id_pattern, {"id": None}, self.captures, self.strict
+        )
+        self._validate(step, message, null_id)
         wanted_status = step.get("http_status")
         if wanted_status is not None and received.http_status is not None:
             try:
@@ -197,7 +319,7 @@ class Replay:
             and received.message is None
         )
 
-    def _validate(self, step: dict[str, Any], message: Any) -> None:
+    def _validate(self, step: dict[str, Any], message: Any, id_may_be_null: bool = False) -> None:
         """Every message the server writes must satisfy the official schema of the revision it speaks."""
         if not isinstance(message, dict):
             raise StepFailed(
@@ -215,7 +337,7 @@ class Replay:
         # A foreign target's tools are held to the outputSchemas it listed; hcmcp's to its own.
         listed = None if self.target.offers is None else self.target.offers.output_schemas
         try:
-            validate_with_official_schema(revision, message, method, tool, listed)
+            validate_with_official_schema(revision, message, method, tool, listed, id_may_be_null)
         except Exception as error:  # noqa: BLE001  (a ValidationError names the path it failed at; any other failure of the check fails the step too)
             detail = getattr(error, "message", str(error))
             where = "/".join(str(p) for p in getattr(error, "absolute_path", ()))
@@ -234,10 +356,27 @@ def validate_with_official_schema(
     method: str | None,
     tool: str | None = None,
     listed: dict[str, Any] | None = None,
+    id_may_be_null: bool = False,
 ) -> None:
     """tests/support.validate_server_message (its validators are built once per definition); a
-    tools/call result is held to the outputSchema of ``tool`` too (``listed``: name -> outputSchema)."""
-    support.validate_server_message(revision, message, method, tool, listed)
+    tools/call result is held to the outputSchema of ``tool`` too (``listed``: name -> outputSchema).
+    ``id_may_be_null``: the step accepts an error with "id": null (see validate_server_message)."""
+    support.validate_server_message(revision, message, method, tool, listed, id_may_be_null)
+
+
+def well_known_url(issuer: str, name: str) -> str:
+    """RFC 8414 §3.1: the well-known part goes between the host and the issuer's path."""
+    parts = urllib.parse.urlsplit(issuer)
+    path = parts.path.rstrip("/")
+    return f"{parts.scheme}://{parts.netloc}/.well-known/{name}{path}"
+
+
+def _fits(pattern: Any, message: Any, captures: dict[str, Any], strict: bool) -> bool:
+    try:
+        match(pattern, message, dict(captures), strict=strict)
+    except Mismatch:
+        return False
+    return True
 
 
 def _key(request_id: Any) -> Any:
@@ -256,6 +395,7 @@ def run_transcript(transcript: Transcript, transport: str, target: Target | None
     if why_not is not None:
         return Outcome(transcript, transport, False, 0.0, skipped=why_not, strict=target.is_hcmcp)
     report: list[str] = []
+    notes: list[str] = []  # said, never failed: what a foreign target sent that no step expected
     failed_step: int | None = None
     peer: StdioPeer | HttpPeer | None = None
     replay: Replay | None = None
@@ -264,10 +404,15 @@ def run_transcript(transcript: Transcript, transport: str, target: Target | None
         replay = Replay(transcript, peer, target)
         replay.run()
         problems = peer.finish()
+        replay.set_aside.extend(peer.unrequested)
         peer = None
         if problems:
             report.append("after the last step:")
             report.extend(f"  {p}" for p in problems)
+        notes.extend(
+            "set aside, expected by no step: " + _short(message, 300)
+            for message in replay.set_aside
+        )
     except StepFailed as failed:
         failed_step = failed.number
         kind = next((k for k in STEP_KINDS if k in failed.step), "note")
@@ -296,4 +441,5 @@ def run_transcript(transcript: Transcript, transport: str, target: Target | None
         failed_step,
         steps_not_run=dict(replay.not_run) if replay else {},
         strict=target.is_hcmcp,
+        notes=notes,
     )

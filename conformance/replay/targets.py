@@ -10,13 +10,15 @@ discovered from the server itself (initialize, the */list methods, server/discov
 
 from __future__ import annotations
 
+import http.client
 import json
 import shlex
 import time
+import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
-from conformance.replay.format import NEED_KINDS, SERVERS, TRANSPORTS, Transcript
+from conformance.replay.format import NEED_KINDS, SERVER_ENV, SERVERS, TRANSPORTS, Transcript
 from conformance.replay.transports import META_VERSION, HttpPeer, StdioPeer
 
 DISCOVERY_TIMEOUT_S = 20.0
@@ -38,6 +40,13 @@ class Offers:
     )
     # tool name -> its outputSchema (or None)
     output_schemas: dict[str, Any] = field(default_factory=dict)
+    # as declared (initialize or discover)
+    capabilities: dict[str, Any] = field(default_factory=dict)
+    # the authorization part: what showed the server claims it (a 401 challenge, its metadata), or None
+    authorization: str | None = None
+    why_no_authorization: str = (
+        "it is spoken to over stdio, where the authorization part does not apply"
+    )
 
     def summary(self) -> str:
         name = self.server_info.get("name", "?") if isinstance(self.server_info, dict) else "?"
@@ -53,7 +62,8 @@ class Offers:
             if ok
         ]
         counts = ", ".join(f"{len(self.listed[kind])} {kind}" for kind in NEED_KINDS)
-        return f"{name} {version}; speaks {' and '.join(eras) or 'neither era'}; lists {counts}"
+        claims = "; claims the authorization part" if self.authorization else ""
+        return f"{name} {version}; speaks {' and '.join(eras) or 'neither era'}; lists {counts}{claims}"
 
 
 @dataclass
@@ -102,6 +112,7 @@ class Target:
         if self.url is not None:
             return HttpPeer(None, env, url=self.url)
         argv = SERVERS[transcript_server][transport]
+        env = {**SERVER_ENV.get(transcript_server, {}), **env}
         return StdioPeer(argv, env) if transport == "stdio" else HttpPeer(argv, env)
 
     # -- what a transcript or a step needs --------------------------------------------------
@@ -126,18 +137,28 @@ class Target:
         if transcript.hcmcp_only:
             return f"hcmcp-only: {transcript.hcmcp_only}"
         assert self.offers is not None, "discover() the target first"
+        if transcript.needs.get("authorization"):
+            if self.offers.authorization is None:
+                return (
+                    "needs a server that claims the authorization part of the spec (a 401 with "
+                    f"WWW-Authenticate: Bearer, or Protected Resource Metadata): {self.offers.why_no_authorization}"
+                )
+            return self.unmet(transcript.needs)
         if transcript.era == "2026" and not self.offers.modern:
             return f"needs the 2026-07-28 era, which the target does not speak ({self.offers.why_no_modern})"
         if transcript.era == "2025" and self.offers.legacy is None:
-            return f"needs the 2025 era (initialize), which the target refused ({self.offers.why_no_legacy})"
+            return f"needs the 2025 era (initialize), {self.offers.why_no_legacy}"
         return self.unmet(transcript.needs)
 
 
 def discover(target: Target) -> Offers:
-    """Ask a foreign target what it serves: initialize and the */list methods, then server/discover."""
+    """Ask a foreign target what it serves: initialize and the */list methods, then server/discover;
+    over HTTP, whether it claims the authorization part."""
     offers = Offers()
     transport = target.transports[0]
     peer = target.open("", transport, {})
+    if isinstance(peer, HttpPeer):
+        _authorization(peer, offers)
     try:
         answer = _ask(
             peer,
@@ -148,14 +169,19 @@ def discover(target: Target) -> Offers:
         if isinstance(result, dict):
             offers.legacy = result.get("protocolVersion")
             offers.server_info = result.get("serverInfo")
+            offers.capabilities = result.get("capabilities") or {}
             peer.send(
                 b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
                 {"jsonrpc": "2.0", "method": "notifications/initialized"},
                 {},
             )
             _list_all(peer, offers, result.get("capabilities") or {}, meta=None)
-        else:
-            offers.why_no_legacy = _why(answer)
+        elif isinstance(answer, dict) and isinstance(answer.get("error"), dict):
+            offers.why_no_legacy = "which the target refused: " + _why(answer)
+        else:  # no answer, or none the runner could read: never reported as a refusal
+            offers.why_no_legacy = "but initialize got no answer the runner could read: " + _why(
+                answer
+            )
     finally:
         peer.finish()
         peer.stop()
@@ -171,6 +197,7 @@ def discover(target: Target) -> Offers:
         if isinstance(result, dict) and "2026-07-28" in (result.get("supportedVersions") or ()):
             offers.modern = True
             if offers.legacy is None:
+                offers.capabilities = result.get("capabilities") or {}
                 offers.server_info = (result.get("_meta") or {}).get(
                     "io.modelcontextprotocol/serverInfo"
                 )
@@ -181,6 +208,42 @@ def discover(target: Target) -> Offers:
         peer.finish()
         peer.stop()
     return offers
+
+
+def _authorization(peer: HttpPeer, offers: Offers) -> None:
+    """A server claims the authorization part when a request without a token gets 401 with a Bearer
+    challenge (MCP authorization: "MUST use the WWW-Authenticate header"), or when it serves
+    Protected Resource Metadata (RFC 9728) for its MCP endpoint."""
+    ping = b'{"jsonrpc":"2.0","id":"authorization-probe","method":"ping"}'
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    try:
+        status, answer_headers, _ = peer.plain_request("POST", peer.path, headers, ping)
+        challenge = answer_headers.get("www-authenticate", "")
+        if status == 401 and challenge.lower().startswith("bearer"):
+            offers.authorization = f"401 with WWW-Authenticate: {challenge[:200]}"
+            return
+        path = urllib.parse.urlsplit(peer.origin() + peer.path).path.rstrip("/")
+        status, _, body = peer.plain_request(
+            "GET", "/.well-known/oauth-protected-resource" + path, {}, None
+        )
+        if status == 200 and isinstance(_json_or_none(body), dict):
+            offers.authorization = (
+                "Protected Resource Metadata at /.well-known/oauth-protected-resource" + path
+            )
+            return
+        offers.why_no_authorization = (
+            f"a request without a token was not refused with 401 and a Bearer challenge, and "
+            f"/.well-known/oauth-protected-resource{path} answered {status}"
+        )
+    except (OSError, ValueError, http.client.HTTPException) as error:
+        offers.why_no_authorization = f"could not ask: {error}"
+
+
+def _json_or_none(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
 
 
 def _list_all(
@@ -235,13 +298,23 @@ def _ask(peer: StdioPeer | HttpPeer, method: str, params: dict[str, Any]) -> Any
             break
         if received.problem:
             return received.problem
-        if isinstance(received.message, dict) and received.message.get("id") == request_id:
-            return received.message
+        message = received.message
+        if isinstance(message, dict) and message.get("id") == request_id:
+            return message
+        if (  # the transport refused the request (a 401 without a token): its body answers it
+            received.http_status is not None
+            and received.http_status >= 400
+            and isinstance(message, dict)
+            and message.get("id") is None
+            and isinstance(message.get("error"), dict)
+        ):
+            return {**message, "http_status": received.http_status}
     return f"no answer to {method} within {DISCOVERY_TIMEOUT_S:g} s"
 
 
 def _why(answer: Any) -> str:
     if isinstance(answer, dict) and isinstance(answer.get("error"), dict):
         error = answer["error"]
-        return f"error {error.get('code')}: {str(error.get('message'))[:120]}"
+        status = f"HTTP {answer['http_status']}, " if "http_status" in answer else ""
+        return f"{status}error {error.get('code')}: {str(error.get('message'))[:120]}"
     return str(answer)[:200]

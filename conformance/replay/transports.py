@@ -92,6 +92,7 @@ class StdioPeer:
         )
         self.process = _ServerProcess(argv, env, cwd)
         self.inbox: queue.Queue[Received | None] = queue.Queue()
+        self.unrequested: list[Any] = []  # a foreign target's notifications left unread at the end
         threading.Thread(target=self._pump, daemon=True).start()
 
     def _pump(self) -> None:
@@ -151,7 +152,7 @@ class StdioPeer:
             if self.strict:
                 problems.append(f"the server did not exit within {EXIT_TIMEOUT_S:g} s of stdin EOF")
         self.process.stop()
-        problems.extend(_leftovers(self.inbox))
+        problems.extend(_leftovers(self.inbox, self.strict, self.unrequested))
         return problems
 
 
@@ -184,6 +185,7 @@ class HttpPeer:
         self.negotiated: str | None = None
         self.connections: list[http.client.HTTPConnection] = []
         self.finished = False
+        self.unrequested: list[Any] = []  # a foreign target's notifications left unread at the end
 
     def _wait_for_port(self) -> int:
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -302,7 +304,8 @@ class HttpPeer:
 
     def finish(self) -> list[str]:
         self.finished = True
-        problems = _leftovers(self.inbox)
+        # a server we did not start is a foreign one (hcmcp's own are spawned)
+        problems = _leftovers(self.inbox, self.process is not None, self.unrequested)
         # a server we did not start: end our session, as a client that is done does
         if self.process is None:
             self._end_session()
@@ -324,6 +327,32 @@ class HttpPeer:
         for connection in self.connections:
             connection.close()
         return problems
+
+    def origin(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def plain_request(
+        self, method: str, url: str, headers: dict[str, str], body: bytes | None
+    ) -> tuple[int, dict[str, str], bytes]:
+        """One plain HTTP request (no MCP duties): (status, headers with lowercase names, body).
+
+        ``url`` is a path on the server under test, or an absolute http(s) URL the server named
+        (its metadata, its authorization server)."""
+        parts = urllib.parse.urlsplit(url if "://" in url else self.origin() + url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        kind = (
+            http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
+        )
+        connection = kind(parts.hostname, parts.port, timeout=20)
+        try:
+            target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+            connection.request(method, target, body=body, headers=headers)
+            response = connection.getresponse()
+            answer = response.read()
+            return response.status, {k.lower(): v for k, v in response.getheaders()}, answer
+        finally:
+            connection.close()
 
     def _end_session(self) -> None:
         if self.session_id is None:
@@ -357,7 +386,13 @@ def _header_value(text: str) -> str:
 
 
 def _sse_events(response: http.client.HTTPResponse):
-    """The data of each SSE event, joined per the SSE rules; comments and other fields skipped."""
+    """The data of each SSE event that carries a message, per the SSE rules (WHATWG HTML §9.2.6).
+
+    Comment lines (``:``), ``id``, ``event`` and ``retry`` fields and unknown fields are read and
+    passed over; ``data`` lines are joined with a newline. An event whose data is empty (a
+    *priming* event: an id, maybe ``retry``, and ``data:`` with nothing, which servers with an
+    event store send first so the client can resume) carries no JSON-RPC message: it is not handed on.
+    """
     data: list[bytes] = []
     while True:
         line = response.readline()
@@ -365,24 +400,43 @@ def _sse_events(response: http.client.HTTPResponse):
             break
         line = line.rstrip(b"\r\n")
         if not line:
-            if data:
-                yield b"\n".join(data)
-                data = []
-        elif line.startswith(b"data:"):
-            data.append(line[5:].removeprefix(b" "))
-    if data:
-        yield b"\n".join(data)
+            joined = b"\n".join(data)
+            data = []
+            if joined.strip():
+                yield joined
+            continue
+        if line.startswith(b":"):
+            continue  # a comment (keep-alive)
+        name, colon, value = line.partition(b":")
+        if name == b"data":
+            data.append(value.removeprefix(b" ") if colon else b"")
+    joined = b"\n".join(data)
+    if joined.strip():
+        yield joined
 
 
-def _leftovers(inbox: queue.Queue[Received | None]) -> list[str]:
+def _leftovers(
+    inbox: queue.Queue[Received | None], strict: bool, set_aside: list[Any]
+) -> list[str]:
+    """What is still unread when the transcript ends: a problem each, except a foreign target's
+    notifications and requests (MCP lets a server send those at any time), which go to ``set_aside``."""
     problems = []
     while True:
         try:
             item = inbox.get_nowait()
         except queue.Empty:
             return problems
-        if item is not None:
-            problems.append(
-                "the server wrote a message no step expected: "
-                + (item.problem or _short(item.message, 400))
-            )
+        if item is None:
+            continue
+        if (
+            not strict
+            and item.problem is None
+            and isinstance(item.message, dict)
+            and "method" in item.message
+        ):
+            set_aside.append(item.message)
+            continue
+        problems.append(
+            "the server wrote a message no step expected: "
+            + (item.problem or _short(item.message, 400))
+        )

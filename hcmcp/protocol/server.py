@@ -71,6 +71,8 @@ INSTANT_METHODS = frozenset(
 )
 # We offer no prompts and no resources, yet declare both: a client that asks gets the truth --
 # empty lists, with the caching hints 2026 requires -- instead of an error it must special-case.
+# What a declared capability implies is served too: resources/read and prompts/get answer that the
+# name is unknown (-32602; -32002 for a 2025 resource), never -32601 "Method not found".
 _EMPTY_LISTS = {
     "prompts/list": "prompts",
     "resources/list": "resources",
@@ -307,6 +309,7 @@ class McpServer:
             "tools/list": self._tools_list_method,
             "tools/call": self._tools_call,
             "resources/read": self._resources_read,
+            "prompts/get": self._prompts_get,
             **dict.fromkeys(_EMPTY_LISTS, self._empty_list),
         }
         # Optional features (resources, prompts, logging, ...: protocol/features/feature.py) add their
@@ -564,6 +567,16 @@ class McpServer:
         code = INVALID_PARAMS if ctx.modern else RESOURCE_NOT_FOUND_2025
         raise RpcError(
             code, f"Resource not found: {uri!r}; this server offers no resources", {"uri": uri}
+        )
+
+    async def _prompts_get(self, ctx: RequestContext) -> JsonObject:
+        name = ctx.params.get("name")
+        if not isinstance(name, str):
+            raise RpcError(INVALID_PARAMS, 'Invalid params: prompts/get needs "name", a string')
+        raise RpcError(
+            INVALID_PARAMS,
+            f"Invalid params: unknown prompt {name!r}; this server offers no prompts",
+            {"name": name},
         )
 
     async def _tools_call(self, ctx: RequestContext) -> JsonObject:

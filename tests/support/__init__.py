@@ -65,16 +65,23 @@ def validate_server_message(
     method: str | None = None,
     tool: str | None = None,
     listed: dict[str, Any] | None = None,
+    id_may_be_null: bool = False,
 ) -> None:
     """Validate one message the server wrote: the envelope, then the result by the method it answers.
 
     ``"id": null`` fails here as it fails every MCP schema: an error whose id could not be read
-    leaves ``id`` out (valid from 2025-11-25), or is not written at all (DESIGN.md).
+    leaves ``id`` out (valid from 2025-11-25), or is not written at all (DESIGN.md). Except where
+    the caller says the step allows it (``id_may_be_null``: a conformance transcript whose step
+    accepts null, as JSON-RPC 2.0 §5 requires it for a parse error or an unreadable id, and as a
+    transport-level refusal may carry it): then an error response with ``"id": null`` is held to
+    the schema in every other part. The transcript wins over the schema's stricter id.
 
     A ``tools/call`` result is also held to its tool's ``outputSchema`` (validate_tool_result):
     ``tool`` is the name the call asked for, ``listed`` the session's own tools/list (name ->
     outputSchema or None), else the tools hcmcp and its conformance fixtures serve.
     """
+    if id_may_be_null and "error" in message and "id" in message and message["id"] is None:
+        message = {**message, "id": 0}  # any valid id: the rest of the envelope is still checked
     validate_definition(revision, "JSONRPCMessage", message)
     if "result" in message and method in RESULT_OF:
         definition = RESULT_OF[method]
