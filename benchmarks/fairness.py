@@ -171,13 +171,15 @@ def measure_c(
     if ran.returncode != 0:
         raise OSError(f"loadgen failed: {ran.stderr.decode(errors='replace').strip()[:200]}")
     result = json.loads(ran.stdout)
-    return Fairness(
+    measured = Fairness(
         [c["latencies"] for c in result["clients"]],
         [c["answered_at"] for c in result["clients"]],
         seconds,
         result["errors"],
         result["first_error"],
     )
+    measured.client_cpu = result["cpu_s"] / result["wall_s"]
+    return measured
 
 
 class Fairness:
@@ -195,6 +197,7 @@ class Fairness:
         self.seconds = seconds
         self.errors = errors
         self.first_error = first
+        self.client_cpu: float | None = None  # the C client's CPU time ÷ its wall time
         counts = [len(latencies) for latencies in per_client]
         self.min, self.max = min(counts), max(counts)
         self.spread = self.min / self.max if self.max else 0.0
@@ -360,6 +363,11 @@ def fairness_table(
             else f"asyncio, raw HTTP/1.1, over {procs} process(es)"
         )
         + ", on the same 2 cores as the server and the upstream."
+        + (
+            f" The C client used at most {max(cpu):.0%} of one core."
+            if (cpu := [r.client_cpu for rs in samples.values() for r in rs if r.client_cpu])
+            else ""
+        )
     )
     table.note(
         "p99 turns: for each call, the answers that went to the other clients while it waited, "

@@ -10,7 +10,8 @@
  * are awaited (and counted), as the asyncio client does. Every answer is checked: HTTP 200, a
  * "result" and no "isError":true in the body, else it is an error (the first one is printed).
  * Prints one JSON object: {"clients": [{"latencies": [s...], "answered_at": [s...]}...],
- * "errors": N, "first_error": "..."}. Exits 1 on a broken connection or a timeout (30 s past the end).
+ * "errors": N, "first_error": "...", "cpu_s": its own CPU time, "wall_s": the whole run's}.
+ * Exits 1 on a broken connection or a timeout (30 s past the end).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -22,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -238,6 +240,11 @@ int main(int argc, char **argv) {
         else if ((unsigned char)*p < 0x20) printf(" ");
         else putchar(*p);
     }
-    printf("\"}\n");
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    printf("\", \"cpu_s\": %.3f, \"wall_s\": %.3f}\n",
+           usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6 + usage.ru_stime.tv_sec +
+               usage.ru_stime.tv_usec / 1e6,
+           now() - start);
     return 0;
 }

@@ -371,3 +371,4 @@ def test_loadgen_reads_every_kind_of_answer_and_counts_the_bad_ones(tmp_path: Pa
     # every third answer of each connection is the 500 (the warm-up is 0: every answer counts)
     assert result["errors"] == sum(n // 3 for n in counts), (result["errors"], counts)
     assert result["first_error"] == "HTTP 500: boom", result["first_error"]
+    assert 0 <= result["cpu_s"] <= result["wall_s"] * 2, result
