@@ -13,11 +13,16 @@ per-client request counts (min, max, min/max), p50/p99/max latency over all call
 throughput. Targets (issue 34): at 8 and 32 clients min/max >= 0.85 and p99 <= 2.5x the fair share;
 throughput at 32 clients no lower than at 1.
 
-The clients are asyncio protocols writing raw HTTP/1.1 (benchmarks/_http_load.py), in one process
-by default (`--client-procs`): at 32 clients one process drove hcmcp as fast as two (2,265-2,403
-against 2,399-2,492 requests/s), and with two the counts split by process (~330 against ~265
-requests per client in 4 s), which measures how the OS shares the CPU between the two, not the
-server. Every server, era and N is measured in the same run, interleaved, `--rounds` times (the
+The clients are benchmarks/loadgen.c (`--client c`, the default where `cc` is on PATH; built with
+`cc -O2` into benchmarks/.build): one epoll process, each connection re-sending a pre-built request
+(the session header of its own initialize in the 2025 era), every answer checked (HTTP 200, a
+"result", no "isError":true) and any other counted as an error. At ~2,400 requests/s a Python
+client is itself the bottleneck and its own scheduling shows in the figures. Without a compiler
+(or `--client asyncio`) they are asyncio protocols writing raw HTTP/1.1
+(benchmarks/_http_load.py), in one process by default (`--client-procs`): at 32 clients one
+process drove hcmcp as fast as two (2,265-2,403 against 2,399-2,492 requests/s), and with two the
+counts split by process (~330 against ~265 requests per client in 4 s), which measures how the OS
+shares the CPU between the two, not the server. Every server, era and N is measured in the same run, interleaved, `--rounds` times (the
 medians of each figure are printed).
 """
 
@@ -28,9 +33,14 @@ import asyncio
 import bisect
 import json
 import multiprocessing
+import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 from benchmarks._harness import (
@@ -57,6 +67,8 @@ from benchmarks._upstream import SimulatorFailed, simulator
 from benchmarks.fixed_upstream import fixed_upstream, record
 from benchmarks.latency import first_check_uuid
 
+LOADGEN_SOURCE = Path(__file__).with_name("loadgen.c")
+LOADGEN_BINARY = Path(__file__).with_name(".build") / "loadgen"
 DEFAULT_CLIENTS = (1, 8, 32)
 TARGET_SPREAD = 0.85  # each client's count within 15 % of the others'
 TARGET_P99_SHARES = 2.5  # p99 within 2.5x the fair share
@@ -111,6 +123,65 @@ def _client_process(job: tuple[int, str, str, int, float, float, float]) -> list
     )
 
 
+def build_loadgen() -> str:
+    """Path of the C load client (benchmarks/loadgen.c, compiled with `cc -O2` when its source is
+    newer than the binary); "" when no C compiler is on PATH. A failed build raises."""
+    if LOADGEN_BINARY.exists() and LOADGEN_BINARY.stat().st_mtime >= LOADGEN_SOURCE.stat().st_mtime:
+        return str(LOADGEN_BINARY)
+    compiler = shutil.which(os.environ.get("CC", "cc"))
+    if compiler is None:
+        return ""
+    LOADGEN_BINARY.parent.mkdir(exist_ok=True)
+    partial = LOADGEN_BINARY.with_name(f"loadgen.{os.getpid()}")  # renamed whole: runs may race
+    built = subprocess.run(
+        [compiler, "-O2", "-o", str(partial), str(LOADGEN_SOURCE)], capture_output=True, text=True
+    )
+    if built.returncode != 0:
+        raise RuntimeError(f"cc -O2 benchmarks/loadgen.c failed: {built.stderr.strip()[:500]}")
+    partial.replace(LOADGEN_BINARY)
+    return str(LOADGEN_BINARY)
+
+
+async def _sessions(port: int, era: str, count: int) -> list[dict[str, str]]:
+    """The headers of ``count`` clients (in the 2025 era each initializes a session of its own)."""
+    sessions = []
+    for _ in range(count):
+        connection = await _open_load_connection(port, era)
+        sessions.append(connection.session)
+        connection.transport.close()
+    return sessions
+
+
+def measure_c(
+    loadgen: str, port: int, era: str, check: str, clients: int, warm_up: float, seconds: float
+) -> Fairness:
+    """``clients`` closed-loop clients in one C process (benchmarks/loadgen.c), started together."""
+    sessions = asyncio.run(asyncio.wait_for(_sessions(port, era, clients), 30))
+    body, headers = get_check_request(era, check)
+    with tempfile.NamedTemporaryFile(prefix="hcmcp-loadgen-", suffix=".req") as requests:
+        for session in sessions:
+            request = _post_bytes(port, body, {**headers, **session})
+            requests.write(b"%d\n" % len(request) + request)
+        requests.flush()
+        ran = subprocess.run(
+            [loadgen, str(port), str(warm_up), str(seconds), requests.name],
+            capture_output=True,
+            timeout=warm_up + seconds + 60,
+        )
+    if ran.returncode != 0:
+        raise OSError(f"loadgen failed: {ran.stderr.decode(errors='replace').strip()[:200]}")
+    result = json.loads(ran.stdout)
+    measured = Fairness(
+        [c["latencies"] for c in result["clients"]],
+        [c["answered_at"] for c in result["clients"]],
+        seconds,
+        result["errors"],
+        result["first_error"],
+    )
+    measured.client_cpu = result["cpu_s"] / result["wall_s"]
+    return measured
+
+
 class Fairness:
     """One measurement: every client's latencies, and when each answer came."""
 
@@ -126,6 +197,7 @@ class Fairness:
         self.seconds = seconds
         self.errors = errors
         self.first_error = first
+        self.client_cpu: float | None = None  # the C client's CPU time ÷ its wall time
         counts = [len(latencies) for latencies in per_client]
         self.min, self.max = min(counts), max(counts)
         self.spread = self.min / self.max if self.max else 0.0
@@ -192,6 +264,7 @@ def fairness_table(
     warm_up: float,
     procs: int,
     eras: tuple[str, ...] = LOAD_ERAS,
+    loadgen: str = "",
 ) -> Table:
     table = Table(
         f"Fairness over Streamable HTTP: N closed-loop clients calling get_check against an "
@@ -236,10 +309,16 @@ def fairness_table(
                         if (key, era) in problems:
                             continue
                         try:
-                            result = measure(
-                                pool, server.port, era, check, clients, procs, warm_up, seconds
+                            result = (
+                                measure_c(
+                                    loadgen, server.port, era, check, clients, warm_up, seconds
+                                )
+                                if loadgen
+                                else measure(
+                                    pool, server.port, era, check, clients, procs, warm_up, seconds
+                                )
                             )
-                        except (TimeoutError, OSError) as exc:
+                        except (TimeoutError, OSError, subprocess.TimeoutExpired) as exc:
                             problems[key, era] = failed(f"{era}, {clients} clients: {exc}")
                             continue
                         samples.setdefault((key, era, clients), []).append(result)
@@ -277,8 +356,18 @@ def fairness_table(
         f"Targets (issue 34), at 8 and 32 clients: min/max >= {TARGET_SPREAD} (each client's count "
         f"within 15 % of the others'), p99 <= {TARGET_P99_SHARES}× the fair share (N ÷ "
         "throughput: the wait of a client served in strict turn); throughput at 32 no lower "
-        f"than at 1. Clients: asyncio, raw HTTP/1.1, over {procs} process(es), on the same 2 "
-        "cores as the server and the upstream."
+        f"than at 1. Clients: "
+        + (
+            "C (benchmarks/loadgen.c: epoll, one process)"
+            if loadgen
+            else f"asyncio, raw HTTP/1.1, over {procs} process(es)"
+        )
+        + ", on the same 2 cores as the server and the upstream."
+        + (
+            f" The C client used at most {max(cpu):.0%} of one core."
+            if (cpu := [r.client_cpu for rs in samples.values() for r in rs if r.client_cpu])
+            else ""
+        )
     )
     table.note(
         "p99 turns: for each call, the answers that went to the other clients while it waited, "
@@ -314,7 +403,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--eras", default=",".join(LOAD_ERAS), help="comma-separated protocol revisions"
     )
+    parser.add_argument(
+        "--client",
+        choices=("c", "asyncio"),
+        help="the load client: c (benchmarks/loadgen.c, built with cc -O2; the default when a C "
+        "compiler is on PATH) or asyncio (benchmarks/_http_load.py, the fallback)",
+    )
     args = parser.parse_args(argv)
+    loadgen = "" if args.client == "asyncio" else build_loadgen()
+    if args.client == "c" and not loadgen:
+        parser.error("--client c needs a C compiler (cc) on PATH: apt-get install gcc")
+    print(
+        f"clients: {'C (benchmarks/loadgen.c)' if loadgen else 'asyncio (benchmarks/_http_load.py)'}",
+        file=sys.stderr,
+    )
     counts = tuple(int(n) for n in args.clients.split(",") if n.strip())
     fairness_table(
         args.servers,
@@ -325,6 +427,7 @@ def main(argv: list[str] | None = None) -> int:
         warm_up=0.1 if args.quick else 0.5,
         procs=args.client_procs,
         eras=tuple(era for era in args.eras.split(",") if era.strip()),
+        loadgen=loadgen,
     ).print()
     return exit_status()
 

@@ -10,13 +10,18 @@ only where its venv was already created by a full run.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
+import socketserver
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
+
+from system_servers import require
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = ["--quick", "--no-install", "--runs", "1"]
@@ -306,3 +311,64 @@ def test_mcpserver_peer_answers_all_14_tools_against_the_simulator() -> None:
             assert call("resume_check", {"check": created})["status"] == "new"
             token = call("delete_check", {"check": created})["confirm_token"]
             assert call("delete_check", {"check": created, "confirm_token": token})["deleted"]
+
+
+def test_fairness_measures_with_the_c_client_where_a_compiler_is() -> None:
+    require("cc", apt="gcc")
+    result = run_benchmark("fairness")
+    assert "clients: C (benchmarks/loadgen.c)" in result.stderr, result.stderr
+    assert "Clients: C (benchmarks/loadgen.c" in result.stdout, result.stdout
+
+
+class _Answering(socketserver.BaseRequestHandler):
+    """Answers each request in turn: JSON by Content-Length, a chunked SSE result, an HTTP 500."""
+
+    ANSWERS = (
+        b'HTTP/1.1 200 OK\r\nContent-Length: 36\r\n\r\n{"jsonrpc":"2.0","id":1,"result":{}}',
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nContent-Type: text/event-stream\r\n\r\n"
+        b'6\r\ndata: \r\n24\r\n{"jsonrpc":"2.0","id":1,"result":{}}\r\n2\r\n\n\n\r\n0\r\n\r\n',
+        b"HTTP/1.1 500 Oops\r\nContent-Length: 4\r\n\r\nboom",
+    )
+
+    def handle(self) -> None:
+        buffer, served = b"", 0
+        while True:
+            while b"\r\n\r\n" not in buffer or len(buffer.split(b"\r\n\r\n", 1)[1]) < 2:
+                data = self.request.recv(65536)
+                if not data:
+                    return
+                buffer += data
+            buffer = buffer.split(b"\r\n\r\n", 1)[1][2:]  # the test's bodies are b"{}"
+            self.request.sendall(self.ANSWERS[served % 3])
+            served += 1
+
+
+def test_loadgen_reads_every_kind_of_answer_and_counts_the_bad_ones(tmp_path: Path) -> None:
+    """The C client parses Content-Length and chunked answers, and a bad one is an error."""
+    require("cc", apt="gcc")
+    from benchmarks.fairness import build_loadgen
+
+    loadgen = build_loadgen()
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), _Answering)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_address[1]
+        request = b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+        (tmp_path / "requests").write_bytes((b"%d\n" % len(request) + request) * 2)
+        ran = subprocess.run(
+            [loadgen, str(port), "0", "0.3", str(tmp_path / "requests")],
+            capture_output=True,
+            timeout=30,
+        )
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert ran.returncode == 0, ran.stderr
+    result = json.loads(ran.stdout)
+    counts = [len(client["latencies"]) for client in result["clients"]]
+    assert len(counts) == 2 and min(counts) > 3, counts
+    # every third answer of each connection is the 500 (the warm-up is 0: every answer counts)
+    assert result["errors"] == sum(n // 3 for n in counts), (result["errors"], counts)
+    assert result["first_error"] == "HTTP 500: boom", result["first_error"]
+    assert 0 <= result["cpu_s"] <= result["wall_s"] * 2, result
