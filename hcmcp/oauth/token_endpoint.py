@@ -8,7 +8,6 @@ for an hour by the key tenancy), so a revoked Healthchecks key ends the refreshe
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import hmac
 import logging
@@ -22,7 +21,7 @@ from . import answers
 from .authorize import Verifier
 from .metadata import Public
 from .registration import open_client
-from .tokens import ACCESS, CODE, REFRESH, SPENT, Broken, Sealer, nonce_of, short_hash
+from .tokens import ACCESS, CODE, REFRESH, SPENT, Broken, Sealer, b64, nonce_of, short_hash
 
 log = logging.getLogger("hcmcp.oauth")
 
@@ -49,9 +48,7 @@ def _expiry(held: JsonObject) -> float:
 
 
 def challenge_of(verifier: str) -> str:
-    return (
-        base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
-    )
+    return b64(hashlib.sha256(verifier.encode()).digest())
 
 
 class TokenEndpoint:
