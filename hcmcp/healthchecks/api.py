@@ -97,6 +97,13 @@ def normalise_check_id(value: str) -> str | None:
 # -- the API ----------------------------------------------------------------------------------
 
 
+# Idle keep-alive connections kept to the instance: as many as a busy team's calls may have in
+# flight at once. With 16, 32 concurrent calls closed and reopened half the pool every round (a
+# connect per call, and a thread started on a threaded upstream), and the slowest calls waited
+# longer for it (issue 34, benchmarks/fairness.py). An instance closes the ones it finds idle.
+POOL_IDLE = 64
+
+
 class HealthchecksApi:
     def __init__(
         self,
@@ -364,7 +371,7 @@ class HealthchecksApi:
                 self._origin,
                 overall_timeout=self._timeout,
                 byte_ceiling=self.byte_ceiling,
-                max_idle=16,
+                max_idle=POOL_IDLE,
                 origin_setting="HEALTHCHECKS_URL",
                 proxy=self._proxy,
                 ssl_context=context,
