@@ -59,6 +59,25 @@ def test_a_ready_callback_means_the_loop_goes_first():
         assert _run(main) is False
 
 
+def test_a_callback_cancelled_after_it_was_queued_is_no_work():
+    """A reader removed once the selector had reported its descriptor leaves a cancelled handle
+    in the ready queue until the next loop turn (the HTTP server's watch of a client, ended after
+    an answer). The loop drops it unrun: a wait in place still happens, and nothing waits.
+    Counted as work, it sent every next wait of a lone client through the loop, for good."""
+    a, b = socket.socketpair()
+    with a, b:
+
+        async def main():
+            loop = asyncio.get_running_loop()
+            handle = loop.call_soon(lambda: None)
+            handle.cancel()
+            nothing_waits = not others_waiting(loop)
+            _later(0.05, lambda: b.send(b"x"))
+            return nothing_waits, wait_readable_here(loop, a.fileno())
+
+        assert _run(main) == (True, True)
+
+
 def test_another_ready_descriptor_means_the_loop_goes_first():
     a, b = socket.socketpair()
     c, d = socket.socketpair()

@@ -97,3 +97,66 @@ async def test_accept_takes_connections_from_an_anyio_listener_and_linger_closes
                 await linger_and_close(stream)  # reads what the client still sends, then closes
             assert client.recv(100) == b"answer"
             assert client.recv(100) == b""
+
+
+async def test_a_read_in_turn_waits_behind_the_sockets_the_selector_reported_first():
+    """The HTTP server reads each next request of a keep-alive connection in turn (issue 34): when
+    another socket the loop watches is ready, its callback runs before the read returns, although
+    the read's own bytes were already there. Without in_turn the read returns at once."""
+    for in_turn, expected in ((True, ["other", "read"]), (False, ["read", "other"])):
+        stream, peer = _pair()
+        watched, other_peer = socket.socketpair()
+        order: list[str] = []
+        loop = stream.loop
+
+        def other_readable(sock: socket.socket = watched, order: list[str] = order) -> None:
+            sock.recv(10)
+            order.append("other")
+
+        with peer, watched, other_peer:
+            loop.add_reader(watched.fileno(), other_readable)
+            try:
+                other_peer.sendall(b"o")
+                peer.sendall(b"next request")
+                assert await stream.receive(in_turn=in_turn) == b"next request"
+                order.append("read")
+                with anyio.fail_after(5):
+                    while len(order) < 2:
+                        await anyio.sleep(0)
+            finally:
+                loop.remove_reader(watched.fileno())
+            assert order == expected, in_turn
+        await stream.aclose()
+
+
+async def test_a_read_in_turn_alone_returns_at_once():
+    stream, peer = _pair()
+    with peer:
+        peer.sendall(b"x")
+        assert await stream.receive(in_turn=True) == b"x"
+    await stream.aclose()
+
+
+async def test_a_watch_calls_back_on_each_arrival_until_unwatched_and_receive_now_never_waits():
+    stream, peer = _pair()
+    seen: list[bytes | None] = []
+    with peer:
+        assert stream.receive_now() is None  # nothing there: no wait
+        assert stream.watch(lambda: seen.append(stream.receive_now())) is True
+        peer.sendall(b"one")
+        with anyio.fail_after(5):
+            while not seen:
+                await anyio.sleep(0.001)
+        assert seen == [b"one"]
+        stream.unwatch()
+        peer.sendall(b"two")
+        await anyio.sleep(0.05)
+        assert seen == [b"one"]  # unwatched: no more calls
+        assert stream.receive_now() == b"two"
+        peer.shutdown(socket.SHUT_WR)
+        assert stream.receive_now() == b""  # the end
+        assert stream.receive_now() == b""
+    await stream.aclose()
+    with pytest.raises(anyio.ClosedResourceError):
+        stream.receive_now()
+    assert stream.watch(lambda: None) is False  # closed: nothing to watch

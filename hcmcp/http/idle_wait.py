@@ -62,6 +62,19 @@ unattended: ContextVar[tuple[int, Callable[[], bool]] | None] = ContextVar(
 )
 
 
+def _runnable(ready: Any) -> bool:
+    """Whether the loop's ready queue holds a callback that will run: a handle cancelled after it
+    was queued (a reader removed once the selector had reported its descriptor, as when an
+    answer's watch ends, http/server/connection.py) is dropped by the loop unrun, and is no work."""
+    try:
+        for handle in ready:
+            if not handle._cancelled:
+                return True
+    except AttributeError:  # not asyncio's Handle: another loop, or another Python
+        return True
+    return False
+
+
 def wait_readable_here(loop: Any, fd: int) -> bool:
     """True once ``fd`` is readable (data, EOF or an error), waited for in place; False when the
     caller must await the loop instead (see the module text). Never raises for the loop's sake."""
@@ -74,7 +87,7 @@ def wait_readable_here(loop: Any, fd: int) -> bool:
         ready is None
         or scheduled is None
         or selector is None
-        or ready
+        or _runnable(ready)
         or len(scheduled) > _MAX_TIMERS
     ):
         return False
@@ -122,7 +135,7 @@ def others_waiting(loop: Any) -> bool:
     ready = getattr(loop, "_ready", None)
     scheduled = getattr(loop, "_scheduled", None)
     selector = getattr(loop, "_selector", None)
-    if ready is None or scheduled is None or selector is None or ready:
+    if ready is None or scheduled is None or selector is None or _runnable(ready):
         return True
     try:
         if scheduled and scheduled[0]._when <= loop.time():  # a heap: the earliest first

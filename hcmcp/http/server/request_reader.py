@@ -76,28 +76,43 @@ class RequestReader:
 
     # -- the socket ------------------------------------------------------------------------
 
-    async def read_socket(self) -> bytes:
-        """One read, kept unparsed or fed to h11 (b"" at EOF or a reset: h11, if it reads, is told of the end)."""
+    async def read_socket(self, in_turn: bool = False) -> bytes:
+        """One read, kept unparsed or fed to h11 (b"" at EOF or a reset: h11, if it reads, is told of
+        the end). ``in_turn``: behind what else waits for the loop (RawSocketStream.receive)."""
         try:
-            data = await self.stream.receive(RECEIVE_SIZE)
+            data = await self.stream.receive(RECEIVE_SIZE, in_turn)
         except anyio.EndOfStream:
             data = b""
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
             data = b""
             self.peer_reset = True
+        self._took(data)
+        return data
+
+    def read_now(self) -> bytes | None:
+        """``read_socket`` without waiting: None when the kernel holds nothing."""
+        try:
+            data = self.stream.receive_now(RECEIVE_SIZE)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            data = b""
+            self.peer_reset = True
+        if data is not None:
+            self._took(data)
+        return data
+
+    def _took(self, data: bytes) -> None:
         if self._h11_reads:
             self.h11.receive_data(data)  # b"" tells h11 of the EOF
         elif data:
             self._unparsed += data
         if not data:
             self.peer_closed = True
-        return data
 
-    async def _receive(self) -> None:
+    async def _receive(self, in_turn: bool = False) -> None:
         """A read for the request being parsed (or the EOF); a reset raises PeerGone."""
         if self.peer_closed:
             raise PeerGone()  # h11 asks for no bytes once it knows of the EOF; never spin if it did
-        await self.read_socket()
+        await self.read_socket(in_turn)
         if self.peer_reset:
             raise PeerGone()
 
@@ -166,6 +181,9 @@ class RequestReader:
             if head_deadline is not None and not self.buffered():  # nothing sent yet
                 head_deadline = min(head_deadline, now + idle)
         idle_deadline = now + idle
+        # A keep-alive connection's next request is read in turn with the other connections'
+        # (RawSocketStream.receive): its first read, when nothing of it is here yet.
+        in_turn = not first and not self.buffered()
         while True:
             if not self._h11_reads:
                 if self._unparsed:
@@ -206,7 +224,8 @@ class RequestReader:
                 if self.server._closing:
                     return None
                 self.waiting_scope = waiting
-                await self._receive()
+                await self._receive(in_turn)
+                in_turn = False
             self.waiting_scope = None
             if not waiting.cancelled_caught:
                 continue
