@@ -70,10 +70,10 @@ def test_32_clients_are_served_in_turn(simulator, loadgen, era) -> None:
     """32 closed-loop clients from benchmarks/loadgen.c (one epoll process, a few % of a core: not
     itself the bottleneck, as an asyncio client at this rate is). "p99 turns" counts, for each
     call, the answers the other clients got while it waited, over their number: 1 in strict turn,
-    and a stall of the whole machine does not raise it. Before each next request was read in turn
-    (RawSocketStream.receive's in_turn) with a pool that kept every connection the 32 calls used,
-    it was 3.5-3.8 and the slowest client got 0.73-0.80 of the busiest's count; since, 1.6-1.8
-    and 0.94-0.96 (issue 34)."""
+    and a stall of the whole machine does not raise it. Before each next request was read by the
+    loop's watch in the selector's order (http/server/connection.py, ``_take_turn``), with a pool
+    that keeps every connection the 32 calls used, it was 3.1-3.8 and the slowest client got
+    0.73-0.83 of the busiest's count; since, 1.6-1.9 and 0.90-0.96 (issue 34)."""
     check = first_check_uuid(simulator.url, simulator.keys["RW_KEY"])
     answers = record(simulator.url, simulator.keys["RW_KEY"], [f"/api/v3/checks/{check}"])
     spec = ServerSpec("hcmcp", "hcmcp", [sys.executable, "-m", "hcmcp"])

@@ -99,44 +99,6 @@ async def test_accept_takes_connections_from_an_anyio_listener_and_linger_closes
             assert client.recv(100) == b""
 
 
-async def test_a_read_in_turn_waits_behind_the_sockets_the_selector_reported_first():
-    """The HTTP server reads each next request of a keep-alive connection in turn (issue 34): when
-    another socket the loop watches is ready, its callback runs before the read returns, although
-    the read's own bytes were already there. Without in_turn the read returns at once."""
-    for in_turn, expected in ((True, ["other", "read"]), (False, ["read", "other"])):
-        stream, peer = _pair()
-        watched, other_peer = socket.socketpair()
-        order: list[str] = []
-        loop = stream.loop
-
-        def other_readable(sock: socket.socket = watched, order: list[str] = order) -> None:
-            sock.recv(10)
-            order.append("other")
-
-        with peer, watched, other_peer:
-            loop.add_reader(watched.fileno(), other_readable)
-            try:
-                other_peer.sendall(b"o")
-                peer.sendall(b"next request")
-                assert await stream.receive(in_turn=in_turn) == b"next request"
-                order.append("read")
-                with anyio.fail_after(5):
-                    while len(order) < 2:
-                        await anyio.sleep(0)
-            finally:
-                loop.remove_reader(watched.fileno())
-            assert order == expected, in_turn
-        await stream.aclose()
-
-
-async def test_a_read_in_turn_alone_returns_at_once():
-    stream, peer = _pair()
-    with peer:
-        peer.sendall(b"x")
-        assert await stream.receive(in_turn=True) == b"x"
-    await stream.aclose()
-
-
 async def test_a_watch_calls_back_on_each_arrival_until_unwatched_and_receive_now_never_waits():
     stream, peer = _pair()
     seen: list[bytes | None] = []

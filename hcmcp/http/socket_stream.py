@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from anyio.abc import SocketAttribute
 
-from .idle_wait import others_waiting, take_turn_if_others_wait, wait_readable_here
+from .idle_wait import wait_readable_here
 
 if (
     TYPE_CHECKING
@@ -87,26 +87,13 @@ class RawSocketStream:
     def loop(self) -> asyncio.AbstractEventLoop:
         return self._loop
 
-    async def receive(self, max_bytes: int = 65536, in_turn: bool = False) -> bytes:
-        """Up to ``max_bytes``; anyio.EndOfStream at the end, BrokenResourceError on a reset.
-
-        ``in_turn``: when others wait for the loop (idle_wait.others_waiting), take this read's
-        place in the loop's queue first, even if the bytes are already here: readiness reported
-        by the selector, in the order the kernel saw it, then run in that order. The HTTP server
-        reads each next request of a keep-alive connection so (issue 34): read at once, the next
-        request of a client answered a moment ago started ahead of requests that had arrived
-        earlier on other connections. Alone, the read goes on at once, as without it."""
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        """Up to ``max_bytes``; anyio.EndOfStream at the end, BrokenResourceError on a reset."""
         if self._closed:
             raise anyio.ClosedResourceError
         if self._eof:
             raise anyio.EndOfStream
         sock = self._sock
-        if in_turn:
-            if not self._loop_watches or getattr(self._loop, "_selector", None) is None:
-                # no selector to queue behind (the proactor loop): one loop turn instead
-                await take_turn_if_others_wait(self._loop)
-            elif others_waiting(self._loop):
-                await self._wait(writable=False)
         while True:
             try:
                 data = sock.recv(max_bytes)

@@ -15,7 +15,7 @@ import h11
 from anyio.abc import SocketAttribute, TaskGroup
 
 from ..framing import head_size, split_target
-from ..idle_wait import suspends_once, take_turn_if_others_wait, unattended
+from ..idle_wait import others_waiting, suspends_once, take_turn_if_others_wait, unattended
 from ..messages import Refusal, Request, Response, StreamingResponse, error_payload
 from ..socket_stream import RawSocketStream, linger_and_close
 from .request_head import PlainHead, asks_keep_alive
@@ -23,6 +23,8 @@ from .request_reader import RECEIVE_SIZE, PeerGone, RequestReader
 from .response_head import END_OF_MESSAGE, STATE_RESPONSE, plain_head, reason, without_headers
 
 if TYPE_CHECKING:
+    import asyncio
+
     from .server import HttpServer
 
 logger = logging.getLogger("hcmcp.http.server")
@@ -46,18 +48,17 @@ class _Connection:
     ``RequestReader``), calls the app and writes the answer. Something must also read while the
     answer is computed, to see a client leave: while the app runs in the request loop's task, its
     waits in place watch the socket too (http/idle_wait.py); once it has to wait through the
-    event loop (or an answer is streamed), the loop itself watches the socket until the answer is
-    out, calling ``_on_readable`` (a callback, not a task: RawSocketStream.watch). A loop that
-    cannot watch a socket (asyncio's proactor loop) gets a watcher task instead
-    (``_watch_while_answering``, started the first time it is needed). A reader that handed every
+    event loop (or an answer is streamed), the loop itself watches the socket, calling
+    ``_on_readable`` (a callback, not a task: RawSocketStream.watch), and the request loop's own
+    reads wait for that callback while the watch lasts. A loop that cannot watch a socket
+    (asyncio's proactor loop) gets a watcher task instead (``_watch_while_answering``, started the
+    first time it is needed), which stops when the answer is out. A reader that handed every
     request to the loop through an event cost a loop turn per request; a watcher task woken at
-    every app call cost two more, and under 32 concurrent clients ~15 % of the throughput.
+    every app call cost two more, and ~10 % of the server's CPU per call at 32 clients.
 
     Each next request of the connection waits its turn when anything else waits for the loop
-    (issue 34): one still in the kernel is read once the selector reports it, behind what it
-    reported before (socket_stream.RawSocketStream.receive's ``in_turn``), and a pipelined one
-    already in memory waits one loop turn (idle_wait.take_turn_if_others_wait). So requests that
-    arrived earlier on other connections start first, and keep-alive clients are served in turn.
+    (issue 34, ``_take_turn``): the loop's watch reads it once the selector reports it, behind
+    what it reported before, so requests that arrived earlier on other connections start first.
     """
 
     def __init__(
@@ -79,7 +80,8 @@ class _Connection:
         self.requests = 0  # heads read on this connection
         self.in_request = False
         self._ordinary = False  # this request's answer may be written by hand (response_head.py)
-        self._watched_by_loop = False  # the loop calls _on_readable (an answer is under way)
+        self._watched_by_loop = False  # the loop calls _on_readable (see _start_watching)
+        self._arrival: asyncio.Future[None] | None = None  # the request loop waits for its read
         self._watcher: TaskGroup | None = None  # where a watcher task may start
         self._watcher_started = False  # ... once one did (loops that cannot watch a socket)
         self._watching = False  # the request loop wants the socket watched by the watcher task
@@ -136,9 +138,7 @@ class _Connection:
                 finally:
                     self._watcher.cancel_scope.cancel()
         finally:
-            if self._watched_by_loop:
-                self._watched_by_loop = False
-                self.stream.unwatch()
+            self._end_watch()
             if graceful:
                 await linger_and_close(self.stream)
             else:
@@ -150,11 +150,8 @@ class _Connection:
         while True:
             if self.server._closing:
                 return False
-            if not first and self.reader.buffered():
-                # Fair turns: a pipelined next request, already read, waits one loop turn if
-                # others wait (http/idle_wait.py); one still in the kernel is read in turn with
-                # the other connections' (RequestReader.head).
-                await take_turn_if_others_wait(self.stream.loop)
+            if not first:
+                await self._take_turn()
             try:
                 head = await self.reader.head(first)
             except Refusal as refusal:
@@ -211,8 +208,11 @@ class _Connection:
                 self._left.set()
 
     def _start_watching(self) -> None:
-        if self.stream.watch(self._on_readable):
-            self._watched_by_loop = True
+        """The app waits through the loop, or an answer is streamed, or a next request must be
+        read in turn: from now on something reads the socket. Where the loop can watch it, the
+        loop does (``_on_readable``), and the request loop's reads wait for it
+        (``_read_watched``), until ``_take_turn`` finds nobody else waiting."""
+        if self._watched_by_loop or self._watch_by_loop():
             return
         self._watching = True
         self._wake.set()
@@ -220,26 +220,70 @@ class _Connection:
             self._watcher_started = True
             self._watcher.start_soon(self._watch_while_answering)
 
+    def _watch_by_loop(self) -> bool:
+        """Have the loop watch the socket, if it can (False: it cannot, nothing changed)."""
+        if not self.stream.watch(self._on_readable):
+            return False
+        self._watched_by_loop = True
+        self.reader.watched = self._read_watched
+        return True
+
     def _on_readable(self) -> None:
-        """The loop's call while it watches the socket for an answer under way: what
-        ``_watch_while_answering`` does for one read, without a task."""
+        """The loop's call while it watches the socket: what ``_watch_while_answering`` does for
+        one read, without a task, and the request loop's wait (``_read_watched``) woken."""
         data = self.reader.read_now()
         if data is None:
             return  # woken, and nothing there after all
         if not data:  # EOF or a reset
-            self._watched_by_loop = False
-            self.stream.unwatch()
+            self._end_watch()
             if self._on_gone is not None:
                 self._on_gone()
         elif self.reader.buffered() >= self.limits.max_header_bytes + RECEIVE_SIZE:
-            self._watched_by_loop = False  # read ahead far enough (see _watch_while_answering)
-            self.stream.unwatch()
+            self._end_watch()  # read ahead far enough (see _watch_while_answering)
+        else:
+            arrival = self._arrival
+            if arrival is not None and not arrival.done():
+                arrival.set_result(None)
 
-    async def _stop_watching(self) -> None:
-        """Nobody else reads the socket once this returns (the request loop reads next)."""
+    async def _take_turn(self) -> None:
+        """Before a next request: served in turn with the other connections (issue 34). While
+        others wait for the loop, the loop's watch reads the request, once the selector reports
+        it, behind what it reported before; the watch stays on from request to request (one
+        registration while the server is busy, none per request) and goes once a request finds
+        nobody else waiting: a lone client reads at once, or waits in place. A pipelined request
+        already read, or a loop that cannot watch a socket, gets one loop turn instead."""
+        loop = self.stream.loop
+        if self.reader.buffered():
+            await take_turn_if_others_wait(loop)
+        elif others_waiting(loop):
+            if not self._watched_by_loop and not self._watch_by_loop():
+                await take_turn_if_others_wait(loop)  # (a watcher task cannot read in turn)
+        else:
+            self._end_watch()
+
+    async def _read_watched(self) -> None:
+        """The request reader's read while the loop watches the socket: until ``_on_readable`` has
+        read something (or the watch ended)."""
+        self._arrival = arrival = self.stream.loop.create_future()
+        try:
+            await arrival
+        finally:
+            self._arrival = None
+
+    def _end_watch(self) -> None:
+        """The loop no longer reads the socket: the request loop does."""
         if self._watched_by_loop:
             self._watched_by_loop = False
+            self.reader.watched = None
             self.stream.unwatch()
+            arrival = self._arrival
+            if arrival is not None and not arrival.done():
+                arrival.set_result(None)
+
+    async def _stop_watching(self) -> None:
+        """After an answer: a watcher task no longer reads the socket once this returns (the
+        request loop reads next). The loop's watch goes on into the next request's wait."""
+        if self._watched_by_loop:
             return
         self._watching = False
         scope = self._watch_scope

@@ -61,6 +61,9 @@ class RequestReader:
         self.untold: str | None = (
             None  # a plain request's method, while h11 has not been told of it
         )
+        # While set, the connection's watch reads the socket (connection._start_watching), and a
+        # read for the request being parsed waits for it instead of reading itself
+        self.watched: Callable[[], Awaitable[None]] | None = None
         self.peer_closed = False  # EOF or a reset was read (h11 knows once it reads)
         self.peer_reset = False  # ... and it was a reset: nothing more can be written either
         self.reserved = 0  # body bytes this connection holds against the server's budget
@@ -76,11 +79,10 @@ class RequestReader:
 
     # -- the socket ------------------------------------------------------------------------
 
-    async def read_socket(self, in_turn: bool = False) -> bytes:
-        """One read, kept unparsed or fed to h11 (b"" at EOF or a reset: h11, if it reads, is told of
-        the end). ``in_turn``: behind what else waits for the loop (RawSocketStream.receive)."""
+    async def read_socket(self) -> bytes:
+        """One read, kept unparsed or fed to h11 (b"" at EOF or a reset: h11, if it reads, is told of the end)."""
         try:
-            data = await self.stream.receive(RECEIVE_SIZE, in_turn)
+            data = await self.stream.receive(RECEIVE_SIZE)
         except anyio.EndOfStream:
             data = b""
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
@@ -108,11 +110,14 @@ class RequestReader:
         if not data:
             self.peer_closed = True
 
-    async def _receive(self, in_turn: bool = False) -> None:
+    async def _receive(self) -> None:
         """A read for the request being parsed (or the EOF); a reset raises PeerGone."""
         if self.peer_closed:
             raise PeerGone()  # h11 asks for no bytes once it knows of the EOF; never spin if it did
-        await self.read_socket(in_turn)
+        if self.watched is not None:
+            await self.watched()
+        else:
+            await self.read_socket()
         if self.peer_reset:
             raise PeerGone()
 
@@ -181,9 +186,6 @@ class RequestReader:
             if head_deadline is not None and not self.buffered():  # nothing sent yet
                 head_deadline = min(head_deadline, now + idle)
         idle_deadline = now + idle
-        # A keep-alive connection's next request is read in turn with the other connections'
-        # (RawSocketStream.receive): its first read, when nothing of it is here yet.
-        in_turn = not first and not self.buffered()
         while True:
             if not self._h11_reads:
                 if self._unparsed:
@@ -224,8 +226,7 @@ class RequestReader:
                 if self.server._closing:
                     return None
                 self.waiting_scope = waiting
-                await self._receive(in_turn)
-                in_turn = False
+                await self._receive()
             self.waiting_scope = None
             if not waiting.cancelled_caught:
                 continue
