@@ -15,13 +15,14 @@ from urllib.parse import parse_qsl
 
 from ..http.messages import Request, Response
 from ..json_types import JsonObject
+from ..protocol.seal import b64
 from ..protocol.streamable_http.tenancy import CredentialUnchecked, NoCredential
 from ..protocol.tenants import fingerprint
 from . import answers
 from .authorize import Verifier
 from .metadata import Public
 from .registration import open_client
-from .tokens import ACCESS, CODE, REFRESH, SPENT, Broken, Sealer, b64, nonce_of, short_hash
+from .tokens import ACCESS, CODE, REFRESH, SPENT, Broken, Sealer, nonce_of, short_hash
 
 log = logging.getLogger("hcmcp.oauth")
 

@@ -19,7 +19,6 @@ except a client id, which lives as long as the state key.
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import hmac
 import secrets
@@ -30,6 +29,7 @@ from typing import cast
 import orjson
 
 from ..json_types import JsonObject
+from ..protocol.seal import b64, unb64
 
 VERSION = 1
 CLIENT, REQUEST, CODE, ACCESS, REFRESH = b"C", b"R", b"A", b"T", b"F"
@@ -74,20 +74,6 @@ def _keystream(key: bytes, nonce: bytes, length: int) -> bytes:
 
 def _xor(data: bytes, stream: bytes) -> bytes:
     return (int.from_bytes(data, "big") ^ int.from_bytes(stream, "big")).to_bytes(len(data), "big")
-
-
-def b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def unb64(text: str) -> bytes:
-    """Strict base64url without padding; ValueError otherwise."""
-    if not text or any(c not in _ALPHABET for c in text) or len(text) % 4 == 1:
-        raise ValueError("not base64url")
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
 def short_hash(value: str) -> str:

@@ -35,16 +35,23 @@ class SealBroken(Exception):
         self.reason = reason
 
 
-def _b64(data: bytes) -> str:
+def b64(data: bytes) -> str:
+    """base64url without padding: a token's parts here and in hcmcp/oauth/tokens.py."""
     import base64
 
     return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
 
 
-def _unb64(text: str) -> bytes:
+def unb64(text: str) -> bytes:
+    """Strict base64url without padding; ValueError otherwise."""
     import base64
 
+    if not text or any(c not in _ALPHABET for c in text) or len(text) % 4 == 1:
+        raise ValueError("not base64url")
     return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+_ALPHABET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
 class Seal:
@@ -105,9 +112,9 @@ class Seal:
         }
         if state:
             payload["s"] = state
-        body = _b64(orjson.dumps(payload))
+        body = b64(orjson.dumps(payload))
         signed = f"{VERSION}.{body}".encode("ascii")
-        return f"{VERSION}.{body}.{_b64(self._tag(signed))}"
+        return f"{VERSION}.{body}.{b64(self._tag(signed))}"
 
     def open(
         self, token: JsonValue, tool: str, fingerprint: str, *, spend: bool = False
@@ -119,7 +126,7 @@ class Seal:
         if version != VERSION:
             raise SealBroken("malformed")
         try:
-            given = _unb64(tag)
+            given = unb64(tag)
         except (ValueError, TypeError):
             raise SealBroken("malformed") from None
         import hmac
@@ -127,7 +134,7 @@ class Seal:
         if not hmac.compare_digest(given, self._tag(f"{version}.{body}".encode("ascii"))):
             raise SealBroken("forged")
         try:
-            payload = orjson.loads(_unb64(body))
+            payload = orjson.loads(unb64(body))
         except (ValueError, TypeError, orjson.JSONDecodeError):
             raise SealBroken("malformed") from None
         now = self._clock()
@@ -148,7 +155,7 @@ class Seal:
     def spend(self, token: str) -> None:
         """Mark an already opened state as used."""
         try:
-            payload = orjson.loads(_unb64(token.split(".")[1]))
+            payload = orjson.loads(unb64(token.split(".")[1]))
             self._spent[str(payload["n"])] = payload["exp"]
         except (ValueError, KeyError, IndexError, TypeError, orjson.JSONDecodeError):
             pass
