@@ -14,7 +14,6 @@ busiest's count and the median wait is about the fair share.
 from __future__ import annotations
 
 import multiprocessing
-import os
 import sys
 
 import pytest
@@ -25,6 +24,7 @@ from benchmarks._servers import ServerSpec
 from benchmarks.fairness import Fairness, build_loadgen, measure, measure_c
 from benchmarks.fixed_upstream import fixed_upstream, record
 from benchmarks.latency import first_check_uuid
+from system_servers import require
 
 CLIENTS = 8
 SECONDS = 2.5
@@ -57,12 +57,8 @@ def test_no_client_is_starved_against_an_upstream_in_another_process(simulator, 
 
 @pytest.fixture(scope="module")
 def loadgen() -> str:
-    built = build_loadgen()
-    if not built:
-        if os.environ.get("CI") == "true":
-            pytest.fail("no C compiler for benchmarks/loadgen.c: .ci/run installs gcc")
-        pytest.skip("needs a C compiler for benchmarks/loadgen.c: apt-get install gcc")
-    return built
+    require("cc", apt="gcc")
+    return build_loadgen()
 
 
 @pytest.mark.parametrize("era", ["2025-11-25", "2026-07-28"])

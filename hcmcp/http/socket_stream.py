@@ -89,23 +89,10 @@ class RawSocketStream:
 
     async def receive(self, max_bytes: int = 65536) -> bytes:
         """Up to ``max_bytes``; anyio.EndOfStream at the end, BrokenResourceError on a reset."""
-        if self._closed:
-            raise anyio.ClosedResourceError
-        if self._eof:
-            raise anyio.EndOfStream
-        sock = self._sock
-        while True:
-            try:
-                data = sock.recv(max_bytes)
-                break
-            except (BlockingIOError, InterruptedError):
-                pass
-            except OSError as exc:
-                raise anyio.BrokenResourceError from exc
+        while (data := self.receive_now(max_bytes)) is None:
             if not wait_readable_here(self._loop, self._fd):
                 await self._wait(writable=False)
         if not data:
-            self._eof = True
             raise anyio.EndOfStream
         return data
 

@@ -73,6 +73,9 @@ class _Connection:
         it was answered already, so it waits for its next one as a keep-alive connection does."""
         self.server = server
         self.limits = server.limits
+        # What a watch reads ahead before it stops: a head plus one read. Across 256 connections
+        # that is ~20 MiB at most, where a body's worth each would have been 260 MiB.
+        self._read_ahead = self.limits.max_header_bytes + RECEIVE_SIZE
         self.stream = stream
         self.reader = RequestReader(server, stream, initial, self._write)
         self._fresh = not answered
@@ -80,7 +83,6 @@ class _Connection:
         self.requests = 0  # heads read on this connection
         self.in_request = False
         self._ordinary = False  # this request's answer may be written by hand (response_head.py)
-        self._watched_by_loop = False  # the loop calls _on_readable (see _start_watching)
         self._arrival: asyncio.Future[None] | None = None  # the request loop waits for its read
         self._watcher: TaskGroup | None = None  # where a watcher task may start
         self._watcher_started = False  # ... once one did (loops that cannot watch a socket)
@@ -189,9 +191,7 @@ class _Connection:
         It reads ahead only while less than max_header_bytes + one read lies unparsed, then stops,
         and a lost client is only noticed when a write fails.
         """
-        # Read-ahead is bounded per connection by a head plus one read: across 256 connections
-        # that is ~20 MiB at most, where a body's worth each would have been 260 MiB.
-        ceiling = self.limits.max_header_bytes + RECEIVE_SIZE
+        ceiling = self._read_ahead
         while True:
             await self._wake.wait()
             self._wake = anyio.Event()
@@ -224,9 +224,18 @@ class _Connection:
         """Have the loop watch the socket, if it can (False: it cannot, nothing changed)."""
         if not self.stream.watch(self._on_readable):
             return False
-        self._watched_by_loop = True
         self.reader.watched = self._read_watched
         return True
+
+    @property
+    def _watched_by_loop(self) -> bool:
+        """The loop calls ``_on_readable`` (see ``_start_watching``)."""
+        return self.reader.watched is not None
+
+    def _wake_reader(self) -> None:
+        arrival = self._arrival
+        if arrival is not None and not arrival.done():
+            arrival.set_result(None)
 
     def _on_readable(self) -> None:
         """The loop's call while it watches the socket: what ``_watch_while_answering`` does for
@@ -238,12 +247,10 @@ class _Connection:
             self._end_watch()
             if self._on_gone is not None:
                 self._on_gone()
-        elif self.reader.buffered() >= self.limits.max_header_bytes + RECEIVE_SIZE:
+        elif self.reader.buffered() >= self._read_ahead:
             self._end_watch()  # read ahead far enough (see _watch_while_answering)
         else:
-            arrival = self._arrival
-            if arrival is not None and not arrival.done():
-                arrival.set_result(None)
+            self._wake_reader()
 
     async def _take_turn(self) -> None:
         """Before a next request: served in turn with the other connections (issue 34). While
@@ -273,12 +280,9 @@ class _Connection:
     def _end_watch(self) -> None:
         """The loop no longer reads the socket: the request loop does."""
         if self._watched_by_loop:
-            self._watched_by_loop = False
             self.reader.watched = None
             self.stream.unwatch()
-            arrival = self._arrival
-            if arrival is not None and not arrival.done():
-                arrival.set_result(None)
+            self._wake_reader()
 
     async def _stop_watching(self) -> None:
         """After an answer: a watcher task no longer reads the socket once this returns (the
