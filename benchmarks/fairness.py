@@ -22,8 +22,12 @@ client is itself the bottleneck and its own scheduling shows in the figures. Wit
 (benchmarks/_http_load.py), in one process by default (`--client-procs`): at 32 clients one
 process drove hcmcp as fast as two (2,265-2,403 against 2,399-2,492 requests/s), and with two the
 counts split by process (~330 against ~265 requests per client in 4 s), which measures how the OS
-shares the CPU between the two, not the server. Every server, era and N is measured in the same run, interleaved, `--rounds` times (the
-medians of each figure are printed).
+shares the CPU between the two, not the server. Every server, era and N is measured in the same run,
+`--rounds` times (the medians of each figure are printed): servers and eras interleaved, and one
+server's counts back to back, in reverse order every other round. "÷ at 1" is throughput at N over
+throughput at 1 within one round, its median over the rounds and how many were >= 1: this VM's speed
+drifts by more than 10 % over the minutes of a run, which moved the ratio of the medians from
+0.87 to 1.25 between two runs of the same server code.
 """
 
 from __future__ import annotations
@@ -211,6 +215,13 @@ class Fairness:
         self.p99_turns = percentile(self.turns, 99) if self.turns else 0.0
 
 
+def vs_one(ratios: list[float], clients: int) -> str:
+    """The "÷ at 1" cell: the median of one round's ratios to 1 client, and how many were >= 1."""
+    if clients == 1 or not ratios:
+        return "—"
+    return f"{median(ratios):.2f} ({sum(r >= 1 for r in ratios)}/{len(ratios)} ≥ 1)"
+
+
 def turns_waited(per_client: list[list[float]], answered_at: list[list[float]]) -> list[float]:
     """For each call: how many answers went to the other clients while it waited, over their number
     (N - 1). Served in strict turn that is 1; a call overtaken again and again waits more turns.
@@ -282,18 +293,20 @@ def fairness_table(
             "p99 ÷ share",
             "p99 turns",
             "requests/s",
+            "÷ at 1",
             "errors",
         ],
     )
     specs = selected(servers, allow_install)
     samples: dict[tuple[str, str, int], list[Fairness]] = {}
+    ratios: dict[tuple[str, str, int], list[float]] = {}  # throughput ÷ at 1, within a round
     problems: dict[tuple[str, str], str] = {}  # (key, era) -> why not (era "": not started)
     try:
         with simulator("demo") as sim:
             check = first_check_uuid(sim.url, sim.rw_key)
             answers = record(sim.url, sim.rw_key, [f"/api/v3/checks/{check}"])
     except (SimulatorFailed, OSError) as exc:
-        table.add("simulator", *[""] * 11, failed(str(exc)))
+        table.add("simulator", *[""] * 12, failed(str(exc)))
         return table
     context = multiprocessing.get_context("fork")
     with (
@@ -302,12 +315,16 @@ def fairness_table(
         context.Pool(max(1, procs)) as pool,
     ):
         started, problems = start_all(specs, server_env(url, ANY_KEY), running, eras)
-        for _ in range(rounds):
-            for clients in counts:
-                for era in eras:
-                    for key, server in started.items():
+        for round_ in range(rounds):
+            for era in eras:
+                for key, server in started.items():
+                    # One server's counts back to back, their order reversed every other round:
+                    # the VM's speed drifts by more than 10 % over the minutes a round takes, so
+                    # only a ratio of neighbours in time measures the server (vs_one).
+                    in_round: dict[int, float] = {}
+                    for clients in counts if round_ % 2 == 0 else counts[::-1]:
                         if (key, era) in problems:
-                            continue
+                            break
                         try:
                             result = (
                                 measure_c(
@@ -320,15 +337,21 @@ def fairness_table(
                             )
                         except (TimeoutError, OSError, subprocess.TimeoutExpired) as exc:
                             problems[key, era] = failed(f"{era}, {clients} clients: {exc}")
-                            continue
+                            break
                         samples.setdefault((key, era, clients), []).append(result)
+                        in_round[clients] = result.throughput
+                    if in_round.get(1):
+                        for clients, throughput in in_round.items():
+                            ratios.setdefault((key, era, clients), []).append(
+                                throughput / in_round[1]
+                            )
     for spec in specs:
         if (spec.key, "") in problems:
-            table.add(spec.label, *[""] * 11, problems[spec.key, ""])
+            table.add(spec.label, *[""] * 12, problems[spec.key, ""])
             continue
         for era in eras:
             if (spec.key, era) in problems:
-                table.add(spec.label, era, *[""] * 10, problems[spec.key, era])
+                table.add(spec.label, era, *[""] * 11, problems[spec.key, era])
                 continue
             for clients in counts:
                 runs = samples.get((spec.key, era, clients))
@@ -349,6 +372,7 @@ def fairness_table(
                     f"{p99 / share:.1f}×" if share else "—",
                     f"{median([r.p99_turns for r in runs]):.1f}" if clients > 1 else "—",
                     f"{median([r.throughput for r in runs]):.0f}",
+                    vs_one(ratios.get((spec.key, era, clients), []), clients),
                     str(sum(r.errors for r in runs))
                     + (f" ({runs[0].first_error[:80]})" if any(r.errors for r in runs) else ""),
                 )
@@ -368,6 +392,13 @@ def fairness_table(
             if (cpu := [r.client_cpu for rs in samples.values() for r in rs if r.client_cpu])
             else ""
         )
+    )
+    table.note(
+        "÷ at 1: requests/s at N ÷ requests/s at 1 client, both measured back to back in the same "
+        "round (the counts' order reversed every other round), the median over the rounds, and in "
+        "how many rounds it was ≥ 1. The requests/s column's medians come from rounds minutes "
+        "apart, and this machine's speed drifts by more than 10 % over minutes: compare those "
+        "across servers, and N with N here."
     )
     table.note(
         "p99 turns: for each call, the answers that went to the other clients while it waited, "
