@@ -117,12 +117,14 @@ RULES: dict[tuple[str, str, str, int], tuple[str, str, str]] = {
         '-32601 "Method not found: The method does not exist / is not available."',
         JSONRPC + ".1; mcp-protocol.md §1 (error codes)",
     ),
-    ("fastmcp1", "http", "2025/malformed-messages", 8): (
-        "code",
-        'a body that is a bare JSON string gets -32602 (with "id": "server-error"); JSON-RPC defines '
-        '-32600 "Invalid Request: The JSON sent is not a valid Request object." for it (and shows '
-        "this very case in its examples)",
-        JSONRPC + ".1",
+    ("fastmcp1", "http", "2025/malformed-messages", 2): (
+        "MUST",
+        'a body that is not JSON gets -32700 (right) with "id": "server-error", where the id could '
+        "not be read: "
+        + SAME_ID
+        + '; a bare JSON string then gets -32602 (also with "id": "server-error") where JSON-RPC '
+        "defines -32600",
+        JSONRPC,
     ),
     ("fastmcp1", "http", "2025/initialize-bad-params", 2): (
         "MUST",
@@ -149,7 +151,7 @@ row is an artefact of the runner's strictness:
   Error" for each bad line instead of an answer, and its stderr shows the pydantic validation error it swallowed.
 - HTTP: the same bodies POSTed with `curl -i` (`Accept: application/json, text/event-stream`): MCPServer \
   answers `400` with `"id": null` for `initialize` with array params and -32602 for the body `"a string"`; \
-  FastMCP answers with `"id": "server-error"`.
+  FastMCP answers with `"id": "server-error"`, to a body that is not JSON too (`-32700`, `400`).
 - 2026: a `ping` then an `initialize`, both with the 2026-07-28 `_meta`, piped into MCPServer: -32601 for \
   ping, then -32022 with `"supported":["2026-07-28"],"requested":"2026-07-28"` for initialize.
 - Where the spec leaves the answer open, the transcripts accept any (the code for an unknown tool or a bad \

@@ -447,6 +447,16 @@ def test_hcmcp_parts_bind_hcmcp_alone():
         and not fits(absent, {"nextCursor": "c"})
         and fits(absent, {})
     )
+    null_or_absent = {"id": {"$absent": "hcmcp", "$any": "null"}}
+    assert (
+        fits_other(null_or_absent, {"id": None})
+        and fits_other(null_or_absent, {})
+        and not fits_other(null_or_absent, {"id": "server-error"})
+        and not fits(null_or_absent, {"id": None})
+        and fits(null_or_absent, {})
+    ), "absent from hcmcp; from others absent, or what the matchers beside it match"
+    with pytest.raises(runner.TranscriptError):
+        runner.match({"id": {"$absent": True, "$any": "null"}}, {}, {})
     either = {"id": 1, "error": {"$hcmcp": {"code": -32600}}, "$more": "not-hcmcp"}
     assert fits_other(either, {"id": 1, "result": {}}) and not fits(either, {"id": 1, "result": {}})
     with pytest.raises(runner.TranscriptError):

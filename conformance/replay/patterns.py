@@ -135,15 +135,22 @@ def _match(pattern: Any, actual: Any, found: dict[str, Any], where: str, strict:
             if key == "$more":
                 continue
             if isinstance(sub, dict) and "$absent" in sub:
-                if sub["$absent"] not in (True, "hcmcp") or len(sub) != 1:
+                absent = sub["$absent"]
+                others = {name: value for name, value in sub.items() if name != "$absent"}
+                if absent not in (True, "hcmcp") or (others and absent is True):
                     raise TranscriptError(
-                        f'{where}.{key}: write {{"$absent": true}} (or "hcmcp": absent from hcmcp, '
-                        f"anything from others) alone"
+                        f'{where}.{key}: write {{"$absent": true}} alone, or {{"$absent": "hcmcp"}}: '
+                        "absent from hcmcp, and from others absent or anything (or, with more "
+                        'matchers beside it, absent or what they match: {"$absent": "hcmcp", '
+                        '"$any": "null"})'
                     )
-                if key in actual and (sub["$absent"] is True or strict):
-                    raise Mismatch(
-                        f"{where}.{key}", f"expected no such key, got {_short(actual[key])}"
-                    )
+                if key in actual:
+                    if absent is True or strict:
+                        raise Mismatch(
+                            f"{where}.{key}", f"expected no such key, got {_short(actual[key])}"
+                        )
+                    if others:
+                        _match(others, actual[key], found, f"{where}.{key}", strict)
                 continue
             if key not in actual:
                 if not strict and _is_matcher(sub) and set(sub) <= {"$hcmcp"}:
