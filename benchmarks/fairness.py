@@ -215,9 +215,11 @@ class Fairness:
         self.p99_turns = percentile(self.turns, 99) if self.turns else 0.0
 
 
-def vs_one(ratios: list[float], clients: int) -> str:
-    """The "÷ at 1" cell: the median of one round's ratios to 1 client, and how many were >= 1."""
-    if clients == 1 or not ratios:
+def vs_one(ratios: list[float]) -> str:
+    """The "÷ at 1" cell: the median of the rounds' ratios to 1 client (each measured beside its 1,
+    because this VM's speed drifts by more than 10 % over a round's minutes), and how many were
+    >= 1."""
+    if not ratios:
         return "—"
     return f"{median(ratios):.2f} ({sum(r >= 1 for r in ratios)}/{len(ratios)} ≥ 1)"
 
@@ -318,13 +320,12 @@ def fairness_table(
         for round_ in range(rounds):
             for era in eras:
                 for key, server in started.items():
-                    # One server's counts back to back, their order reversed every other round:
-                    # the VM's speed drifts by more than 10 % over the minutes a round takes, so
-                    # only a ratio of neighbours in time measures the server (vs_one).
+                    if (key, era) in problems:
+                        continue
+                    # One server's counts back to back, reversed every other round: only a ratio
+                    # of neighbours in time measures the server (see vs_one).
                     in_round: dict[int, float] = {}
                     for clients in counts if round_ % 2 == 0 else counts[::-1]:
-                        if (key, era) in problems:
-                            break
                         try:
                             result = (
                                 measure_c(
@@ -340,11 +341,10 @@ def fairness_table(
                             break
                         samples.setdefault((key, era, clients), []).append(result)
                         in_round[clients] = result.throughput
-                    if in_round.get(1):
+                    alone = in_round.pop(1, 0.0)
+                    if alone:
                         for clients, throughput in in_round.items():
-                            ratios.setdefault((key, era, clients), []).append(
-                                throughput / in_round[1]
-                            )
+                            ratios.setdefault((key, era, clients), []).append(throughput / alone)
     for spec in specs:
         if (spec.key, "") in problems:
             table.add(spec.label, *[""] * 12, problems[spec.key, ""])
@@ -372,7 +372,7 @@ def fairness_table(
                     f"{p99 / share:.1f}×" if share else "—",
                     f"{median([r.p99_turns for r in runs]):.1f}" if clients > 1 else "—",
                     f"{median([r.throughput for r in runs]):.0f}",
-                    vs_one(ratios.get((spec.key, era, clients), []), clients),
+                    vs_one(ratios.get((spec.key, era, clients), [])),
                     str(sum(r.errors for r in runs))
                     + (f" ({runs[0].first_error[:80]})" if any(r.errors for r in runs) else ""),
                 )

@@ -457,6 +457,8 @@ def test_hcmcp_parts_bind_hcmcp_alone():
     ), "absent from hcmcp; from others absent, or what the matchers beside it match"
     with pytest.raises(runner.TranscriptError):
         runner.match({"id": {"$absent": True, "$any": "null"}}, {}, {})
+    with pytest.raises(runner.TranscriptError):
+        runner.match({"id": {"$absent": "hcmcp", "$more": True}}, {}, {})
     either = {"id": 1, "error": {"$hcmcp": {"code": -32600}}, "$more": "not-hcmcp"}
     assert fits_other(either, {"id": 1, "result": {}}) and not fits(either, {"id": 1, "result": {}})
     with pytest.raises(runner.TranscriptError):

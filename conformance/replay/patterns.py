@@ -137,7 +137,9 @@ def _match(pattern: Any, actual: Any, found: dict[str, Any], where: str, strict:
             if isinstance(sub, dict) and "$absent" in sub:
                 absent = sub["$absent"]
                 others = {name: value for name, value in sub.items() if name != "$absent"}
-                if absent not in (True, "hcmcp") or (others and absent is True):
+                if absent not in (True, "hcmcp") or (
+                    others and (absent is True or not _is_matcher(others))
+                ):
                     raise TranscriptError(
                         f'{where}.{key}: write {{"$absent": true}} alone, or {{"$absent": "hcmcp"}}: '
                         "absent from hcmcp, and from others absent or anything (or, with more "
